@@ -1,0 +1,360 @@
+"""The hash contract as Spark SQL expressions (see ``merkle.canonical`` for the rules).
+
+Every logical type except ``json`` is computed natively, with no Python UDF: canonical
+bytes are built with ``concat``/``encode``, hashed with Spark's ``xxhash64`` (seed 42,
+one binary argument), and leaf digests are one GROUP BY. ``json`` goes through an Arrow
+UDF that runs ``merkle.canonical.json_text``, because Spark SQL cannot re-serialise a JSON
+document with normalised numbers (its VARIANT keeps ``2e3`` and ``2000`` apart).
+
+Spark 4 runs in ANSI mode, where ``sum`` of 64-bit hashes raises on overflow: each hash is
+split into a signed upper and an unsigned lower 32-bit half, the halves are summed as
+longs, and the wrapping sum is put back together with bit operations.
+
+The session time zone must be UTC: ``timestamp`` (no zone) values are read as wall clocks
+through Spark's session zone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from cdc_core.errors import ContractError
+from merkle.canonical import NULL_MARKER, POW10_STEP, payload_encoder
+from merkle.layout import ColumnSpec, RowLayout
+from merkle.options import ComparisonOptions, TimeRounding
+from merkle.tree import LeafDigest
+from merkle.types import (
+    BooleanType,
+    BytesType,
+    DateType,
+    DecimalType,
+    FloatType,
+    IntegerType,
+    IntervalType,
+    JsonType,
+    LogicalType,
+    StringType,
+    TimestampType,
+    TimestampTzType,
+    TimeType,
+    UuidType,
+)
+
+try:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("Spark-native hashing needs pyspark: pip install 'replcheck[spark]'") from exc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+KEY_HASH = "_key_hash"
+ROW_HASH = "_row_hash"
+LEAF = "_leaf"
+_LOW32 = 0xFFFFFFFF
+
+
+def _text(column: Column) -> Column:
+    return column.cast("binary")  # the UTF-8 bytes, cheaper than encode(column, 'UTF-8')
+
+
+def _unsupported(ltype: LogicalType, dtype: T.DataType) -> ContractError:
+    return ContractError(f"cannot hash a Spark {dtype.simpleString()} column as {ltype}")
+
+
+def _decimal_payload(value: Column, dtype: T.DataType) -> Column:
+    text = value.cast("string")  # plain notation, never an exponent
+    if isinstance(dtype, T.DecimalType) and dtype.scale > 0:
+        text = F.rtrim(F.rtrim(text, F.lit("0")), F.lit("."))  # "1.10" -> "1.1", "1.00" -> "1"
+    # signum, not "= 0": comparing DECIMAL(38,38) with 0 widens it and rounds 1e-38 to 0
+    return _text(F.when(F.signum(value) == 0, F.lit("0")).otherwise(text))
+
+
+def _let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """Bind ``value`` once for ``body``: Spark SQL has no LET, and an expression used twice
+    is copied twice into the plan, which grows exponentially when such steps nest."""
+    return F.transform(F.array(value), body).getItem(0)
+
+
+def _scale_by_pow10(magnitude: Column, power: Column) -> Column:
+    """``merkle.canonical.scale_by_pow10``: the same IEEE operations in the same order."""
+    size = F.abs(power)
+    steps = F.floor(size / F.lit(POW10_STEP)).cast("int")
+    exact = F.pow(F.lit(10.0), size - steps * F.lit(POW10_STEP))  # Math.pow is exact here
+    repeats = F.array_repeat(F.lit(1e22), steps)
+    up = F.aggregate(repeats, magnitude * exact, lambda acc, factor: acc * factor)
+    down = F.aggregate(repeats, magnitude / exact, lambda acc, factor: acc / factor)
+    return F.when(power >= 0, up).otherwise(down)
+
+
+def _digits_float_text(x: Column, digits: int) -> Column:
+    top, bottom = F.lit(float(10**digits)), F.lit(float(10 ** (digits - 1)))
+
+    def scaled(ax: Column, exponent: Column) -> Column:
+        return _scale_by_pow10(ax, F.lit(digits - 1) - exponent)
+
+    def corrected(ax: Column, guess: Column) -> Column:
+        return _let(
+            scaled(ax, guess),
+            lambda first: (
+                F.when(first >= top, guess + 1).when(first < bottom, guess - 1).otherwise(guess)
+            ),
+        )
+
+    def text(exponent: Column, mantissa: Column) -> Column:
+        carried = mantissa >= F.lit(10**digits)
+        return F.concat(
+            F.when(carried, F.lit(10 ** (digits - 1))).otherwise(mantissa).cast("string"),
+            F.lit("e"),
+            F.when(carried, exponent + 1).otherwise(exponent).cast("string"),
+        )
+
+    def from_magnitude(ax: Column) -> Column:
+        return _let(
+            corrected(ax, F.floor(F.log10(ax))),
+            lambda exponent: _let(
+                F.rint(scaled(ax, exponent)).cast("bigint"),
+                lambda mantissa: text(exponent, mantissa),
+            ),
+        )
+
+    return _let(F.abs(x), from_magnitude)
+
+
+def _float_payload(value: Column, ltype: FloatType, digits: int | None) -> Column:
+    if ltype.bits == 32:
+        value = value.cast("float")  # narrow as the column stores it (IEEE half-even)
+    x = value.cast("double")
+    if digits is None:
+        unsigned_zero = F.when(x == 0, F.lit(0.0)).otherwise(x)
+        # One reflective call is far cheaper than rebuilding the bits with log2 and pow;
+        # reflection cannot pass NULL to a primitive parameter, hence the guard.
+        bits = F.reflect(F.lit("java.lang.Double"), F.lit("doubleToLongBits"), unsigned_zero)
+        return F.when(x.isNotNull(), bits.cast("binary"))
+    magnitude = _digits_float_text(x, digits)
+    text = (
+        F.when(F.isnan(x), F.lit("NaN"))
+        .when(x == float("inf"), F.lit("Infinity"))
+        .when(x == float("-inf"), F.lit("-Infinity"))
+        .when(x == 0, F.lit("0"))
+        .otherwise(F.concat(F.when(x < 0, F.lit("-")).otherwise(F.lit("")), magnitude))
+    )
+    return _text(text)
+
+
+def _reduce_micros(micros: Column, digits: int, rounding: TimeRounding) -> Column:
+    unit = 10 ** (6 - digits)
+    if unit == 1:
+        return micros
+    if rounding is TimeRounding.ROUND:
+        micros = micros + F.lit(unit // 2)
+    return micros - F.pmod(micros, F.lit(unit))  # floor to a multiple, also below zero
+
+
+def _time_micros(value: Column, dtype: T.DataType, ltype: LogicalType) -> Column:
+    if isinstance(dtype, T.TimeType):
+        return F.unix_micros(F.make_timestamp(date=F.lit("1970-01-01").cast("date"), time=value))
+    if isinstance(dtype, T.DayTimeIntervalType):
+        return F.unix_micros(F.timestamp_micros(F.lit(0)) + value)
+    if isinstance(dtype, T.IntegralType):
+        return value.cast("bigint")
+    raise _unsupported(ltype, dtype)
+
+
+def _instant_micros(value: Column, dtype: T.DataType, ltype: LogicalType) -> Column:
+    if isinstance(dtype, T.TimestampType):
+        return F.unix_micros(value)
+    if isinstance(dtype, T.TimestampNTZType) and isinstance(ltype, TimestampType):
+        return F.unix_micros(value.cast("timestamp"))  # wall clock read in the UTC session
+    raise _unsupported(ltype, dtype)
+
+
+def _string_payload(value: Column, ltype: StringType, options: ComparisonOptions) -> Column:
+    if options.trim_char and ltype.padded:
+        value = F.rtrim(value)
+    if options.empty_string_is_null:
+        value = F.when(value != "", value)
+    if options.case_insensitive:
+        value = F.lower(value)
+    return _text(value)
+
+
+def _uuid_payload(value: Column, dtype: T.DataType, ltype: LogicalType) -> Column:
+    if isinstance(dtype, T.BinaryType):
+        return _text(F.lower(F.hex(value)))
+    if isinstance(dtype, T.StringType):
+        bare = F.regexp_replace(F.lower(F.trim(value)), r"^urn:uuid:|[{}\-]", "")
+        return _text(bare)
+    raise _unsupported(ltype, dtype)
+
+
+def _interval_payload(value: Column, dtype: T.DataType, ltype: LogicalType) -> Column:
+    if isinstance(dtype, T.YearMonthIntervalType):
+        return _text(F.concat(value.cast("bigint").cast("string"), F.lit(",0")))
+    if isinstance(dtype, T.DayTimeIntervalType):
+        micros = F.unix_micros(F.timestamp_micros(F.lit(0)) + value)
+        return _text(F.concat(F.lit("0,"), micros.cast("string")))
+    raise _unsupported(ltype, dtype)
+
+
+def _canonical_json(documents: pa.Array) -> pa.Array:
+    """Arrow UDF body: canonical JSON payloads of a batch of documents."""
+    encode = payload_encoder(JsonType(), ComparisonOptions())
+    values = documents.to_pylist()
+    return pa.array([None if v is None else encode(v) for v in values], pa.binary())
+
+
+def _json_udf() -> Callable[[Column], Column]:
+    udf: Callable[[Column], Column] = F.arrow_udf(  # type: ignore[call-overload]
+        _canonical_json, T.BinaryType()
+    )
+    return udf
+
+
+def payload_column(
+    value: Column, dtype: T.DataType, ltype: LogicalType, options: ComparisonOptions
+) -> Column:
+    """Payload bytes of one column (NULL where the field is NULL), per ``merkle.canonical``."""
+    if isinstance(ltype, IntegerType):
+        if isinstance(dtype, T.IntegralType):
+            return _text(value.cast("string"))
+        if isinstance(dtype, T.DecimalType):
+            return _decimal_payload(value, dtype)
+    elif isinstance(ltype, DecimalType):
+        if isinstance(dtype, T.IntegralType | T.DecimalType):
+            return _decimal_payload(value, dtype)
+    elif isinstance(ltype, FloatType):
+        if isinstance(dtype, T.NumericType):
+            return _float_payload(value, ltype, options.float_digits)
+    elif isinstance(ltype, StringType):
+        if isinstance(dtype, T.StringType):
+            return _string_payload(value, ltype, options)
+    elif isinstance(ltype, BytesType):
+        if isinstance(dtype, T.BinaryType):
+            if options.empty_string_is_null:
+                return F.when(F.octet_length(value) > 0, value)
+            return value
+    elif isinstance(ltype, BooleanType):
+        if isinstance(dtype, T.BooleanType):
+            return _text(F.when(value, F.lit("1")).when(~value, F.lit("0")))  # NULL stays NULL
+    elif isinstance(ltype, DateType):
+        if isinstance(dtype, T.DateType):
+            return _text(F.unix_date(value).cast("string"))
+    elif isinstance(ltype, TimeType | TimestampType | TimestampTzType):
+        micros = (
+            _time_micros(value, dtype, ltype)
+            if isinstance(ltype, TimeType)
+            else _instant_micros(value, dtype, ltype)
+        )
+        digits = options.fraction_digits(ltype)
+        reduced = _reduce_micros(micros, digits, options.timestamp_rounding)
+        return _text(reduced.cast("string"))
+    elif isinstance(ltype, JsonType):
+        if isinstance(dtype, T.StringType | T.BinaryType):
+            return _json_udf()(value.cast("string"))
+    elif isinstance(ltype, UuidType):
+        return _uuid_payload(value, dtype, ltype)
+    elif isinstance(ltype, IntervalType):
+        return _interval_payload(value, dtype, ltype)
+    raise _unsupported(ltype, dtype)
+
+
+def field_column(payload: Column) -> Column:
+    """Frame a payload as a field: ``<length>:<payload>``, or the NULL marker."""
+    prefix = F.concat(F.octet_length(payload).cast("string"), F.lit(":")).cast("binary")
+    return F.when(payload.isNull(), F.lit(NULL_MARKER)).otherwise(F.concat(prefix, payload))
+
+
+def _fields(df: DataFrame, specs: tuple[ColumnSpec, ...], options: ComparisonOptions) -> Column:
+    types = {field.name: field.dataType for field in df.schema.fields}
+    fields = []
+    for spec in specs:
+        if spec.name not in types:
+            raise ContractError(f"column {spec.name!r} is not in the DataFrame")
+        payload = payload_column(df[spec.name], types[spec.name], spec.ltype, options)
+        fields.append(field_column(payload))
+    return F.concat(*fields)
+
+
+def row_bytes_column(df: DataFrame, layout: RowLayout) -> Column:
+    """Canonical row bytes of each row of ``df`` (columns named as in the layout)."""
+    return _fields(df, layout.columns, layout.options)
+
+
+def key_bytes_column(df: DataFrame, layout: RowLayout) -> Column:
+    """Canonical key bytes of each row of ``df``."""
+    return _fields(df, layout.key_columns, layout.options)
+
+
+def leaf_column(key_hash: Column, depth: int) -> Column:
+    """The leaf of a key hash: its top ``depth`` bits."""
+    if depth == 0:
+        return F.lit(0).cast("bigint")  # a 64-bit shift is a no-op on the JVM
+    return F.shiftrightunsigned(key_hash, 64 - depth)
+
+
+def with_hashes(df: DataFrame, layout: RowLayout, depth: int) -> DataFrame:
+    """``df`` plus ``_key_hash``, ``_row_hash`` and ``_leaf`` columns."""
+    _check_session_zone(df)
+    key_hash = F.xxhash64(key_bytes_column(df, layout))
+    return (
+        df.withColumn(KEY_HASH, key_hash)
+        .withColumn(ROW_HASH, F.xxhash64(row_bytes_column(df, layout)))
+        .withColumn(LEAF, leaf_column(F.col(KEY_HASH), depth))
+    )
+
+
+def leaf_digest_frame(hashed: DataFrame) -> DataFrame:
+    """One row per non-empty leaf: ``_leaf``, ``count``, ``hash_sum`` (signed 64-bit)."""
+    row_hash = F.col(ROW_HASH)
+    # Narrow first: only the two hash columns travel, and Spark 4.3 cannot aggregate a
+    # plan that still carries TIME columns.
+    grouped = (
+        hashed.select(LEAF, ROW_HASH)
+        .groupBy(LEAF)
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.sum(F.shiftright(row_hash, 32)).alias("_high"),
+            F.sum(row_hash.bitwiseAND(F.lit(_LOW32))).alias("_low"),
+        )
+    )
+    low, high = F.col("_low"), F.col("_high")
+    upper = (high + F.shiftright(low, 32)).bitwiseAND(F.lit(_LOW32))
+    hash_sum = F.shiftleft(upper, 32).bitwiseOR(low.bitwiseAND(F.lit(_LOW32)))
+    return grouped.select(LEAF, "count", hash_sum.alias("hash_sum"))
+
+
+def leaf_digests(df: DataFrame, layout: RowLayout, depth: int) -> dict[int, LeafDigest]:
+    """Leaf digests of ``df`` computed by Spark, collected to the driver."""
+    frame = leaf_digest_frame(with_hashes(df, layout, depth))
+    return {
+        row[LEAF]: LeafDigest.from_signed(row["count"], row["hash_sum"]) for row in frame.collect()
+    }
+
+
+def _check_session_zone(df: DataFrame) -> None:
+    zone = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    if zone not in ("UTC", "Etc/UTC", "+00:00", "Z"):
+        raise ContractError(
+            f"Spark session time zone is {zone!r}; the hash contract needs "
+            "spark.sql.session.timeZone=UTC"
+        )
+
+
+__all__ = [
+    "KEY_HASH",
+    "LEAF",
+    "ROW_HASH",
+    "field_column",
+    "key_bytes_column",
+    "leaf_column",
+    "leaf_digest_frame",
+    "leaf_digests",
+    "payload_column",
+    "row_bytes_column",
+    "with_hashes",
+]
