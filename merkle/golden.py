@@ -1,0 +1,205 @@
+"""Golden vectors: the hash contract's memory, replayed through each implementation.
+
+``golden_vectors.jsonl`` (shipped with the package, so an installation can check its own
+engines: ``replcheck check-contract``) holds one row per line::
+
+    {"id": "decimal-003", "options": {...}, "columns": [{"type": "decimal(10,2)",
+     "value": "1.10"}, ...], "canonical": "<hex of the row bytes>", "row_hash": <int>}
+
+Values by logical type: ``integer`` a JSON number; ``decimal`` a string; ``float`` a string
+read by ``float()`` (so ``nan``, ``inf``, ``-0.0`` work); ``string``/``char``/``json`` a
+string; ``bytes`` hex; ``boolean`` a bool; ``date`` ISO; ``time`` ISO time of day, or
+``{"duration_micros": n}``; ``timestamp`` naive ISO; ``timestamp_tz`` ISO with offset;
+``uuid`` a string, or ``{"bytes": hex}``; ``interval`` ``{"micros": n}`` or
+``{"months": n}``; ``null`` is SQL NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+from merkle.canonical import Interval, RowEncoder
+from merkle.hashing import hash_bytes
+from merkle.layout import RowLayout
+from merkle.options import ComparisonOptions
+from merkle.types import (
+    BooleanType,
+    BytesType,
+    DateType,
+    DecimalType,
+    FloatType,
+    IntegerType,
+    IntervalType,
+    JsonType,
+    LogicalType,
+    StringType,
+    TimestampType,
+    TimestampTzType,
+    TimeType,
+    UuidType,
+    parse_logical_type,
+)
+
+VECTORS_FILE = "golden_vectors.jsonl"
+
+Outcome = tuple[str, int]
+"""What an implementation produced for a vector: canonical bytes as hex, and the row hash."""
+
+
+def vectors_text() -> str:
+    """The golden file's text."""
+    return resources.files("merkle").joinpath(VECTORS_FILE).read_text(encoding="utf-8")
+
+
+def load_vectors() -> list[dict[str, Any]]:
+    """All golden vectors, in file order."""
+    return [json.loads(line) for line in vectors_text().splitlines() if line.strip()]
+
+
+def expected_outcomes(vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
+    """What the file says each vector must produce."""
+    return {v["id"]: (v["canonical"], v["row_hash"]) for v in vectors}
+
+
+def python_outcomes(vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
+    """Replay vectors through the pure-Python implementation."""
+    produced = {}
+    for vector in vectors:
+        ltypes = ltypes_of(vector)
+        columns = zip(ltypes, vector["columns"], strict=True)
+        values = [to_python(ltype, column["value"]) for ltype, column in columns]
+        data = RowEncoder(ltypes, options_of(vector)).to_bytes(values)
+        produced[vector["id"]] = (data.hex(), hash_bytes(data))
+    return produced
+
+
+def spark_outcomes(spark: Any, vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
+    """Replay vectors through the Spark-native implementation, in one Spark job."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for vector in vectors:
+        groups[_group_key(vector)].append(vector)
+    frames = [_spark_frame(spark, group) for group in groups.values()]
+    combined = frames[0]
+    for frame in frames[1:]:
+        combined = combined.unionByName(frame)
+    return {r["id"]: (bytes(r["bytes"]).hex(), r["row_hash"]) for r in combined.collect()}
+
+
+def _group_key(vector: dict[str, Any]) -> tuple[str, ...]:
+    """Vectors that fit one DataFrame: same options, same logical and Spark types."""
+    columns = zip(ltypes_of(vector), vector["columns"], strict=True)
+    types = [f"{lt}:{spark_type_of(lt, c['value']).simpleString()}" for lt, c in columns]
+    return (json.dumps(vector.get("options", {}), sort_keys=True), *types)
+
+
+def _spark_frame(spark: Any, vectors: list[dict[str, Any]]) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from merkle.spark import row_bytes_column
+
+    first = vectors[0]
+    ltypes = ltypes_of(first)
+    names = [f"c{i}" for i in range(len(ltypes))]
+    fields = [T.StructField("id", T.StringType())]
+    for name, ltype, column in zip(names, ltypes, first["columns"], strict=True):
+        fields.append(T.StructField(name, spark_type_of(ltype, column["value"])))
+    rows = []
+    for vector in vectors:
+        columns = zip(ltypes, vector["columns"], strict=True)
+        rows.append((vector["id"], *(to_spark_value(lt, c["value"]) for lt, c in columns)))
+    df = spark.createDataFrame(rows, T.StructType(fields))
+    for name, ltype, column in zip(names, ltypes, first["columns"], strict=True):
+        if isinstance(ltype, IntervalType) and column["value"] and "months" in column["value"]:
+            df = df.withColumn(name, F.make_ym_interval(F.lit(0), F.col(name)))
+    layout = RowLayout.of(list(zip(names, ltypes, strict=True)), [names[0]], options_of(first))
+    row_bytes = row_bytes_column(df, layout)
+    return df.select("id", row_bytes.alias("bytes"), F.xxhash64(row_bytes).alias("row_hash"))
+
+
+def options_of(vector: dict[str, Any]) -> ComparisonOptions:
+    """The comparison options a vector is encoded with."""
+    return ComparisonOptions(**vector.get("options", {}))
+
+
+def ltypes_of(vector: dict[str, Any]) -> list[LogicalType]:
+    """The logical types of a vector's columns."""
+    return [parse_logical_type(column["type"]) for column in vector["columns"]]
+
+
+def to_python(ltype: LogicalType, value: Any) -> Any:
+    """The Python value a database driver would hand over for a vector value."""
+    if value is None:
+        return None
+    converters: dict[type, Callable[[Any], Any]] = {
+        IntegerType: int,
+        DecimalType: decimal.Decimal,
+        FloatType: float,
+        StringType: str,
+        JsonType: str,
+        BooleanType: bool,
+        BytesType: bytes.fromhex,
+        DateType: dt.date.fromisoformat,
+        TimestampType: dt.datetime.fromisoformat,
+        TimestampTzType: dt.datetime.fromisoformat,
+    }
+    if type(ltype) in converters:
+        return converters[type(ltype)](value)
+    if isinstance(ltype, TimeType):
+        if isinstance(value, dict):
+            return dt.timedelta(microseconds=value["duration_micros"])
+        return dt.time.fromisoformat(value)
+    if isinstance(ltype, UuidType):
+        return bytes.fromhex(value["bytes"]) if isinstance(value, dict) else value
+    if isinstance(ltype, IntervalType):
+        if "months" in value:
+            return Interval(months=value["months"])
+        return dt.timedelta(microseconds=value["micros"])
+    raise TypeError(f"no vector codec for {ltype}")
+
+
+def spark_type_of(ltype: LogicalType, value: Any) -> Any:
+    """The Spark type a reader would produce for this logical type and value shape."""
+    from pyspark.sql import types as T
+
+    if isinstance(ltype, IntegerType):
+        return T.LongType() if value is None or -(2**63) <= value < 2**63 else T.DecimalType(38, 0)
+    if isinstance(ltype, DecimalType):
+        if ltype.precision is None:
+            return T.DecimalType(38, 18)
+        return T.DecimalType(ltype.precision, ltype.scale or 0)
+    if isinstance(ltype, FloatType):
+        return T.FloatType() if ltype.bits == 32 else T.DoubleType()
+    if isinstance(ltype, TimeType):
+        return T.DayTimeIntervalType() if isinstance(value, dict) else T.TimeType(6)
+    if isinstance(ltype, UuidType):
+        return T.BinaryType() if isinstance(value, dict) else T.StringType()
+    if isinstance(ltype, IntervalType):
+        return T.LongType() if value is not None and "months" in value else T.DayTimeIntervalType()
+    simple = {
+        StringType: T.StringType(),
+        JsonType: T.StringType(),
+        BytesType: T.BinaryType(),
+        BooleanType: T.BooleanType(),
+        DateType: T.DateType(),
+        TimestampType: T.TimestampNTZType(),
+        TimestampTzType: T.TimestampType(),
+    }
+    return simple[type(ltype)]
+
+
+def to_spark_value(ltype: LogicalType, value: Any) -> Any:
+    """The Python object Spark's createDataFrame takes for ``spark_type_of`` the value."""
+    if value is None:
+        return None
+    if isinstance(ltype, IntervalType) and "months" in value:
+        return value["months"]  # turned into a year-month interval by the test
+    if isinstance(ltype, IntegerType) and not -(2**63) <= value < 2**63:
+        return decimal.Decimal(value)  # a DECIMAL(38,0) column, as BIGINT UNSIGNED reads
+    return to_python(ltype, value)

@@ -1,0 +1,141 @@
+"""Hypothesis strategies: random row layouts and rows Spark and Python both accept."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from merkle.layout import RowLayout
+from merkle.options import ComparisonOptions
+from merkle.types import (
+    BooleanType,
+    BytesType,
+    DateType,
+    DecimalType,
+    FloatType,
+    IntegerType,
+    IntervalType,
+    JsonType,
+    LogicalType,
+    StringType,
+    TimestampType,
+    TimestampTzType,
+    TimeType,
+    UuidType,
+)
+
+_TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=12)
+_OFFSETS = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
+    lambda minutes: dt.timezone(dt.timedelta(minutes=minutes))
+)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | _TEXT
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _decimal_type() -> st.SearchStrategy[DecimalType]:
+    return st.integers(1, 38).flatmap(lambda p: st.integers(0, p).map(lambda s: DecimalType(p, s)))
+
+
+def _logical_types() -> st.SearchStrategy[LogicalType]:
+    return st.one_of(
+        st.just(IntegerType()),
+        _decimal_type(),
+        st.sampled_from([FloatType(32), FloatType(64)]),
+        st.sampled_from([StringType(), StringType(padded=True)]),
+        st.just(BytesType()),
+        st.just(BooleanType()),
+        st.just(DateType()),
+        st.integers(0, 6).map(TimeType),
+        st.integers(0, 6).map(TimestampType),
+        st.integers(0, 6).map(TimestampTzType),
+        st.just(JsonType()),
+        st.just(UuidType()),
+        st.just(IntervalType()),
+    )
+
+
+def values_of(ltype: LogicalType) -> st.SearchStrategy[Any]:
+    """Python values of a logical type that Spark's createDataFrame takes as they are."""
+    if isinstance(ltype, DecimalType):
+        assert ltype.precision is not None and ltype.scale is not None
+        bound = 10 ** (ltype.precision - ltype.scale) - 1
+        return st.decimals(-bound, bound, places=ltype.scale, allow_nan=False)
+    strategies: dict[type, st.SearchStrategy[Any]] = {
+        IntegerType: st.integers(-(2**63), 2**63 - 1),
+        FloatType: st.floats(width=getattr(ltype, "bits", 64)),
+        StringType: _TEXT.map(lambda s: s + " " * (len(s) % 3)),
+        BytesType: st.binary(max_size=12),
+        BooleanType: st.booleans(),
+        DateType: st.dates(),
+        TimeType: st.times(),
+        TimestampType: st.datetimes(),
+        TimestampTzType: st.datetimes(
+            min_value=dt.datetime(1, 1, 2), max_value=dt.datetime(9999, 12, 30), timezones=_OFFSETS
+        ),
+        JsonType: _JSON.map(json.dumps),
+        UuidType: st.uuids().map(str),
+        IntervalType: st.timedeltas(dt.timedelta(days=-(10**6)), dt.timedelta(days=10**6)),
+    }
+    return strategies[type(ltype)]
+
+
+def spark_type(ltype: LogicalType) -> Any:
+    """The Spark type of ``values_of(ltype)`` columns."""
+    from pyspark.sql import types as T
+
+    if isinstance(ltype, DecimalType):
+        return T.DecimalType(ltype.precision or 38, ltype.scale or 0)
+    if isinstance(ltype, FloatType):
+        return T.FloatType() if ltype.bits == 32 else T.DoubleType()
+    simple = {
+        IntegerType: T.LongType(),
+        StringType: T.StringType(),
+        BytesType: T.BinaryType(),
+        BooleanType: T.BooleanType(),
+        DateType: T.DateType(),
+        TimeType: T.TimeType(6),
+        TimestampType: T.TimestampNTZType(),
+        TimestampTzType: T.TimestampType(),
+        JsonType: T.StringType(),
+        UuidType: T.StringType(),
+        IntervalType: T.DayTimeIntervalType(),
+    }
+    return simple[type(ltype)]
+
+
+_OPTIONS = st.builds(
+    ComparisonOptions,
+    trim_char=st.booleans(),
+    case_insensitive=st.booleans(),
+    empty_string_is_null=st.booleans(),
+    timestamp_precision=st.none() | st.integers(0, 6),
+    timestamp_rounding=st.sampled_from(["round", "truncate"]),
+    float_digits=st.none() | st.integers(1, 17),
+)
+
+
+@st.composite
+def layouts_with_rows(draw: st.DrawFn) -> tuple[RowLayout, list[tuple[Any, ...]], Any]:
+    """A random layout, up to 30 random rows (NULLs included) and the Spark schema."""
+    from pyspark.sql import types as T
+
+    ltypes = draw(st.lists(_logical_types(), min_size=1, max_size=6))
+    names = [f"c{i}" for i in range(len(ltypes))]
+    key_size = draw(st.integers(1, min(2, len(ltypes))))
+    layout = RowLayout.of(list(zip(names, ltypes, strict=True)), names[:key_size], draw(_OPTIONS))
+    row = st.tuples(*(st.none() | values_of(lt) for lt in ltypes))
+    rows = draw(st.lists(row, max_size=30))
+    schema = T.StructType(
+        [T.StructField(n, spark_type(lt)) for n, lt in zip(names, ltypes, strict=True)]
+    )
+    return layout, rows, schema
