@@ -1,0 +1,77 @@
+"""Build the one Spark session a validation run (or a test run) uses.
+
+A cold session plus its first job costs many seconds (DESIGN.md, platform notes), so callers
+build one session per process and pass it around, never one per table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import TerminalError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    # Sized for small machines (2 cores): the default of 200 shuffle partitions only adds
+    # scheduling overhead to the GROUP BYs that build leaf digests.
+    "spark.sql.shuffle.partitions": "4",
+    # The hash contract encodes timestamps as UTC epoch micros; a session in any other zone
+    # would shift TIMESTAMP values read from sources before they are hashed.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    # Progress bars interleave with the CLI's own output; JSON log lines are unreadable.
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.structuredLogging.enabled": "false",
+    # spark.sql.ansi.enabled keeps Spark 4's default (true): merkle makes its wrapping sums
+    # explicit instead of relying on silent overflow.
+}
+
+
+def build_spark_session(
+    app_name: str = "replcheck",
+    master: str = "local[2]",
+    extra_conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return a Spark session configured for replcheck's jobs.
+
+    Args:
+        app_name: Name shown in Spark's logs.
+        master: Spark master URL, e.g. ``local[2]`` or ``yarn``.
+        extra_conf: Settings applied after (and so overriding) replcheck's defaults.
+
+    Returns:
+        The (possibly already running) session; its log level is set to WARN.
+
+    Raises:
+        TerminalError: pyspark is not installed.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise TerminalError("pyspark is missing: pip install 'replcheck[spark]'") from exc
+    _prepare_environment()
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    logger.info("Spark session %s started on %s", app_name, master)
+    return session
+
+
+def _prepare_environment() -> None:
+    """Set the variables the JVM and the Python workers read at launch, unless already set."""
+    # Spark otherwise binds to the machine's external interface (DESIGN.md, platform notes).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers otherwise run whatever `python3` is on PATH, which may lack the
+    # drivers and xxhash installed next to this interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
