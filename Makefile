@@ -1,0 +1,36 @@
+# The README's two entry points, `make demo` and `make test`, each set everything up first:
+# Debian packages (when missing), a virtualenv in .venv, and replcheck with all extras.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: setup system python demo test lint bench clean
+
+setup: system $(STAMP)
+
+system:
+	bash scripts/install-system-deps.sh
+
+$(STAMP): pyproject.toml
+	bash scripts/make-venv.sh "$(PYTHON)" "$(VENV)"
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[all,dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/replcheck check-contract
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy cdc_core connectors merkle validator reports
+
+test: setup lint
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m bench.bench_hashing
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache *.egg-info
