@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests import servers
-from tests.servers import (
+from tests import private_servers as servers
+from tests.private_servers import (
     LOOPBACK,
     SERVER_TIME_ZONE,
     MariaDBServer,
@@ -270,7 +270,7 @@ def test_stopping_terminates_the_server_and_its_children(
 # its directory) or by SIGKILL (the kernel's parent-death signal must stop it).
 _ABANDONING_SCRIPT = """
 import os, signal, sys
-from tests import servers
+from tests import private_servers as servers
 factory = {"mariadb": lambda: servers._MariaDBProcess("FULL"), "postgres": servers._PostgresProcess}
 server = servers._start_on_free_port(factory[sys.argv[1]])
 print(server.process.pid, server.root, flush=True)

@@ -1,0 +1,600 @@
+"""Private MariaDB and PostgreSQL server processes for tests (fixtures: tests/servers.py).
+
+Every server runs from a fresh directory under /tmp, on a free loopback port, with its own
+unix socket, and never reads the machine's configuration (MariaDB gets ``--no-defaults``,
+PostgreSQL gets every setting on its command line), so the system's own services on
+3306/5432 are neither used nor disturbed. Both run in a time zone that is not UTC and has
+DST, so time zone bugs show up in tests.
+
+A server is stopped through the handle of the process this module started, never by name:
+by the fixture's teardown, else by an atexit hook, else (when the test process is killed
+outright) by the kernel, which sends it its stop signal when its parent dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import functools
+import glob
+import logging
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import pytest
+
+if TYPE_CHECKING:
+    import psycopg
+    import pymysql.connections
+
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = "run `bash scripts/install-system-deps.sh`"
+# A zone with DST: a fixed offset would hide bugs that only show across a DST change.
+SERVER_TIME_ZONE = "Europe/Berlin"
+ROW_IMAGES = ("FULL", "MINIMAL", "NOBLOB")
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
+
+_PR_SET_PDEATHSIG = 1
+# Loaded here, in the parent: the forked child must only call it, not load a library.
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
+class ServerStartError(RuntimeError):
+    """A private server did not start; the message carries the tail of its log."""
+
+
+class _PortTakenError(ServerStartError):
+    """Another process took the free port between choosing it and the server binding it."""
+
+
+def _url_userinfo(user: str, password: str) -> str:
+    return quote(user) if not password else f"{quote(user)}:{quote(password)}"
+
+
+@dataclass(frozen=True, slots=True)
+class MariaDBServer:
+    """Connection facts of a running private MariaDB server (user ``root``, no password)."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    socket: Path
+    pid: int
+    datadir: Path
+    binlog_row_image: str
+    time_zone: str
+
+    def url(self, database: str = "test") -> str:
+        """SQLAlchemy URL of ``database`` on this server."""
+        userinfo = _url_userinfo(self.user, self.password)
+        return f"mysql+pymysql://{userinfo}@{self.host}:{self.port}/{database}"
+
+    def connect(self, database: str | None = "test") -> pymysql.connections.Connection[Any]:
+        """Open an autocommit pymysql connection over TCP (``None``: no default database)."""
+        import pymysql
+
+        return pymysql.connect(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            password=self.password,
+            database=database,
+            charset="utf8mb4",
+            autocommit=True,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresServer:
+    """Connection facts of a running private PostgreSQL cluster (superuser ``postgres``)."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    socket_dir: Path
+    pid: int
+    datadir: Path
+    time_zone: str
+
+    def url(self, database: str = "test") -> str:
+        """SQLAlchemy URL of ``database`` on this server (psycopg 3 driver)."""
+        userinfo = _url_userinfo(self.user, self.password)
+        return f"postgresql+psycopg://{userinfo}@{self.host}:{self.port}/{database}"
+
+    def dsn(self, database: str = "test") -> str:
+        """libpq connection string, e.g. for psycopg2's logical replication connection."""
+        dsn = f"host={self.host} port={self.port} user={self.user} dbname={database}"
+        return f"{dsn} password={self.password}" if self.password else dsn
+
+    def connect(self, database: str = "test") -> psycopg.Connection[Any]:
+        """Open an autocommit psycopg (v3) connection over TCP."""
+        import psycopg
+
+        return psycopg.connect(self.dsn(database), autocommit=True)
+
+
+# --- process plumbing -------------------------------------------------------------------
+
+
+def _die_with_parent(death_signal: signal.Signals) -> None:
+    """Runs in the forked child: ask the kernel for ``death_signal`` when the parent dies."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(death_signal))
+
+
+def _as_user(user: pwd.struct_passwd | None) -> dict[str, Any]:
+    """subprocess arguments that drop to ``user`` (group and supplementary groups too)."""
+    if user is None:
+        return {}
+    return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+
+
+def _run(
+    argv: Sequence[str],
+    log_path: Path,
+    cwd: Path,
+    run_as: pwd.struct_passwd | None = None,
+    input_bytes: bytes | None = None,
+) -> None:
+    """Run a set-up command to completion, appending its output to ``log_path``."""
+    stdin: dict[str, Any] = {"input": input_bytes} if input_bytes else {"stdin": subprocess.DEVNULL}
+    with log_path.open("ab") as log:
+        result = subprocess.run(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            timeout=START_TIMEOUT_S,
+            check=False,
+            **stdin,
+            **_as_user(run_as),
+        )
+    if result.returncode != 0:
+        raise ServerStartError(f"{argv[0]} exited with {result.returncode}:\n{_tail(log_path)}")
+
+
+def _spawn(
+    argv: Sequence[str],
+    log_path: Path,
+    cwd: Path,
+    run_as: pwd.struct_passwd | None,
+    death_signal: signal.Signals,
+) -> subprocess.Popen[bytes]:
+    """Start a server process in its own session, its output going to ``log_path``."""
+    with log_path.open("ab") as log:
+        # Own session: a Ctrl-C in the terminal reaches pytest, whose teardown stops the
+        # server in order, instead of hitting the server directly.
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, death_signal),
+            **_as_user(run_as),
+        )
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    if not path.exists():
+        return f"(no log at {path})"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def _make_root_dir(kind: str, owner: pwd.struct_passwd | None) -> Path:
+    # Under /tmp rather than pytest's tmp_path: unix socket paths must stay under 108 bytes,
+    # and an unprivileged server user cannot enter pytest's root-owned 0700 base directory.
+    root = Path(tempfile.mkdtemp(prefix=f"replcheck-{kind}-", dir="/tmp"))
+    if owner is not None:
+        os.chown(root, owner.pw_uid, owner.pw_gid)
+    return root
+
+
+def _require(path: str | None, what: str) -> str:
+    if path is None or not os.access(path, os.X_OK):
+        pytest.fail(f"{what} not found: {INSTALL_HINT}", pytrace=False)
+    return path
+
+
+# --- the server lifecycle ---------------------------------------------------------------
+
+_RUNNING: set[_PrivateServer] = set()
+
+
+class _PrivateServer(ABC):
+    """One server process in its own temporary directory, with bounded start and stop."""
+
+    kind: str
+    stop_signal: signal.Signals
+
+    def __init__(self, run_as: pwd.struct_passwd | None) -> None:
+        self.run_as = run_as
+        self.root = _make_root_dir(self.kind, run_as)
+        self.port = _free_port()
+        self.log_path = self.root / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @abstractmethod
+    def _initialize(self) -> None:
+        """Create the data directory."""
+
+    @abstractmethod
+    def _argv(self) -> list[str]:
+        """Command line of the server process."""
+
+    @abstractmethod
+    def _ping(self) -> str | None:
+        """None if the server accepts a client connection now, else why it does not."""
+
+    @abstractmethod
+    def _after_start(self) -> None:
+        """Create the objects every test expects (database ``test``)."""
+
+    def start(self) -> None:
+        _RUNNING.add(self)
+        started = time.monotonic()
+        try:
+            self._initialize()
+            argv = self._argv()
+            self.process = _spawn(argv, self.log_path, self.root, self.run_as, self.stop_signal)
+            self._wait_until_ready()
+            self._after_start()
+        except BaseException:
+            self.stop()
+            raise
+        elapsed = time.monotonic() - started
+        logger.info("%s started on port %s in %.1f s", self.kind, self.port, elapsed)
+
+    def _wait_until_ready(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while (not_ready := self._ping()) is not None:
+            code = self.process.poll()
+            if code is not None:
+                log = _tail(self.log_path)
+                error = _PortTakenError if "Address already in use" in log else ServerStartError
+                raise error(f"{self.kind} exited with {code} while starting:\n{log}")
+            if time.monotonic() > deadline:
+                raise ServerStartError(
+                    f"{self.kind} not ready after {START_TIMEOUT_S} s ({not_ready}):\n"
+                    f"{_tail(self.log_path)}"
+                )
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the process this object started (bounded, then SIGKILL) and remove its dir."""
+        if self.process is not None and self.process.poll() is None:
+            # Popen refuses to signal a process it has already reaped, so a recycled pid
+            # can never be hit.
+            self.process.send_signal(self.stop_signal)
+            try:
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                logger.warning(
+                    "%s pid %s ignored %s; killing it",
+                    self.kind,
+                    self.process.pid,
+                    self.stop_signal.name,
+                )
+                self.process.kill()
+                self.process.wait(STOP_TIMEOUT_S)
+        shutil.rmtree(self.root, ignore_errors=True)
+        _RUNNING.discard(self)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Fallback for runs whose fixture teardown never ran."""
+    for server in list(_RUNNING):
+        try:
+            server.stop()
+        except Exception:
+            logger.exception("could not stop %s in %s", server.kind, server.root)
+
+
+def _start_on_free_port(factory: Callable[[], _PrivateServer], attempts: int = 3) -> _PrivateServer:
+    """Start a server, choosing another port if one was taken in the meantime."""
+    for attempt in range(1, attempts + 1):
+        server = factory()
+        try:
+            server.start()
+        except _PortTakenError:
+            if attempt == attempts:
+                raise
+            logger.warning("%s port %s was taken; retrying", server.kind, server.port)
+        else:
+            return server
+    raise AssertionError("unreachable")
+
+
+# --- MariaDB ----------------------------------------------------------------------------
+
+
+def _mariadb_program(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+    return _require(found, f"MariaDB's {name}")
+
+
+def _current_user_flag() -> list[str]:
+    # mariadbd refuses to run as root unless told so explicitly.
+    return ["--user=root"] if os.geteuid() == 0 else []
+
+
+class _MariaDBProcess(_PrivateServer):
+    kind = "mariadb"
+    stop_signal = signal.SIGTERM  # normal shutdown
+
+    def __init__(self, binlog_row_image: str) -> None:
+        if binlog_row_image not in ROW_IMAGES:
+            raise ValueError(f"binlog_row_image must be one of {ROW_IMAGES}")
+        self.mariadbd = _mariadb_program("mariadbd")
+        self.install_db = _mariadb_program("mariadb-install-db")
+        self.tzinfo_to_sql = _mariadb_program("mariadb-tzinfo-to-sql")
+        super().__init__(run_as=None)
+        self.binlog_row_image = binlog_row_image
+        self.datadir = self.root / "data"
+        self.socket = self.root / "mariadb.sock"
+
+    def _initialize(self) -> None:
+        _run(
+            [
+                self.install_db,
+                "--no-defaults",
+                f"--datadir={self.datadir}",
+                *_current_user_flag(),
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+                "--innodb-log-file-size=8M",
+            ],
+            self.log_path,
+            self.root,
+        )
+        # --default-time-zone needs the zone in the time zone tables before the server
+        # starts: load just the zones we use, in bootstrap mode (much faster than loading
+        # all of /usr/share/zoneinfo).
+        _run(
+            [
+                self.mariadbd,
+                "--no-defaults",
+                "--bootstrap",
+                f"--datadir={self.datadir}",
+                *_current_user_flag(),
+                "--innodb-log-file-size=8M",
+            ],
+            self.log_path,
+            self.root,
+            input_bytes=self._time_zone_sql(),
+        )
+
+    def _time_zone_sql(self) -> bytes:
+        sql = [b"USE mysql;\n"]
+        for zone in (SERVER_TIME_ZONE, "UTC"):
+            zone_file = Path("/usr/share/zoneinfo") / zone
+            if not zone_file.exists():
+                pytest.fail(f"{zone_file} missing (tzdata): {INSTALL_HINT}", pytrace=False)
+            sql.append(
+                subprocess.run(
+                    [self.tzinfo_to_sql, str(zone_file), zone], capture_output=True, check=True
+                ).stdout
+            )
+        return b"".join(sql)
+
+    def _argv(self) -> list[str]:
+        return [
+            self.mariadbd,
+            "--no-defaults",
+            *_current_user_flag(),
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.root / 'mariadbd.pid'}",
+            f"--port={self.port}",
+            f"--bind-address={LOOPBACK}",
+            "--skip-name-resolve",
+            # Row-based binlog with column names (binlog_row_metadata=FULL) is what the
+            # connector reads; GTIDs are always on in MariaDB.
+            "--server-id=1",
+            "--log-bin=mariadb-bin",
+            "--binlog-format=ROW",
+            "--binlog-row-metadata=FULL",
+            f"--binlog-row-image={self.binlog_row_image}",
+            f"--default-time-zone={SERVER_TIME_ZONE}",
+            # MariaDB's compiled-in default is latin1; Debian's config (skipped here) sets
+            # utf8mb4, which is what users run.
+            "--character-set-server=utf8mb4",
+            "--collation-server=utf8mb4_general_ci",
+            # Small and fast; durability does not matter for a throwaway server.
+            "--innodb-buffer-pool-size=16M",
+            "--innodb-log-file-size=8M",
+            "--innodb-flush-log-at-trx-commit=2",
+        ]
+
+    def _ping(self) -> str | None:
+        import pymysql
+
+        try:
+            pymysql.connect(host=LOOPBACK, port=self.port, user="root", connect_timeout=2).close()
+        except pymysql.err.OperationalError as exc:
+            return str(exc)
+        return None
+
+    def _after_start(self) -> None:
+        with contextlib.closing(self.handle().connect(database=None)) as conn, conn.cursor() as cur:
+            cur.execute("CREATE DATABASE IF NOT EXISTS test")
+
+    def handle(self) -> MariaDBServer:
+        assert self.process is not None
+        return MariaDBServer(
+            host=LOOPBACK,
+            port=self.port,
+            user="root",
+            password="",
+            socket=self.socket,
+            pid=self.process.pid,
+            datadir=self.datadir,
+            binlog_row_image=self.binlog_row_image,
+            time_zone=SERVER_TIME_ZONE,
+        )
+
+
+@contextlib.contextmanager
+def running_mariadb(binlog_row_image: str = "FULL") -> Iterator[MariaDBServer]:
+    """Run a private MariaDB server for the duration of the ``with`` block."""
+    server = _start_on_free_port(lambda: _MariaDBProcess(binlog_row_image))
+    assert isinstance(server, _MariaDBProcess)
+    try:
+        yield server.handle()
+    finally:
+        server.stop()
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+_POSTGRES_SETTINGS = {
+    "listen_addresses": LOOPBACK,
+    "wal_level": "logical",
+    "max_replication_slots": "10",
+    "max_wal_senders": "10",
+    "TimeZone": SERVER_TIME_ZONE,
+    # Durability does not matter for a throwaway cluster; speed does.
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "shared_buffers": "16MB",
+}
+
+_POSTGRES_HBA = """\
+local all all trust
+host all all 127.0.0.1/32 trust
+local replication all trust
+host replication all 127.0.0.1/32 trust
+"""
+
+
+def _postgres_bindir() -> Path:
+    def version(path: str) -> int:
+        return int(Path(path).parent.parent.name) if Path(path).parent.parent.name.isdigit() else 0
+
+    # Not /usr/local/bin or PATH: this machine kind has odd wrappers there.
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=version)
+    return Path(_require(found[-1] if found else None, "PostgreSQL's postgres")).parent
+
+
+def _postgres_run_user() -> pwd.struct_passwd | None:
+    # PostgreSQL refuses to run as root; as root, run the cluster as `nobody`.
+    return pwd.getpwnam("nobody") if os.geteuid() == 0 else None
+
+
+class _PostgresProcess(_PrivateServer):
+    kind = "postgres"
+    stop_signal = signal.SIGINT  # fast shutdown: roll back open transactions, then exit
+
+    def __init__(self) -> None:
+        self.bindir = _postgres_bindir()
+        super().__init__(run_as=_postgres_run_user())
+        self.datadir = self.root / "data"
+
+    def _initialize(self) -> None:
+        _run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.datadir),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+            self.log_path,
+            self.root,
+            run_as=self.run_as,
+        )
+        (self.datadir / "pg_hba.conf").write_text(_POSTGRES_HBA)
+
+    def _argv(self) -> list[str]:
+        settings = {
+            **_POSTGRES_SETTINGS,
+            "port": str(self.port),
+            "unix_socket_directories": str(self.root),
+        }
+        options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
+        return [str(self.bindir / "postgres"), "-D", str(self.datadir), *options]
+
+    def _ping(self) -> str | None:
+        import psycopg
+
+        try:
+            psycopg.connect(self.handle().dsn("postgres"), connect_timeout=2).close()
+        except psycopg.OperationalError as exc:
+            return str(exc)
+        return None
+
+    def _after_start(self) -> None:
+        with contextlib.closing(self.handle().connect("postgres")) as conn:
+            conn.execute("CREATE DATABASE test")
+
+    def handle(self) -> PostgresServer:
+        assert self.process is not None
+        return PostgresServer(
+            host=LOOPBACK,
+            port=self.port,
+            user="postgres",
+            password="",
+            socket_dir=self.root,
+            pid=self.process.pid,
+            datadir=self.datadir,
+            time_zone=SERVER_TIME_ZONE,
+        )
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """Run a private PostgreSQL cluster for the duration of the ``with`` block."""
+    server = _start_on_free_port(_PostgresProcess)
+    assert isinstance(server, _PostgresProcess)
+    try:
+        yield server.handle()
+    finally:
+        server.stop()
+
+
+def drop_postgres_database(server: PostgresServer, name: str) -> None:
+    """Drop a database with whatever sessions and replication slots still use it."""
+    with contextlib.closing(server.connect("postgres")) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = %s",
+            (name,),
+        )
+        conn.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            " WHERE database = %s",
+            (name,),
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
