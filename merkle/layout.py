@@ -52,6 +52,20 @@ class RowLayout:
         specs = tuple(ColumnSpec(name, ltype) for name, ltype in columns)
         return cls(specs, tuple(key), options or ComparisonOptions())
 
+    def excluding(self, names: Sequence[str]) -> RowLayout:
+        """This layout without ``names`` (the config's ``columns: {exclude: [...]}``).
+
+        Both sides hash the layout, so an excluded column never affects either hash.
+        """
+        unknown = sorted(set(names) - set(self.names))
+        if unknown:
+            raise ContractError(f"cannot exclude columns that are not compared: {unknown}")
+        keys = sorted(set(names) & set(self.key))
+        if keys:
+            raise ContractError(f"cannot exclude key columns: {keys}")
+        kept = tuple(column for column in self.columns if column.name not in set(names))
+        return RowLayout(kept, self.key, self.options)
+
     @property
     def names(self) -> tuple[str, ...]:
         """Column names in hashing order."""

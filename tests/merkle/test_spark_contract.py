@@ -44,3 +44,19 @@ def test_spark_leaf_digests_equal_python_on_random_rows(
     produced = leaf_digests(spark.createDataFrame(rows, schema), layout, depth)
     assert produced == expected
     assert diff_trees(build_tree(produced, depth), build_tree(expected, depth)).in_sync
+
+
+def test_spark_ignores_columns_outside_the_layout(spark: Any) -> None:
+    from merkle.spark import leaf_digests
+    from merkle.types import IntegerType, StringType
+
+    full = RowLayout.of(
+        [("id", IntegerType()), ("name", StringType()), ("loaded_at", StringType())], ["id"]
+    )
+    layout = full.excluding(["loaded_at"])
+    schema = "id bigint, name string, loaded_at string"
+    first = spark.createDataFrame([(1, "a", "monday"), (2, "b", "monday")], schema)
+    second = spark.createDataFrame([(1, "a", "tuesday"), (2, "b", None)], schema)
+    expected = leaf_digests_of_rows([(1, "a"), (2, "b")], layout, 1)
+    assert leaf_digests(first, layout, 1) == leaf_digests(second, layout, 1) == expected
+    assert leaf_digests(first, full, 1) != leaf_digests(second, full, 1)

@@ -112,3 +112,18 @@ def test_diff_returns_exactly_the_leaves_whose_digests_differ(
     diff = diff_trees(build_tree(source, 8), build_tree(target, 8))
     assert list(diff.mismatched_leaves) == expected
     assert diff.in_sync == (not expected)
+
+
+def test_excluded_columns_never_reach_the_hash() -> None:
+    full = RowLayout.of(
+        [("id", IntegerType()), ("name", StringType()), ("loaded_at", StringType())], ["id"]
+    )
+    layout = full.excluding(["loaded_at"])
+    assert layout.names == ("id", "name")
+    before = leaf_digests_of_rows([(1, "a")], layout, 2)
+    assert before == leaf_digests_of_rows([(1, "a")], full.excluding(["loaded_at"]), 2)
+    assert before != leaf_digests_of_rows([(1, "a", "x")], full, 2)
+    with pytest.raises(ContractError, match="key columns"):
+        full.excluding(["id"])
+    with pytest.raises(ContractError, match="not compared"):
+        full.excluding(["nope"])
