@@ -1,0 +1,251 @@
+"""The validator's configuration: connections, comparisons and run settings.
+
+A minimal file::
+
+    connections:
+      shop_src: {url: "mysql+pymysql://user@127.0.0.1:3306/shop", password: {env: SHOP_PW}}
+      lake:     {lake: "/data/lake"}
+    comparisons:
+      - name: orders
+        source: {connection: shop_src, table: orders}
+        target: {connection: lake, table: shop.orders}
+        key: [id]                      # optional when the source has a primary key
+        columns: {exclude: [etl_loaded_at], map: {customer: customer_id}, sensitive: [email]}
+        options: {timestamp_precision: 3, float_digits: 12, trim_char: true}
+
+``columns.map`` maps source column names to target column names. ``options`` takes the
+keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` (tree size).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from cdc_core.config import (
+    ConnectionConfig,
+    Section,
+    apply_overrides,
+    environment_overrides,
+    read_config_file,
+    read_connections,
+)
+from cdc_core.errors import ConfigError, ContractError
+from merkle.hashing import MAX_DEPTH
+from merkle.options import ComparisonOptions
+from merkle.tree import DEFAULT_ROWS_PER_LEAF
+
+TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
+_OPTION_KEYS = (
+    "trim_char",
+    "case_insensitive",
+    "empty_string_is_null",
+    "timestamp_precision",
+    "timestamp_rounding",
+    "float_digits",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """A table in a connection (``schema.table`` or ``table``)."""
+
+    connection: str
+    table: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnRules:
+    """Which columns take part, how source names map to target names, which are sensitive."""
+
+    exclude: tuple[str, ...] = ()
+    rename: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    sensitive: tuple[str, ...] = ()
+
+    def target_name(self, source_name: str) -> str:
+        """The target's name for a source column."""
+        return self.rename.get(source_name, source_name)
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonConfig:
+    """One source table compared with one target table."""
+
+    name: str
+    source: TableRef
+    target: TableRef
+    key: tuple[str, ...] = ()
+    columns: ColumnRules = field(default_factory=ColumnRules)
+    options: ComparisonOptions = field(default_factory=ComparisonOptions)
+    depth: int | None = None
+    rows_per_leaf: int = DEFAULT_ROWS_PER_LEAF
+
+
+@dataclass(frozen=True, slots=True)
+class SparkConfig:
+    """Where and how the Spark jobs run."""
+
+    master: str = "local[2]"
+    conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationSettings:
+    """Run-wide settings."""
+
+    lake_wait_timeout_s: float = 300.0  # how long to wait for the lake to reach position P
+    recheck_lag_s: float = 5.0  # live targets: re-check mismatches after this lag
+    max_reported_rows: int = 1000  # differing rows detailed per comparison
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorConfig:
+    """Everything ``replcheck validate`` needs."""
+
+    connections: Mapping[str, ConnectionConfig]
+    comparisons: tuple[ComparisonConfig, ...]
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    validation: ValidationSettings = field(default_factory=ValidationSettings)
+
+    def comparison(self, name: str) -> ComparisonConfig:
+        """The comparison called ``name``."""
+        for comparison in self.comparisons:
+            if comparison.name == name:
+                return comparison
+        known = ", ".join(c.name for c in self.comparisons)
+        raise ConfigError(f"no comparison named {name!r}; the config has: {known}")
+
+
+def load_validator_config(
+    path: Path,
+    overrides: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ValidatorConfig:
+    """Read a config file, apply environment and command-line overrides, and check it all."""
+    environ = os.environ if environ is None else environ
+    document = read_config_file(path)
+    apply_overrides(document, environment_overrides(environ))
+    apply_overrides(document, overrides or {})
+    root = Section(document, "", str(path))
+    root.check_keys(TOP_LEVEL_KEYS, required=("connections", "comparisons"))
+    connections = read_connections(root, environ)
+    comparisons = tuple(_read_comparison(s, connections) for s in root.items("comparisons"))
+    if not comparisons:
+        raise root.error("comparisons", "lists no comparison")
+    names = [c.name for c in comparisons]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise root.error("comparisons", f"duplicate comparison names: {duplicates}")
+    return ValidatorConfig(
+        connections=MappingProxyType(connections),
+        comparisons=comparisons,
+        spark=_read_spark(root.optional_child("spark")),
+        validation=_read_settings(root.optional_child("validation")),
+    )
+
+
+def _read_table(
+    section: Section, key: str, connections: Mapping[str, ConnectionConfig]
+) -> TableRef:
+    ref = section.child(key)
+    ref.check_keys(["connection", "table"], required=["connection", "table"])
+    connection = ref.require("connection", str)
+    if connection not in connections:
+        known = ", ".join(sorted(connections))
+        raise ref.error("connection", f"unknown connection {connection!r}; known: {known}")
+    return TableRef(connection, ref.require("table", str))
+
+
+def _read_columns(section: Section | None) -> ColumnRules:
+    if section is None:
+        return ColumnRules()
+    section.check_keys(["exclude", "map", "sensitive"])
+    rename = section.optional_child("map")
+    mapping = {}
+    if rename is not None:
+        for source_name in rename.data:
+            mapping[source_name] = rename.require(source_name, str)
+    return ColumnRules(
+        exclude=section.names("exclude"),
+        rename=MappingProxyType(mapping),
+        sensitive=section.names("sensitive"),
+    )
+
+
+def _read_options(section: Section | None) -> tuple[ComparisonOptions, int | None, int]:
+    if section is None:
+        return ComparisonOptions(), None, DEFAULT_ROWS_PER_LEAF
+    section.check_keys([*_OPTION_KEYS, "depth", "rows_per_leaf"])
+    kinds: dict[str, type] = {"timestamp_precision": int, "float_digits": int}
+    kinds["timestamp_rounding"] = str
+    values = {k: section.get(k, kinds.get(k, bool)) for k in _OPTION_KEYS if k in section.data}
+    try:
+        options = ComparisonOptions(**values)  # type: ignore[arg-type]
+    except (ContractError, ValueError) as exc:
+        raise section.error(None, str(exc)) from exc
+    depth = section.get("depth", int)
+    if depth is not None and not 0 <= depth <= MAX_DEPTH:
+        raise section.error("depth", f"must be 0..{MAX_DEPTH}")
+    rows_per_leaf = section.get("rows_per_leaf", int, DEFAULT_ROWS_PER_LEAF)
+    if rows_per_leaf is None or rows_per_leaf < 1:
+        raise section.error("rows_per_leaf", "must be at least 1")
+    return options, depth, rows_per_leaf
+
+
+def _read_comparison(
+    section: Section, connections: Mapping[str, ConnectionConfig]
+) -> ComparisonConfig:
+    section.check_keys(
+        ["name", "source", "target", "key", "columns", "options"],
+        required=["name", "source", "target"],
+    )
+    options, depth, rows_per_leaf = _read_options(section.optional_child("options"))
+    columns = _read_columns(section.optional_child("columns"))
+    key = section.names("key")
+    excluded_keys = sorted(set(key) & set(columns.exclude))
+    if excluded_keys:
+        raise section.error("columns", f"key columns cannot be excluded: {excluded_keys}")
+    return ComparisonConfig(
+        name=section.require("name", str),
+        source=_read_table(section, "source", connections),
+        target=_read_table(section, "target", connections),
+        key=key,
+        columns=columns,
+        options=options,
+        depth=depth,
+        rows_per_leaf=rows_per_leaf,
+    )
+
+
+def _read_spark(section: Section | None) -> SparkConfig:
+    if section is None:
+        return SparkConfig()
+    section.check_keys(["master", "conf"])
+    conf_section = section.optional_child("conf")
+    conf = {}
+    if conf_section is not None:
+        conf = {str(k): str(v) for k, v in conf_section.data.items()}
+    return SparkConfig(
+        master=section.get("master", str, "local[2]") or "local[2]",
+        conf=MappingProxyType(conf),
+    )
+
+
+def _read_settings(section: Section | None) -> ValidationSettings:
+    if section is None:
+        return ValidationSettings()
+    section.check_keys(["lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"])
+    defaults = ValidationSettings()
+    settings = ValidationSettings(
+        lake_wait_timeout_s=section.get("lake_wait_timeout_s", float, defaults.lake_wait_timeout_s)
+        or 0.0,
+        recheck_lag_s=section.get("recheck_lag_s", float, defaults.recheck_lag_s) or 0.0,
+        max_reported_rows=section.get("max_reported_rows", int, defaults.max_reported_rows) or 0,
+    )
+    for key in ("lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"):
+        if getattr(settings, key) < 0:
+            raise section.error(key, "must not be negative")
+    return settings
