@@ -328,12 +328,17 @@ def leaf_digest_frame(hashed: DataFrame) -> DataFrame:
     return grouped.select(LEAF, "count", hash_sum.alias("hash_sum"))
 
 
+def leaf_digests_of_hashed(hashed: DataFrame) -> dict[int, LeafDigest]:
+    """Leaf digests of a frame that has ``_leaf`` and ``_row_hash``, collected to the driver."""
+    return {
+        row[LEAF]: LeafDigest.from_signed(row["count"], row["hash_sum"])
+        for row in leaf_digest_frame(hashed).collect()
+    }
+
+
 def leaf_digests(df: DataFrame, layout: RowLayout, depth: int) -> dict[int, LeafDigest]:
     """Leaf digests of ``df`` computed by Spark, collected to the driver."""
-    frame = leaf_digest_frame(with_hashes(df, layout, depth))
-    return {
-        row[LEAF]: LeafDigest.from_signed(row["count"], row["hash_sum"]) for row in frame.collect()
-    }
+    return leaf_digests_of_hashed(with_hashes(df, layout, depth))
 
 
 def _check_session_zone(df: DataFrame) -> None:
@@ -354,6 +359,7 @@ __all__ = [
     "leaf_column",
     "leaf_digest_frame",
     "leaf_digests",
+    "leaf_digests_of_hashed",
     "payload_column",
     "row_bytes_column",
     "with_hashes",

@@ -1,0 +1,144 @@
+"""The validation result model; ``result.json`` is its serialised form (the source of truth).
+
+Differences are a small union of frozen types. Keys and values are carried as display
+text (never raw objects) so the result serialises losslessly to JSON; values of sensitive
+columns are replaced by ``MASK`` before they ever reach this model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+MASK = "***"
+SCHEMA_VERSION = 1
+
+
+class Status(StrEnum):
+    """Outcome of a comparison or a run; exit codes 0, 1, 2 in that order."""
+
+    IN_SYNC = "in_sync"
+    DIFFERENCES = "differences"
+    ERROR = "error"
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for this status."""
+        return {"in_sync": 0, "differences": 1, "error": 2}[self.value]
+
+
+Key = tuple[str | None, ...]
+"""A row key as display text, in key-column order (None for a NULL key part)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissingInTarget:
+    """A key the source has and the target lacks."""
+
+    key: Key
+    kind: str = "missing_in_target"
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraInTarget:
+    """A key the target has and the source lacks."""
+
+    key: Key
+    kind: str = "extra_in_target"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnChange:
+    """One column whose canonical value differs; values are display text or ``MASK``."""
+
+    column: str
+    source: str | None
+    target: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Changed:
+    """A key present on both sides whose rows differ in ``columns``."""
+
+    key: Key
+    columns: tuple[ColumnChange, ...]
+    kind: str = "changed"
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateKey:
+    """A key that occurs more than once on one side (reported, never merged)."""
+
+    key: Key
+    side: str
+    count: int
+    kind: str = "duplicate_key"
+
+    def __post_init__(self) -> None:
+        if self.side not in ("source", "target") or self.count < 2:
+            raise ValueError(f"invalid duplicate key report ({self.side}, {self.count})")
+
+
+Difference = MissingInTarget | ExtraInTarget | Changed | DuplicateKey
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaDifference:
+    """A column that is missing on one side or whose types cannot be compared."""
+
+    column: str
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonResult:
+    """The outcome of one comparison."""
+
+    name: str
+    status: Status
+    source: str
+    target: str
+    source_rows: int = 0
+    target_rows: int = 0
+    source_position: str | None = None
+    target_position: str | None = None
+    depth: int = 0
+    leaves_compared: int = 0
+    leaves_mismatched: int = 0
+    mismatched_leaves: Mapping[int, int] = field(default_factory=dict)  # leaf -> differing rows
+    differences: tuple[Difference, ...] = ()
+    differences_total: int = 0
+    counts_by_kind: Mapping[str, int] = field(default_factory=dict)
+    schema_differences: tuple[SchemaDifference, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def differences_omitted(self) -> int:
+        """Differences counted but not detailed (beyond ``max_reported_rows``)."""
+        return self.differences_total - len(self.differences)
+
+
+def to_dict(value: Any) -> Any:
+    """Plain JSON-ready form of any result object (dataclasses, enums, tuples, mappings)."""
+    if isinstance(value, StrEnum):
+        return value.value
+    if hasattr(value, "__dataclass_fields__"):
+        data = {name: to_dict(getattr(value, name)) for name in value.__dataclass_fields__}
+        if isinstance(value, ComparisonResult):
+            data["mismatched_leaves"] = {str(k): v for k, v in value.mismatched_leaves.items()}
+        return data
+    if isinstance(value, Mapping):
+        return {str(k): to_dict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_dict(item) for item in value]
+    return value
+
+
+def overall_status(statuses: list[Status]) -> Status:
+    """A run is an error if any comparison errored, else differences if any differ."""
+    if Status.ERROR in statuses:
+        return Status.ERROR
+    return Status.DIFFERENCES if Status.DIFFERENCES in statuses else Status.IN_SYNC
