@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from cdc_core.errors import ReplcheckError
+from cdc_core.errors import ConfigError, ReplcheckError
+from validator.result import Status
 
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
@@ -60,22 +62,115 @@ def check_contract_command(
     raise typer.Exit(EXIT_OK if all(c.passed for c in checks) else EXIT_DIFFERENCES)
 
 
-@app.command()
-def validate() -> None:
-    """Validate source against target at an agreed log position."""
-    _not_available("validate", "the validator issue")
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    result = {}
+    for pair in pairs:
+        path, sep, value = pair.partition("=")
+        if not sep or not path:
+            raise ConfigError(f"--set takes path=value, not {pair!r}")
+        result[path] = value
+    return result
+
+
+def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dict[str, Any]:
+    from validator.config import load_validator_config
+    from validator.job import validate as run_validation
+    from validator.spark_session import build_spark_session
+
+    config = load_validator_config(config_path, _overrides(sets))
+    for name in names:
+        config.comparison(name)  # unknown names fail before Spark starts
+    typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
+    spark = build_spark_session(master=config.spark.master, extra_conf=config.spark.conf)
+    return run_validation(spark, config, names)
+
+
+def _print_summary(document: dict[str, Any]) -> None:
+    for comparison in document["comparisons"]:
+        counts = ", ".join(f"{k}: {v}" for k, v in sorted(comparison["counts_by_kind"].items()))
+        detail = comparison["error"] or counts or "no differences"
+        typer.echo(
+            f"{comparison['name']:<24} {comparison['status']:<12} "
+            f"{comparison['source_rows']:>10} / {comparison['target_rows']:<10} {detail}"
+        )
+    typer.echo(f"overall: {document['status']} ({document['duration_s']:.1f} s)")
+
+
+ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="The YAML config file.")]
+NamesOption = Annotated[
+    list[str], typer.Option("--comparison", help="Only this comparison (repeatable).")
+]
+SetOption = Annotated[
+    list[str], typer.Option("--set", help="Override a config value: path=value (repeatable).")
+]
 
 
 @app.command()
-def gate() -> None:
-    """CI gate: fail when replication drifted beyond a threshold."""
-    _not_available("gate", "the validator issue")
+def validate(
+    config: ConfigOption,
+    out: Annotated[Path, typer.Option(help="Directory for result.json.")] = Path("replcheck-out"),
+    comparison: NamesOption = [],  # noqa: B006 - typer reads the default, never mutates it
+    set_: SetOption = [],  # noqa: B006
+) -> None:
+    """Validate sources against targets; exit 0 in sync, 1 differences, 2 could not validate."""
+    from validator.outputs import write_outputs
+
+    document = _run_validation(config, comparison, set_)
+    outputs = write_outputs(document, out)
+    _print_summary(document)
+    typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
+    raise typer.Exit(Status(document["status"]).exit_code)
 
 
 @app.command()
-def demo() -> None:
-    """Run the embedded end-to-end demo."""
-    _not_available("demo", "the validator issue; run `replcheck check-contract` meanwhile")
+def gate(
+    config: ConfigOption,
+    max_differences: Annotated[int, typer.Option(help="Differences tolerated in total.")] = 0,
+    out: Annotated[Path, typer.Option(help="Directory for result.json.")] = Path("replcheck-out"),
+    junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
+    comparison: NamesOption = [],  # noqa: B006
+    set_: SetOption = [],  # noqa: B006
+) -> None:
+    """CI gate: exit 1 when more than --max-differences differences are found, 2 on errors."""
+    from validator.outputs import write_outputs
+
+    document = _run_validation(config, comparison, set_)
+    write_outputs(document, out, junit)
+    _print_summary(document)
+    total = sum(c["differences_total"] for c in document["comparisons"])
+    if document["status"] == Status.ERROR:
+        raise typer.Exit(EXIT_ERROR)
+    verdict = "passed" if total <= max_differences else "FAILED"
+    typer.echo(f"gate {verdict}: {total} difference(s), {max_differences} allowed")
+    raise typer.Exit(EXIT_OK if total <= max_differences else EXIT_DIFFERENCES)
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="Where the demo writes its files.")] = Path(
+        "replcheck-demo"
+    ),
+) -> None:
+    """Run the embedded demo: DuckDB source, drifted Delta lake copy, validation."""
+    from validator.demo import build_demo, found_differences
+    from validator.outputs import write_outputs
+
+    setup = build_demo(workdir.resolve())
+    typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
+    document = _run_validation(setup.config, [], [])
+    outputs = write_outputs(document, workdir.resolve() / "out")
+    _print_summary(document)
+    typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
+    found = found_differences(document)
+    if found == setup.expected:
+        typer.echo(f"demo ok: exactly the {len(found)} injected differences were found")
+        raise typer.Exit(EXIT_OK)
+    typer.echo(
+        f"demo FAILED: missed {sorted(setup.expected - found)}, "
+        f"unexpected {sorted(found - setup.expected)}",
+        err=True,
+    )
+    raise typer.Exit(EXIT_DIFFERENCES)
 
 
 @app.command()
@@ -85,9 +180,29 @@ def resync() -> None:
 
 
 @app.command()
-def report() -> None:
-    """Render an existing result.json as HTML, JUnit or Markdown."""
-    _not_available("report", "the reports issue")
+def report(
+    result: Annotated[Path, typer.Argument(help="A result.json written by validate or gate.")],
+    html: Annotated[Path | None, typer.Option(help="Write the HTML report here.")] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
+) -> None:
+    """Render an existing result.json as HTML, JUnit XML or Markdown."""
+    from reports.html import build_html_report
+    from reports.junit import build_junit
+    from reports.model import read_result
+    from validator.outputs import render_markdown, write_text
+
+    document = read_result(result)
+    if html is None and junit is None and markdown is None:
+        raise ConfigError("say what to render: --html FILE, --junit FILE and/or --markdown FILE")
+    for path, render in (
+        (html, build_html_report),
+        (junit, build_junit),
+        (markdown, render_markdown),
+    ):
+        if path is not None:
+            write_text(path, render(document))
+            typer.echo(f"wrote {path}")
 
 
 @cdc_app.command("run")

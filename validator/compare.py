@@ -180,21 +180,32 @@ def _classify_keys(
         .when(F.col("s_count").isNull(), F.lit("extra_in_target"))
         .when(F.col("s_hash") != F.col("t_hash"), F.lit("changed"))
     )
-    differing = joined.withColumn("kind", kind).where(F.col("kind").isNotNull()).cache()
+    # A key duplicated on both sides is two findings (one per side), as the report lists it.
+    sides_duplicated = sum(
+        F.coalesce((F.col(c) > 1).cast("int"), F.lit(0)) for c in ("s_count", "t_count")
+    )
+    weight = F.when(F.col("kind") == "duplicate_key", sides_duplicated).otherwise(F.lit(1))
+    differing = (
+        joined.withColumn("kind", kind)
+        .where(F.col("kind").isNotNull())
+        .withColumn("weight", weight)
+        .cache()
+    )
     try:
-        by_kind = {
-            r["kind"]: r["n"]
-            for r in differing.groupBy("kind").agg(F.count("*").alias("n")).collect()
-        }
-        per_leaf = {
-            r[LEAF]: r["n"] for r in differing.groupBy(LEAF).agg(F.count("*").alias("n")).collect()
-        }
-        rows = differing.select(
-            *[F.col(k).cast("string").alias(k) for k in layout.key], "kind", "s_count", "t_count"
-        ).collect()
+        by_kind = _weighted_counts(differing, "kind")
+        per_leaf = _weighted_counts(differing, LEAF)
+        keys = [F.col(k).cast("string").alias(k) for k in layout.key]
+        rows = differing.select(*keys, "kind", "s_count", "t_count").collect()
     finally:
         differing.unpersist()
     return _KeyedDiff(rows, sum(by_kind.values()), by_kind, per_leaf)
+
+
+def _weighted_counts(differing: DataFrame, column: str) -> dict[Any, int]:
+    from pyspark.sql import functions as F
+
+    grouped = differing.groupBy(column).agg(F.sum("weight").alias("n")).collect()
+    return {row[column]: int(row["n"]) for row in grouped}
 
 
 def _detail(

@@ -145,3 +145,15 @@ def test_composite_and_string_keys(spark: Any) -> None:
         ("ExtraInTarget", ("eu|", "1")),
     }
     assert isinstance(result.differences[0], Changed | ExtraInTarget | MissingInTarget)
+
+
+def test_a_key_duplicated_on_both_sides_counts_once_per_side(spark: Any) -> None:
+    rows = source_rows(50)
+    source = [*rows, rows[10]]
+    target = [*rows, rows[10], rows[10]]
+    result = run(spark, source, target)
+    duplicates = [d for d in result.differences if isinstance(d, DuplicateKey)]
+    assert {(d.side, d.count) for d in duplicates} == {("source", 2), ("target", 3)}
+    assert result.counts_by_kind == {"duplicate_key": 2}
+    assert result.differences_total == len(result.differences) == 2
+    assert result.differences_omitted == 0

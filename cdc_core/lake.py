@@ -1,0 +1,123 @@
+"""The lake layout (DESIGN.md, "Change events and the lake") and its position bookkeeping.
+
+Per source table ``schema.table`` the lake holds two Delta tables::
+
+    <lake>/<schema>/<table>/changelog   every event, append-only: the table's columns plus
+                                        _op, _commit_pos, _seq, _txid, _commit_ts
+    <lake>/<schema>/<table>/mirror      the current state, one row per key (kept by MERGE)
+
+Every commit records, in its commit metadata, the source position it reaches
+(``replcheck.position`` as a decimal BIGINT and ``replcheck.position_text``) and an
+application transaction (deltalake's ``app_transactions``) whose version is that position,
+so a restarted writer never writes a transaction twice and a reader knows how far the lake
+has caught up: its high-water mark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import TerminalError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+OP = "_op"
+COMMIT_POS = "_commit_pos"
+SEQ = "_seq"
+TXID = "_txid"
+COMMIT_TS = "_commit_ts"
+META_COLUMNS = (OP, COMMIT_POS, SEQ, TXID, COMMIT_TS)
+OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read, truncate
+POSITION_KEY = "replcheck.position"
+POSITION_TEXT_KEY = "replcheck.position_text"
+
+
+@dataclass(frozen=True, slots=True)
+class LakeTable:
+    """Where one source table lives in the lake."""
+
+    lake: Path
+    table: str  # "schema.table" (or "table")
+
+    @property
+    def root(self) -> Path:
+        """The directory holding this table's changelog and mirror."""
+        return self.lake.joinpath(*self.table.split("."))
+
+    @property
+    def changelog(self) -> Path:
+        """The append-only changelog Delta table."""
+        return self.root / "changelog"
+
+    @property
+    def mirror(self) -> Path:
+        """The current-state Delta table."""
+        return self.root / "mirror"
+
+    def exists(self) -> bool:
+        """True when the changelog has been created."""
+        return (self.changelog / "_delta_log").is_dir()
+
+
+def meta_fields() -> list[pa.Field]:
+    """Arrow fields of the changelog's bookkeeping columns."""
+    import pyarrow as pa
+
+    return [
+        pa.field(OP, pa.string(), nullable=False),
+        pa.field(COMMIT_POS, pa.int64(), nullable=False),
+        pa.field(SEQ, pa.int64(), nullable=False),
+        pa.field(TXID, pa.string()),
+        pa.field(COMMIT_TS, pa.timestamp("us", tz="UTC")),
+    ]
+
+
+def append_changelog(
+    table: LakeTable, events: pa.Table, position: int, position_text: str, app_id: str
+) -> None:
+    """Append committed events in one Delta commit that records the position they reach."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    properties = CommitProperties(
+        custom_metadata={POSITION_KEY: str(position), POSITION_TEXT_KEY: position_text},
+        app_transactions=[Transaction(app_id=app_id, version=position)],
+    )
+    table.changelog.mkdir(parents=True, exist_ok=True)
+    write_deltalake(
+        str(table.changelog),
+        events,
+        mode="append",
+        schema_mode="merge",
+        commit_properties=properties,
+    )
+
+
+def high_water_mark(table: LakeTable) -> int | None:
+    """The highest source position any changelog commit records (None: nothing yet)."""
+    from deltalake import DeltaTable
+
+    if not table.exists():
+        return None
+    positions = [
+        int(commit[POSITION_KEY])
+        for commit in DeltaTable(str(table.changelog)).history()
+        if POSITION_KEY in commit
+    ]
+    return max(positions, default=None)
+
+
+def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
+    """Data files of the changelog's newest version and its Arrow schema."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    if not table.exists():
+        raise TerminalError(
+            f"lake table {table.table} has no changelog at {table.changelog}: "
+            "check the comparison's target table, or run the CDC pipeline first"
+        )
+    delta = DeltaTable(str(table.changelog))
+    return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())

@@ -1,0 +1,149 @@
+"""What every connector provides, and the registry that finds one by URL scheme.
+
+A connector lives in ``connectors/<product>/`` and registers a ``Connector`` under the
+SQLAlchemy URL schemes it serves (``mysql``, ``mariadb``, ``postgresql``, ``duckdb`` ...),
+like sqlglot's dialects. The core asks a connector's ``Capabilities``, never its class.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from cdc_core.errors import ConfigError, TerminalError
+from merkle.types import LogicalType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """Facts about a product the core plans by."""
+
+    has_log: bool  # a transaction log replcheck can read (CDC, positions)
+    shared_snapshot: bool  # one consistent snapshot can be shared by parallel readers
+
+
+@dataclass(frozen=True, slots=True)
+class SourceColumn:
+    """A column as the product declares it, and the logical type it is hashed as."""
+
+    name: str
+    native_type: str
+    ltype: LogicalType | None  # None: no logical type (reported as a schema difference)
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """A reflected table: its columns in order and its primary key (possibly empty)."""
+
+    table: str
+    columns: tuple[SourceColumn, ...]
+    primary_key: tuple[str, ...]
+
+    def column(self, name: str) -> SourceColumn:
+        """The column called ``name``."""
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A slice of a table one Spark task reads: ``column`` in ``[low, high)``, or all rows."""
+
+    index: int
+    column: str | None = None
+    low: int | None = None
+    high: int | None = None
+
+
+class Connector(ABC):
+    """Product-specific access for snapshots (log readers come with the CDC connectors)."""
+
+    name: ClassVar[str]
+    schemes: ClassVar[tuple[str, ...]]
+    capabilities: ClassVar[Capabilities]
+
+    def __init__(self, url: str, password: str | None = None) -> None:
+        self.url = url
+        self.password = password
+
+    @abstractmethod
+    def reflect(self, table: str) -> TableSchema:
+        """Columns, logical types and primary key of ``table``; TerminalError if missing."""
+
+    @abstractmethod
+    def key_range(self, table: str, column: str) -> tuple[int, int] | None:
+        """Min and max of an integer column (None for an empty table)."""
+
+    @abstractmethod
+    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+        """The Arrow schema ``read_partition`` yields for ``columns``."""
+
+    @abstractmethod
+    def read_partition(
+        self, table: TableSchema, columns: Sequence[str], partition: Partition
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows of one partition as Arrow batches typed by ``merkle``'s logical types."""
+
+
+_REGISTRY: dict[str, type[Connector]] = {}
+
+
+def register(connector: type[Connector]) -> type[Connector]:
+    """Class decorator: make a connector available under its URL schemes."""
+    for scheme in connector.schemes:
+        _REGISTRY[scheme] = connector
+    return connector
+
+
+def connector_for(url: str, password: str | None = None) -> Connector:
+    """The connector serving ``url`` (by its scheme, before any ``+driver``)."""
+    _load_builtin_connectors()
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ConfigError(f"no connector for URL scheme {scheme!r}; known: {known}")
+    return _REGISTRY[scheme](url, password)
+
+
+def _load_builtin_connectors() -> None:
+    import connectors.duckdb.connector  # noqa: F401 - registers itself
+
+
+def missing_table(table: str, where: str) -> TerminalError:
+    """The error for a table that does not exist."""
+    return TerminalError(f"table {table!r} not found in {where}; check the comparison's table")
+
+
+def arrow_type_of(ltype: LogicalType) -> Any:
+    """The Arrow type a reader produces for a logical type (Spark maps it as merkle.spark
+    expects: timestamps without zone become TIMESTAMP_NTZ, times are int64 microseconds)."""
+    import pyarrow as pa
+
+    from merkle import types as lt
+
+    if isinstance(ltype, lt.DecimalType):
+        return pa.decimal128(ltype.precision or 38, ltype.scale or 0)
+    if isinstance(ltype, lt.FloatType):
+        return pa.float32() if ltype.bits == 32 else pa.float64()
+    simple = {
+        lt.IntegerType: pa.int64(),
+        lt.StringType: pa.string(),
+        lt.BytesType: pa.binary(),
+        lt.BooleanType: pa.bool_(),
+        lt.DateType: pa.date32(),
+        lt.TimeType: pa.int64(),
+        lt.TimestampType: pa.timestamp("us"),
+        lt.TimestampTzType: pa.timestamp("us", tz="UTC"),
+        lt.JsonType: pa.string(),
+        lt.UuidType: pa.string(),
+        lt.IntervalType: pa.duration("us"),
+    }
+    return simple[type(ltype)]

@@ -1,0 +1,1 @@
+"""DuckDB: an embedded analytical database (snapshot source; it has no log to replicate)."""

@@ -1,0 +1,139 @@
+"""DuckDB as a snapshot source: reflection, key ranges and partition reads in Arrow.
+
+A DuckDB file admits any number of read-only connections across processes, so each Spark
+task opens its own; the file is the snapshot (DuckDB has no log, hence no position).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import ConfigError, TerminalError
+from connectors.base import (
+    Capabilities,
+    Connector,
+    Partition,
+    SourceColumn,
+    TableSchema,
+    arrow_type_of,
+    missing_table,
+    register,
+)
+from connectors.duckdb.types import logical_type
+from merkle import types as lt
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+BATCH_ROWS = 65_536
+_WIDE_INTEGERS = {"HUGEINT", "UBIGINT", "UHUGEINT"}  # wider than Arrow's int64
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def split_table(table: str) -> tuple[str, str]:
+    """``schema.table`` -> (schema, table); a bare name is in ``main``."""
+    schema, _, name = table.rpartition(".")
+    return schema or "main", name
+
+
+@register
+class DuckDBConnector(Connector):
+    """DuckDB files, addressed as ``duckdb:///path/to/file.duckdb``."""
+
+    name = "duckdb"
+    schemes = ("duckdb",)
+    capabilities = Capabilities(has_log=False, shared_snapshot=False)
+
+    @property
+    def path(self) -> str:
+        prefix = "duckdb:///"
+        if not self.url.startswith(prefix):
+            raise ConfigError(f"a DuckDB URL looks like duckdb:///path/file.duckdb, not {self.url}")
+        return self.url[len(prefix) :]
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
+        try:
+            return duckdb.connect(self.path, read_only=True)
+        except duckdb.Error as exc:
+            raise TerminalError(f"cannot open DuckDB file {self.path}: {exc}") from exc
+
+    def reflect(self, table: str) -> TableSchema:
+        schema, name = split_table(table)
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT column_name, data_type, is_nullable FROM information_schema.columns"
+                " WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                [schema, name],
+            ).fetchall()
+            key = connection.execute(
+                "SELECT unnest(constraint_column_names) FROM duckdb_constraints()"
+                " WHERE schema_name = ? AND table_name = ? AND constraint_type = 'PRIMARY KEY'",
+                [schema, name],
+            ).fetchall()
+        if not rows:
+            raise missing_table(table, f"DuckDB file {self.path}")
+        columns = tuple(
+            SourceColumn(column, data_type, logical_type(data_type), nullable == "YES")
+            for column, data_type, nullable in rows
+        )
+        return TableSchema(table, columns, tuple(k for (k,) in key))
+
+    def key_range(self, table: str, column: str) -> tuple[int, int] | None:
+        schema, name = split_table(table)
+        with self._connect() as connection:
+            low, high = connection.execute(
+                f"SELECT min({_quote(column)}), max({_quote(column)})"
+                f" FROM {_quote(schema)}.{_quote(name)}"
+            ).fetchone() or (None, None)
+        return None if low is None else (int(low), int(high))
+
+    def read_partition(
+        self, table: TableSchema, columns: Sequence[str], partition: Partition
+    ) -> Iterator[pa.RecordBatch]:
+        schema, name = split_table(table.table)
+        select = ", ".join(self._select_expression(table.column(c)) for c in columns)
+        sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
+        params: list[int] = []
+        if partition.column is not None:
+            sql += f" WHERE {_quote(partition.column)} >= ? AND {_quote(partition.column)} < ?"
+            params = [partition.low or 0, partition.high or 0]
+        target = self.arrow_schema(table, columns)
+        with self._connect() as connection:
+            reader = connection.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)
+            for batch in reader:
+                yield batch.cast(target)
+
+    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+        import pyarrow as pa
+
+        return pa.schema([pa.field(c, self._arrow_type(table.column(c))) for c in columns])
+
+    @staticmethod
+    def _arrow_type(column: SourceColumn) -> pa.DataType:
+        import pyarrow as pa
+
+        if column.native_type.upper() in _WIDE_INTEGERS:
+            return pa.decimal128(38, 0)
+        assert column.ltype is not None
+        arrow_type: pa.DataType = arrow_type_of(column.ltype)
+        return arrow_type
+
+    @staticmethod
+    def _select_expression(column: SourceColumn) -> str:
+        quoted = _quote(column.name)
+        if column.native_type.upper() in _WIDE_INTEGERS:
+            return f"CAST({quoted} AS DECIMAL(38,0)) AS {quoted}"  # beyond BIGINT
+        if isinstance(column.ltype, lt.UuidType | lt.JsonType):
+            return f"CAST({quoted} AS VARCHAR) AS {quoted}"
+        if isinstance(column.ltype, lt.TimeType):
+            return f"epoch_us({quoted}) AS {quoted}"  # microseconds since midnight
+        if isinstance(column.ltype, lt.TimestampTzType):
+            return f"epoch_us({quoted}) AS {quoted}"  # the instant, zone-free
+        return quoted

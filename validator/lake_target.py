@@ -1,0 +1,48 @@
+"""A lake table as it was at a source position, read with Spark.
+
+State at P = for each key, its latest changelog event with ``_commit_pos <= P`` (ordered by
+``_commit_pos``, then ``_seq``), dropping keys whose latest event is a delete and keys whose
+latest event precedes the newest truncate at or before P. The files of the changelog's
+newest version are listed with ``deltalake`` and read by Spark as Parquet (delta-spark
+cannot be installed here). The mirror shortcut of DESIGN.md is an optimisation for later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
+    """Every event of the changelog (an empty frame with the right schema if none)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    files, schema = changelog_files(table)
+    if not files:
+        return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=True))
+    return spark.read.parquet(*files)
+
+
+def lake_state_at(
+    spark: SparkSession, table: LakeTable, key: Sequence[str], position: int | None
+) -> DataFrame:
+    """The table's rows as of ``position`` (None: everything the lake has)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    events = read_changelog(spark, table)
+    if position is not None:
+        events = events.where(F.col(COMMIT_POS) <= F.lit(position))
+    order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
+    last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))
+    rows = events.where(F.col(OP) != "t")
+    newest = Window.partitionBy(*key).orderBy(F.col(COMMIT_POS).desc(), F.col(SEQ).desc())
+    latest = rows.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1)
+    alive = latest.where(F.col(OP) != "d").crossJoin(F.broadcast(last_truncate))
+    alive = alive.where(F.col("cut").isNull() | (order > F.col("cut")))
+    return alive.drop("_rank", "cut", *META_COLUMNS)

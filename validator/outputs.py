@@ -1,0 +1,43 @@
+"""Write a run's outputs: result.json (the source of truth) and the renderings of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reports.html import build_html_report
+from reports.junit import build_junit
+from reports.markdown import build_markdown
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Where a run's files went."""
+
+    result: Path
+    html: Path
+
+
+def write_outputs(document: dict[str, Any], out_dir: Path, junit: Path | None = None) -> Outputs:
+    """Write result.json and report.html into ``out_dir`` (and JUnit XML if asked)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = out_dir / "result.json"
+    result.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    html = out_dir / "report.html"
+    html.write_text(build_html_report(document), encoding="utf-8")
+    if junit is not None:
+        write_text(junit, build_junit(document))
+    return Outputs(result, html)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a rendering, creating its directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def render_markdown(document: dict[str, Any]) -> str:
+    """The Markdown summary of a run."""
+    return build_markdown(document)

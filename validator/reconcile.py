@@ -1,0 +1,151 @@
+"""Reconcile the two sides' column types into one row layout both sides hash.
+
+For each column pair the less precise logical type wins (with a warning), a side that
+stores a richer type as text (JSON or UUID kept as a string in the lake) is read as the
+richer type, and incompatible pairs or columns missing on one side become schema
+differences — reported, never a crash — and are left out of the row hash.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cdc_core.errors import ConfigError
+from merkle import types as lt
+from merkle.layout import ColumnSpec, RowLayout
+from merkle.options import ComparisonOptions
+from validator.result import SchemaDifference
+
+log = logging.getLogger(__name__)
+
+_TEXTUAL = (lt.JsonType, lt.UuidType)
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """The layout to hash (columns named as the source names them) and what was left out."""
+
+    layout: RowLayout
+    target_names: Mapping[str, str]  # source column name -> target column name
+    schema_differences: tuple[SchemaDifference, ...]
+
+
+def reconcile_pair(source: lt.LogicalType, target: lt.LogicalType) -> lt.LogicalType | None:
+    """The logical type both sides are hashed as, or None when they cannot be compared."""
+    if source == target:
+        return source
+    for first, second in ((source, target), (target, source)):
+        combined = _combine(first, second)
+        if combined is not None:
+            return combined
+    return None
+
+
+def _combine(a: lt.LogicalType, b: lt.LogicalType) -> lt.LogicalType | None:
+    if isinstance(a, lt.IntegerType) and isinstance(b, lt.DecimalType):
+        return b  # integers and decimals share canonical bytes ("5" either way)
+    if isinstance(a, lt.DecimalType) and isinstance(b, lt.DecimalType):
+        return lt.DecimalType()  # normalised encoding: scale does not change equal values
+    if isinstance(a, lt.FloatType) and isinstance(b, lt.FloatType):
+        return lt.FloatType(32)  # the narrower of two widths
+    if isinstance(a, lt.StringType) and isinstance(b, lt.StringType):
+        return lt.StringType(padded=True)  # CHAR on one side: trim_char may apply
+    if isinstance(a, _TEXTUAL) and isinstance(b, lt.StringType) and not b.padded:
+        return a
+    if isinstance(a, lt.TimeType) and isinstance(b, lt.IntegerType):
+        return a  # the lake keeps times as microseconds since midnight
+    for kind in (lt.TimeType, lt.TimestampType, lt.TimestampTzType):
+        if isinstance(a, kind) and isinstance(b, kind):
+            return kind(min(a.precision, b.precision))
+    return None
+
+
+def reconcile(
+    source: Mapping[str, lt.LogicalType | None],
+    target: Mapping[str, lt.LogicalType | None],
+    key: Sequence[str],
+    rename: Mapping[str, str],
+    exclude: Sequence[str],
+    sensitive: Sequence[str],
+    options: ComparisonOptions,
+) -> Reconciled:
+    """Build the row layout of a comparison from both sides' columns (in source order)."""
+    specs: list[ColumnSpec] = []
+    names: dict[str, str] = {}
+    differences: list[SchemaDifference] = []
+    for name, source_type in source.items():
+        if name in exclude:
+            continue
+        target_name = rename.get(name, name)
+        problem, ltype = _pair(name, source_type, target.get(target_name), target_name in target)
+        if problem is not None:
+            differences.append(SchemaDifference(name, problem))
+            continue
+        assert ltype is not None
+        specs.append(ColumnSpec(name, ltype, sensitive=name in sensitive))
+        names[name] = target_name
+    claimed = {rename.get(name, name) for name in source}  # matched, even if not comparable
+    extra = sorted(set(target) - claimed)
+    differences += [SchemaDifference(name, "extra in target") for name in extra]
+    missing_keys = [k for k in key if k not in names]
+    if missing_keys:
+        raise ConfigError(f"key columns {missing_keys} are not comparable on both sides")
+    layout = RowLayout(tuple(specs), tuple(key), options)
+    return Reconciled(layout, names, tuple(differences))
+
+
+def _pair(
+    name: str,
+    source_type: lt.LogicalType | None,
+    target_type: lt.LogicalType | None,
+    in_target: bool,
+) -> tuple[str | None, lt.LogicalType | None]:
+    if not in_target:
+        return "missing in target", None
+    if source_type is None or target_type is None:
+        side = "source" if source_type is None else "target"
+        return f"type not supported on the {side} side", None
+    ltype = reconcile_pair(source_type, target_type)
+    if ltype is None:
+        return f"incompatible types {source_type} (source) and {target_type} (target)", None
+    if ltype not in (source_type, target_type) or source_type != target_type:
+        log.warning(
+            "column %s: comparing %s (source) with %s (target) as %s",
+            name,
+            source_type,
+            target_type,
+            ltype,
+        )
+    return None, ltype
+
+
+def logical_type_of_arrow(arrow_type: object) -> lt.LogicalType | None:
+    """The logical type a lake (Arrow/Parquet) column is read as."""
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    assert isinstance(arrow_type, pa.DataType)
+    if pat.is_integer(arrow_type):
+        return lt.IntegerType()
+    if pat.is_decimal(arrow_type):
+        return lt.DecimalType(arrow_type.precision, arrow_type.scale)
+    if pat.is_floating(arrow_type):
+        return lt.FloatType(32 if arrow_type.bit_width == 32 else 64)
+    if pat.is_timestamp(arrow_type):
+        digits = {"s": 0, "ms": 3}.get(arrow_type.unit, 6)
+        return lt.TimestampTzType(digits) if arrow_type.tz else lt.TimestampType(digits)
+    simple: list[tuple[object, lt.LogicalType]] = [
+        (pat.is_string, lt.StringType()),
+        (pat.is_large_string, lt.StringType()),
+        (pat.is_binary, lt.BytesType()),
+        (pat.is_large_binary, lt.BytesType()),
+        (pat.is_boolean, lt.BooleanType()),
+        (pat.is_date32, lt.DateType()),
+        (pat.is_duration, lt.IntervalType()),
+    ]
+    for test, ltype in simple:
+        if test(arrow_type):  # type: ignore[operator]
+            return ltype
+    return None
