@@ -1,0 +1,148 @@
+"""The HTML discrepancy report: one self-contained file rendered from ``result.json``.
+
+Everything the page needs (CSS, the search script, SVG charts) is inline and nothing is
+fetched, so the file can be mailed, archived as a CI artefact or opened offline. Jinja
+autoescaping is on for every value: row values are attacker-controlled text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from reports import model
+from reports.heatmap import HeatMap, build_heatmap
+from reports.trend import Trend, build_trend
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ROWS = 200
+MAX_VALUE_CHARS = 500
+TEMPLATE = "report.html.j2"
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonView:
+    """What the template shows of one comparison.
+
+    Attributes:
+        anchor: HTML id of the comparison's section.
+        data: The comparison as in ``result.json``.
+        shown: The differences shown (at most ``max_rows``).
+        omitted: Differences counted but not shown.
+        heatmap: The leaf heat map, or None when no tree was compared.
+        trend: Differences over past runs, or None without enough history.
+    """
+
+    anchor: str
+    data: dict[str, Any]
+    shown: Sequence[dict[str, Any]]
+    omitted: int
+    heatmap: HeatMap | None
+    trend: Trend | None
+
+
+def build_html_report(
+    result: dict[str, Any],
+    history: list[dict[str, Any]] | None = None,
+    *,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> str:
+    """Render a validation result as one self-contained HTML page.
+
+    The result is not validated here (jsonschema needs seconds for tens of thousands of
+    differences); check untrusted files with :func:`reports.model.read_result` first.
+
+    Args:
+        result: A ``result.json`` document.
+        history: Past run summaries ``{"finished": ..., "comparisons": {name: total}}``,
+            oldest first; each comparison gets a trend line when given.
+        max_rows: Differences shown per comparison; a line counts the rest.
+
+    Returns:
+        The HTML text.
+    """
+    if max_rows < 0:
+        raise ValueError("max_rows must be >= 0")
+    views = [
+        _view(i, c, result, history or [], max_rows) for i, c in enumerate(result["comparisons"])
+    ]
+    log.info("rendering HTML report of %d comparisons", len(views))
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            result=result,
+            views=views,
+            status_counts=model.status_counts(result),
+            totals=model.totals_by_kind(result["comparisons"]),
+            differences_total=sum(c["differences_total"] for c in result["comparisons"]),
+            positions=model.positions(result),
+            model=model,
+        )
+    )
+
+
+def _view(
+    index: int,
+    comparison: dict[str, Any],
+    result: dict[str, Any],
+    history: Sequence[dict[str, Any]],
+    max_rows: int,
+) -> ComparisonView:
+    shown = comparison["differences"][:max_rows]
+    # An in-sync map is all grey and a failed comparison may have no tree: draw drift only.
+    has_tree = comparison["status"] == "differences" and comparison["leaves_compared"] > 0
+    current = (result["finished"], comparison["differences_total"])
+    return ComparisonView(
+        anchor=f"c{index}",
+        data=comparison,
+        shown=shown,
+        omitted=model.omitted_count(comparison, len(shown)),
+        heatmap=build_heatmap(comparison["depth"], comparison["mismatched_leaves"])
+        if has_tree
+        else None,
+        trend=build_trend(comparison["name"], current, history) if history else None,
+    )
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("reports", "templates"),
+        # Every template, whatever its file name: select_autoescape would skip "*.j2".
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(key=model.format_key, clip=clip, n=_number, seconds=format_seconds)
+    env.filters["rows"] = model.rows
+    env.filters["kinds"] = model.describe_kinds
+    return env
+
+
+def clip(value: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """``value`` cut to ``limit`` characters, saying how many were left out."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}… ({len(value) - limit:,} more characters)"
+
+
+def _number(value: int) -> str:
+    return f"{value:,}"
+
+
+def format_seconds(value: float) -> str:
+    """``"4.21 s"``, ``"3 min 7 s"`` or ``"2 h 5 min"``."""
+    if value < 60:
+        return f"{value:.2f} s"
+    minutes, seconds = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    return f"{minutes // 60} h {minutes % 60} min"

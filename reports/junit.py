@@ -1,0 +1,108 @@
+"""JUnit XML for CI systems: one test suite "replcheck", one test case per comparison.
+
+A drifted comparison is a ``<failure>`` whose message counts differences by kind; a
+comparison that could not run is an ``<error>``. Built with ElementTree, so every value is
+XML-escaped; characters XML 1.0 cannot carry at all are replaced first.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from reports import model
+
+SUITE = "replcheck"
+MAX_KEYS = 20
+
+# Characters outside the XML 1.0 Char production (https://www.w3.org/TR/xml/#charsets).
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def build_junit(result: dict[str, Any]) -> str:
+    """Render a validation result as JUnit XML.
+
+    Args:
+        result: A ``result.json`` document (see :func:`reports.model.read_result`).
+
+    Returns:
+        The XML text, with an XML declaration.
+    """
+    counts = model.status_counts(result)
+    suites = ET.Element("testsuites", _attributes(result, counts))
+    suite = ET.SubElement(suites, "testsuite", _attributes(result, counts))
+    suite.set("timestamp", result["started"])
+    for comparison in result["comparisons"]:
+        suite.append(_testcase(comparison))
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _attributes(result: dict[str, Any], counts: dict[str, int]) -> dict[str, str]:
+    return {
+        "name": SUITE,
+        "tests": str(len(result["comparisons"])),
+        "failures": str(counts["differences"]),
+        "errors": str(counts["error"]),
+        "skipped": "0",
+        "time": f"{result['duration_s']:.3f}",
+    }
+
+
+def _testcase(comparison: dict[str, Any]) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        {
+            "name": _text(comparison["name"]),
+            "classname": _text(f"{SUITE}.{comparison['name']}"),
+            "time": f"{model.phase_seconds(comparison):.3f}",
+        },
+    )
+    if comparison["status"] == "error":
+        error = ET.SubElement(case, "error", {"type": "error"})
+        error.set("message", _text(comparison["error"] or "comparison could not run"))
+        error.text = _text(_facts(comparison))
+    elif comparison["status"] == "differences":
+        failure = ET.SubElement(case, "failure", {"type": "differences"})
+        failure.set("message", _text(_failure_message(comparison)))
+        failure.text = _text(_failure_body(comparison))
+    return case
+
+
+def _failure_message(comparison: dict[str, Any]) -> str:
+    total = comparison["differences_total"]
+    message = f"{total:,} difference{'' if total == 1 else 's'}"
+    if total:
+        message += f" ({model.describe_kinds(comparison['counts_by_kind'])})"
+    if comparison["schema_differences"]:
+        message += f"; {len(comparison['schema_differences'])} schema differences"
+    return message
+
+
+def _facts(comparison: dict[str, Any]) -> str:
+    lines = [
+        f"{side}: {comparison[side]}{_at(comparison[f'{side}_position'])}, "
+        f"{model.rows(comparison[f'{side}_rows'])}"
+        for side in ("source", "target")
+    ]
+    lines += [f"schema: {s['column']}: {s['problem']}" for s in comparison["schema_differences"]]
+    return "\n".join(lines)
+
+
+def _at(position: str | None) -> str:
+    return "" if position is None else f" at {position}"
+
+
+def _failure_body(comparison: dict[str, Any]) -> str:
+    lines = [_facts(comparison)]
+    shown = comparison["differences"][:MAX_KEYS]
+    lines += [f"{model.KIND_LABELS[d['kind']]}: {model.format_key(d['key'])}" for d in shown]
+    omitted = model.omitted_count(comparison, len(shown))
+    if omitted > 0:
+        lines.append(f"... {omitted:,} more")
+    return "\n".join(lines)
+
+
+def _text(value: str) -> str:
+    return _NOT_XML.sub("\ufffd", value)

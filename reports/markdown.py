@@ -1,0 +1,100 @@
+"""A Markdown summary for a pull-request comment or a CI step summary.
+
+A status line, one table row per comparison, and the first differing keys of each drifted
+comparison. Values are escaped so a ``|``, a newline or Markdown syntax in a key can never
+break the table or turn into markup.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reports import model
+
+DEFAULT_MAX_ROWS = 20
+_ICONS = {"in_sync": "✅", "differences": "⚠️", "error": "❌"}
+# Characters with a meaning in (GitHub-flavoured) Markdown or inline HTML.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#])")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def build_markdown(result: dict[str, Any], max_rows: int = DEFAULT_MAX_ROWS) -> str:
+    """Render a validation result as a Markdown summary.
+
+    Args:
+        result: A ``result.json`` document (see :func:`reports.model.read_result`).
+        max_rows: Differing keys listed per drifted comparison.
+
+    Returns:
+        The Markdown text.
+    """
+    lines = [_status_line(result), ""]
+    if result["comparisons"]:
+        lines += _table(result["comparisons"])
+    for comparison in result["comparisons"]:
+        lines += _details(comparison, max_rows)
+    return "\n".join(lines) + "\n"
+
+
+def escape(text: str) -> str:
+    """``text`` as literal Markdown on one line, safe inside a table cell."""
+    return _SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+
+
+def _status_line(result: dict[str, Any]) -> str:
+    counts = model.status_counts(result)
+    parts = [f"{counts[s]} {model.STATUS_LABELS[s]}" for s in model.STATUSES if counts[s]]
+    status = result["status"]
+    return (
+        f"{_ICONS[status]} **replcheck: {model.STATUS_LABELS[status]}** — "
+        f"{_plural(len(result['comparisons']), 'comparison')} ({', '.join(parts) or 'none'}), "
+        f"finished {escape(result['finished'])} in {result['duration_s']:.1f} s"
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _table(comparisons: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| Comparison | Status | Source rows | Target rows | Differences |",
+        "|---|---|--:|--:|---|",
+    ]
+    for c in comparisons:
+        differences = (
+            "error: " + escape(c["error"] or "could not run")
+            if c["status"] == "error"
+            else f"{c['differences_total']:,} ({model.describe_kinds(c['counts_by_kind'])})"
+        )
+        lines.append(
+            f"| {escape(c['name'])} | {_ICONS[c['status']]} {model.STATUS_LABELS[c['status']]} "
+            f"| {c['source_rows']:,} | {c['target_rows']:,} | {differences} |"
+        )
+    return lines
+
+
+def _details(comparison: dict[str, Any], max_rows: int) -> list[str]:
+    if comparison["status"] != "differences":
+        return []
+    lines = ["", f"**{escape(comparison['name'])}**", ""]
+    lines += [
+        f"- {escape(s['column'])}: {escape(s['problem'])}" for s in comparison["schema_differences"]
+    ]
+    shown = comparison["differences"][:max_rows]
+    lines += [f"- {model.KIND_LABELS[d['kind']]}: {_describe(d)}" for d in shown]
+    omitted = model.omitted_count(comparison, len(shown))
+    if omitted > 0:
+        lines.append(f"- … and {omitted:,} more")
+    return lines
+
+
+def _describe(difference: dict[str, Any]) -> str:
+    key = escape(model.format_key(difference["key"]))
+    if difference["kind"] == "changed" and difference["columns"]:
+        columns = ", ".join(escape(c["column"]) for c in difference["columns"])
+        return f"{key} (columns {columns})"
+    if difference["kind"] == "duplicate_key":
+        return f"{key} ({difference['count']} rows in {difference['side']})"
+    return key

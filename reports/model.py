@@ -1,0 +1,100 @@
+"""Read-only helpers over a ``result.json`` document (plain dicts, as the validator writes).
+
+``reports`` may not import ``validator`` (layering), so the renderers share these few
+derived facts instead of a second copy of the result model. Every helper expects a
+document that passed :func:`reports.json_schema.validate_result`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reports.json_schema import ResultSchemaError, validate_result
+
+Result = dict[str, Any]
+Comparison = dict[str, Any]
+
+STATUSES = ("in_sync", "differences", "error")
+STATUS_LABELS = {"in_sync": "in sync", "differences": "drifted", "error": "failed"}
+KINDS = ("missing_in_target", "extra_in_target", "changed", "duplicate_key")
+KIND_LABELS = {
+    "missing_in_target": "missing in target",
+    "extra_in_target": "extra in target",
+    "changed": "changed",
+    "duplicate_key": "duplicate key",
+}
+NULL_TEXT = "NULL"
+
+
+def read_result(path: Path) -> Result:
+    """Read and validate a ``result.json`` file.
+
+    Raises:
+        ResultSchemaError: the file is not JSON or does not match the schema.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ResultSchemaError("$", f"not valid JSON (line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise ResultSchemaError("$", "must be of type object")
+    validate_result(data)
+    return data
+
+
+def rows(count: int) -> str:
+    """``"1 row"``, ``"1,234 rows"``."""
+    return f"{count:,} row" + ("" if count == 1 else "s")
+
+
+def status_counts(result: Result) -> dict[str, int]:
+    """Number of comparisons per status, every status present (in ``STATUSES`` order)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for comparison in result["comparisons"]:
+        counts[comparison["status"]] += 1
+    return counts
+
+
+def totals_by_kind(comparisons: Sequence[Comparison]) -> dict[str, int]:
+    """Differences per kind summed over ``comparisons``; kinds with none are left out."""
+    totals = dict.fromkeys(KINDS, 0)
+    for comparison in comparisons:
+        for kind, count in comparison["counts_by_kind"].items():
+            totals[kind] += count
+    return {kind: count for kind, count in totals.items() if count}
+
+
+def describe_kinds(counts: Mapping[str, int]) -> str:
+    """``"changed 3, missing in target 2"`` in ``KINDS`` order; ``"none"`` when empty."""
+    parts = [f"{KIND_LABELS[kind]} {counts[kind]}" for kind in KINDS if counts.get(kind)]
+    return ", ".join(parts) or "none"
+
+
+def omitted_count(comparison: Comparison, shown: int) -> int:
+    """Differences counted but not shown when a report shows ``shown`` of the detailed ones.
+
+    This includes the ones the result itself did not detail (``differences_total`` beyond
+    its ``differences``). A key duplicated on both sides is one counted difference but two
+    detailed entries, so the result's own part is clamped at zero.
+    """
+    not_detailed = max(0, comparison["differences_total"] - len(comparison["differences"]))
+    return not_detailed + len(comparison["differences"]) - shown
+
+
+def format_key(key: Sequence[str | None]) -> str:
+    """A key as one line of text: its parts joined by ``", "``, NULL parts as ``NULL``."""
+    return ", ".join(NULL_TEXT if part is None else part for part in key)
+
+
+def positions(result: Result) -> list[tuple[str | None, str | None]]:
+    """The distinct (source, target) position pairs compared, in first-seen order."""
+    pairs = ((c["source_position"], c["target_position"]) for c in result["comparisons"])
+    return list(dict.fromkeys(pairs))
+
+
+def phase_seconds(comparison: Comparison) -> float:
+    """Total seconds over the comparison's timed phases."""
+    return float(sum(comparison["timings"].values()))
