@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -53,6 +54,26 @@ class TableSchema:
         raise KeyError(name)
 
 
+POSITION_COLUMN = "_source_pos"
+"""Every batch a connector reads carries the log position of the snapshot it was read in
+(int64; NULL for products without a log), so each partition can be compared with the
+target at its own position."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A consistent read view parallel readers can share, and the log position it sees.
+
+    ``token`` is product-specific (a PostgreSQL exported snapshot name); a connector whose
+    snapshots cannot be shared yields None from ``shared_snapshot`` and each partition
+    opens its own snapshot and reports its own position.
+    """
+
+    position: int | None
+    position_text: str | None
+    token: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class Partition:
     """A slice of a table one Spark task reads: ``column`` in ``[low, high)``, or all rows."""
@@ -84,13 +105,23 @@ class Connector(ABC):
 
     @abstractmethod
     def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
-        """The Arrow schema ``read_partition`` yields for ``columns``."""
+        """The Arrow schema ``read_partition`` yields: ``columns``, then ``POSITION_COLUMN``."""
 
     @abstractmethod
     def read_partition(
-        self, table: TableSchema, columns: Sequence[str], partition: Partition
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        """Rows of one partition as Arrow batches typed by ``merkle``'s logical types."""
+        """Rows of one partition as Arrow batches typed by ``merkle``'s logical types, read
+        in ``snapshot`` when given, else in a consistent snapshot of the partition's own."""
+
+    @contextmanager
+    def shared_snapshot(self) -> Iterator[Snapshot | None]:
+        """Hold a snapshot all partitions can read in (None: the product cannot share one)."""
+        yield None
 
 
 _REGISTRY: dict[str, type[Connector]] = {}
@@ -114,7 +145,8 @@ def connector_for(url: str, password: str | None = None) -> Connector:
 
 
 def _load_builtin_connectors() -> None:
-    import connectors.duckdb.connector  # noqa: F401 - registers itself
+    import connectors.duckdb.connector
+    import connectors.mariadb.connector  # noqa: F401
 
 
 def missing_table(table: str, where: str) -> TerminalError:

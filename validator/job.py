@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
 from cdc_core.lake import LakeTable, changelog_files, high_water_mark
-from connectors.base import Connector, connector_for
+from connectors.base import Connector, TableSchema, connector_for
 from validator.compare import CompareSettings, Side, compare_sides
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.lake_target import lake_state_at
@@ -78,13 +78,7 @@ def _database_target(
     return _Target(frame, types, f"{connection.name}:{table}", None)
 
 
-def run_comparison(
-    spark: SparkSession, config: ValidatorConfig, comparison: ComparisonConfig
-) -> ComparisonResult:
-    """Compare one source table with its target."""
-    source_connection = config.connections[comparison.source.connection]
-    connector = _connector(source_connection)
-    schema = connector.reflect(comparison.source.table)
+def _source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str, ...]:
     key = comparison.key or schema.primary_key
     if not key:
         raise ConfigError(
@@ -94,12 +88,27 @@ def run_comparison(
     missing = [k for k in key if k not in {c.name for c in schema.columns}]
     if missing:
         raise ConfigError(f"comparison {comparison.name}: key columns {missing} do not exist")
-    target_connection = config.connections[comparison.target.connection]
+    return tuple(key)
+
+
+def _target(
+    spark: SparkSession, config: ValidatorConfig, comparison: ComparisonConfig, key: Sequence[str]
+) -> _Target:
+    connection = config.connections[comparison.target.connection]
     target_key = [comparison.columns.target_name(k) for k in key]
-    if target_connection.is_lake:
-        target = _lake_target(spark, target_connection, comparison.target.table, target_key)
-    else:
-        target = _database_target(spark, target_connection, comparison.target.table, target_key)
+    read = _lake_target if connection.is_lake else _database_target
+    return read(spark, connection, comparison.target.table, target_key)
+
+
+def run_comparison(
+    spark: SparkSession, config: ValidatorConfig, comparison: ComparisonConfig
+) -> ComparisonResult:
+    """Compare one source table with its target."""
+    source_connection = config.connections[comparison.source.connection]
+    connector = _connector(source_connection)
+    schema = connector.reflect(comparison.source.table)
+    key = _source_key(comparison, schema)
+    target = _target(spark, config, comparison, key)
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},
@@ -111,8 +120,6 @@ def run_comparison(
         comparison.options,
     )
     names = reconciled.layout.names
-    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
-    source_df = source_frame(spark, connector, schema, names, partitions)
     target_df = target.frame.select(
         *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
     )
@@ -122,9 +129,20 @@ def run_comparison(
         max_reported_rows=config.validation.max_reported_rows,
         sensitive=frozenset(rules.sensitive),
     )
-    source_side = Side(source_df, f"{source_connection.name}:{comparison.source.table}")
-    target_side = Side(target_df, target.label, target.position)
-    result = compare_sides(comparison.name, source_side, target_side, reconciled.layout, settings)
+    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    # Spark reads the source lazily, more than once: the snapshot stays open throughout.
+    with connector.shared_snapshot() as snapshot:
+        source_df = source_frame(spark, connector, schema, names, partitions, snapshot)
+        position = snapshot.position_text if snapshot else None
+        source_side = Side(
+            source_df.select(*names),
+            f"{source_connection.name}:{comparison.source.table}",
+            position,
+        )
+        target_side = Side(target_df, target.label, target.position)
+        result = compare_sides(
+            comparison.name, source_side, target_side, reconciled.layout, settings
+        )
     return replace(result, schema_differences=reconciled.schema_differences)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from connectors.base import Connector, Partition, TableSchema
+from connectors.base import Connector, Partition, Snapshot, TableSchema
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -43,8 +43,10 @@ def source_frame(
     schema: TableSchema,
     columns: Sequence[str],
     partitions: Sequence[Partition],
+    snapshot: Snapshot | None = None,
 ) -> DataFrame:
-    """A DataFrame of ``columns`` read partition by partition in the executors."""
+    """``columns`` plus ``POSITION_COLUMN``, read partition by partition in the executors
+    (all in ``snapshot`` when the product can share one)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     plan = spark.createDataFrame(
@@ -57,7 +59,7 @@ def source_frame(
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for row in batch.to_pylist():
-                yield from connector.read_partition(schema, wanted, Partition(**row))
+                yield from connector.read_partition(schema, wanted, Partition(**row), snapshot)
 
     frame: DataFrame = plan.mapInArrow(read, from_arrow_schema(arrow_schema))
     return frame

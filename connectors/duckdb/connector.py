@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 from cdc_core.errors import ConfigError, TerminalError
 from connectors.base import (
+    POSITION_COLUMN,
     Capabilities,
     Connector,
     Partition,
+    Snapshot,
     SourceColumn,
     TableSchema,
     arrow_type_of,
@@ -95,10 +97,15 @@ class DuckDBConnector(Connector):
         return None if low is None else (int(low), int(high))
 
     def read_partition(
-        self, table: TableSchema, columns: Sequence[str], partition: Partition
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
         schema, name = split_table(table.table)
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
+        select += f", CAST(NULL AS BIGINT) AS {POSITION_COLUMN}"  # DuckDB has no log
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
         params: list[int] = []
         if partition.column is not None:
@@ -113,7 +120,8 @@ class DuckDBConnector(Connector):
     def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
         import pyarrow as pa
 
-        return pa.schema([pa.field(c, self._arrow_type(table.column(c))) for c in columns])
+        fields = [pa.field(c, self._arrow_type(table.column(c))) for c in columns]
+        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
 
     @staticmethod
     def _arrow_type(column: SourceColumn) -> pa.DataType:

@@ -1,0 +1,1 @@
+"""MariaDB and MySQL: binlog CDC source and consistent-snapshot reads."""

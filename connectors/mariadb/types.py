@@ -1,0 +1,71 @@
+"""MariaDB/MySQL column types (``information_schema.COLUMNS.COLUMN_TYPE``) to logical types.
+
+Reference: https://mariadb.com/kb/en/data-types/ . JSON is an alias of LONGTEXT with a
+``json_valid`` CHECK constraint in MariaDB, so the caller passes ``is_json``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from merkle import types as lt
+
+_PATTERN = re.compile(r"^([a-z]+)(?:\((\d+)(?:,(\d+))?\))?(.*)$")
+_INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
+_STRINGS = {
+    "varchar",
+    "tinytext",
+    "text",
+    "mediumtext",
+    "longtext",
+    "enum",
+    "set",
+    "inet4",
+    "inet6",
+}
+_BYTES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def is_wide_integer(column_type: str) -> bool:
+    """BIGINT UNSIGNED reaches 2**64 - 1, beyond Arrow's int64: read as DECIMAL(20,0)."""
+    words = column_type.lower().replace("(", " ").split()
+    return bool(words) and words[0] == "bigint" and "unsigned" in words
+
+
+def logical_type(column_type: str, is_json: bool = False) -> lt.LogicalType | None:
+    """The logical type of a column, or None when replcheck cannot hash it (spatial)."""
+    if is_json:
+        return lt.JsonType()
+    match = _PATTERN.match(column_type.strip().lower())
+    if not match:
+        return None
+    name, first, second, _rest = match.groups()
+    if name in _INTEGERS:
+        return lt.IntegerType()
+    if name in ("decimal", "numeric", "dec", "fixed"):
+        return lt.DecimalType(int(first or 10), int(second or 0))
+    if name in ("float", "double", "real"):
+        return lt.FloatType(32 if name == "float" else 64)
+    if name == "bit":
+        return lt.BooleanType() if int(first or 1) == 1 else lt.IntegerType()
+    if name in _STRINGS:
+        return lt.StringType()
+    if name == "char":
+        return lt.StringType(padded=True)
+    if name in _BYTES:
+        return lt.BytesType()
+    return _temporal(name, int(first or 0))
+
+
+def _temporal(name: str, digits: int) -> lt.LogicalType | None:
+    if name == "date":
+        return lt.DateType()
+    if name == "time":
+        return lt.TimeType(digits)
+    if name == "datetime":
+        return lt.TimestampType(digits)
+    if name == "timestamp":
+        return lt.TimestampTzType(digits)  # stored as UTC, shown in the session's zone
+    if name == "uuid":
+        return lt.UuidType()
+    return None
