@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/replcheck check-contract
+	$(BIN)/replcheck demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
