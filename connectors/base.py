@@ -145,8 +145,10 @@ def connector_for(url: str, password: str | None = None) -> Connector:
 
 
 def _load_builtin_connectors() -> None:
+    # Importing a connector module registers it (see ``register``).
     import connectors.duckdb.connector
-    import connectors.mariadb.connector  # noqa: F401
+    import connectors.mariadb.connector
+    import connectors.postgres.connector
 
 
 def missing_table(table: str, where: str) -> TerminalError:
@@ -162,7 +164,9 @@ def arrow_type_of(ltype: LogicalType) -> Any:
     from merkle import types as lt
 
     if isinstance(ltype, lt.DecimalType):
-        return pa.decimal128(ltype.precision or 38, ltype.scale or 0)
+        if ltype.precision is None:  # unconstrained: the widest scale Spark can still hash
+            return pa.decimal128(38, 18)
+        return pa.decimal128(min(ltype.precision, 38), min(ltype.scale or 0, 38))
     if isinstance(ltype, lt.FloatType):
         return pa.float32() if ltype.bits == 32 else pa.float64()
     simple = {

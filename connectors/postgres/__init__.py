@@ -1,0 +1,1 @@
+"""PostgreSQL: a snapshot source whose positions are LSNs (log reader to come)."""

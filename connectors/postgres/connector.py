@@ -1,0 +1,239 @@
+"""PostgreSQL as a snapshot source: reflection, key ranges, and partition reads in Arrow, all
+partitions in one exported snapshot at an exact LSN (see ``snapshot.py``).
+
+SQL goes through psycopg 3; only the shared snapshot needs psycopg2, whose logical
+replication connection psycopg 3 lacks. Sessions run in UTC so nothing the server formats
+depends on its own time zone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.errors import ConfigError, TerminalError, TransientError
+from connectors.base import (
+    POSITION_COLUMN,
+    Capabilities,
+    Connector,
+    Partition,
+    Snapshot,
+    SourceColumn,
+    TableSchema,
+    missing_table,
+    register,
+)
+from connectors.postgres.snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
+from connectors.postgres.types import arrow_type, logical_type, quote, select_expression, to_arrow
+
+if TYPE_CHECKING:
+    import psycopg
+    import pyarrow as pa
+    from sqlalchemy.engine import URL
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 20_000  # rows per fetch and per Arrow batch: bounds a reader's memory
+
+# Columns in order, with the declared type and, for domains, the base type that decides the
+# logical type (https://www.postgresql.org/docs/current/catalog-pg-attribute.html).
+_COLUMNS_SQL = """
+SELECT a.attname,
+       format_type(a.atttypid, a.atttypmod),
+       format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid),
+                   CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END),
+       coalesce(b.typtype, t.typtype) = 'e',
+       NOT a.attnotnull,
+       c.oid
+  FROM pg_attribute a
+  JOIN pg_class c ON c.oid = a.attrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_type t ON t.oid = a.atttypid
+  LEFT JOIN pg_type b ON b.oid = nullif(t.typbasetype, 0)
+ WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+   AND a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY a.attnum
+"""
+_PRIMARY_KEY_SQL = """
+SELECT a.attname
+  FROM pg_index i
+ CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+ WHERE i.indrelid = %s AND i.indisprimary
+ ORDER BY k.ord
+"""
+
+
+def split_table(table: str) -> tuple[str, str]:
+    """``schema.table`` -> (schema, table); a bare name is in ``public``."""
+    schema, _, name = table.rpartition(".")
+    return schema or "public", name
+
+
+@register
+class PostgresConnector(Connector):
+    """PostgreSQL databases, addressed as ``postgresql+psycopg://user@host:port/database``.
+
+    The password is the constructor's ``password`` (else the URL's); it is never logged.
+    """
+
+    name = "postgres"
+    schemes = ("postgresql",)
+    capabilities = Capabilities(has_log=True, shared_snapshot=True)
+
+    @property
+    def where(self) -> str:
+        """The database, for messages: host, port and name, never the password."""
+        url = self._parsed_url()
+        return f"Postgres {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
+
+    def _parsed_url(self) -> URL:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            return make_url(self.url)
+        except ArgumentError as exc:
+            raise ConfigError(
+                f"not a Postgres URL (postgresql://user@host:port/db): {exc}"
+            ) from exc
+
+    def _conninfo(self) -> str:
+        from psycopg.conninfo import make_conninfo
+
+        url = self._parsed_url()
+        password = self.password if self.password is not None else url.password
+        extra = {key: str(value) for key, value in url.query.items()}
+        options = " ".join(filter(None, [extra.pop("options", ""), "-c TimeZone=UTC"]))
+        params = {
+            "host": url.host,
+            "port": url.port,
+            "user": url.username,
+            "password": password,
+            "dbname": url.database,
+            "application_name": "replcheck",
+            "options": options,
+            **extra,
+        }
+        return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+
+    def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise TerminalError(f"the Postgres connector needs psycopg: {INSTALL_HINT}") from exc
+        try:
+            return psycopg.connect(self._conninfo(), autocommit=autocommit)
+        except psycopg.OperationalError as exc:
+            where = self.where
+            raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
+
+    def reflect(self, table: str) -> TableSchema:
+        schema, name = split_table(table)
+        with self._connect() as connection:
+            rows = connection.execute(_COLUMNS_SQL, (schema, name)).fetchall()
+            if not rows:
+                raise missing_table(table, self.where)
+            key = connection.execute(_PRIMARY_KEY_SQL, (rows[0][5],)).fetchall()
+        columns = tuple(
+            SourceColumn(column, native, logical_type(base, is_enum), nullable)
+            for column, native, base, is_enum, nullable, _ in rows
+        )
+        return TableSchema(table, columns, tuple(k for (k,) in key))
+
+    def key_range(self, table: str, column: str) -> tuple[int, int] | None:
+        import psycopg
+
+        sql = f"SELECT min({quote(column)}), max({quote(column)}) FROM {_qualified(table)}"
+        with self._connect() as connection:
+            try:
+                low, high = connection.execute(sql).fetchone() or (None, None)
+            except psycopg.errors.UndefinedTable as exc:
+                raise missing_table(table, self.where) from exc
+        return None if low is None or high is None else (int(low), int(high))
+
+    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+        import pyarrow as pa
+
+        fields = [pa.field(c, arrow_type(table.column(c))) for c in columns]
+        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
+
+    def read_partition(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        snapshot: Snapshot | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows of one partition, in ``snapshot`` (position: its LSN) when given, else in a
+        REPEATABLE READ transaction of its own (position NULL: see ``snapshot.py``)."""
+        import psycopg
+
+        sql, params = _partition_query(table, columns, partition)
+        source_columns = [table.column(c) for c in columns]
+        schema = self.arrow_schema(table, columns)
+        position = snapshot.position if snapshot is not None else None
+        at = snapshot.position_text if snapshot is not None else None
+        log.debug("reading %s partition %s at LSN %s", table.table, partition.index, at)
+        with self._read_transaction(snapshot) as connection, connection.cursor("replcheck") as cur:
+            try:
+                cur.execute(sql, params)
+                while rows := cur.fetchmany(BATCH_ROWS):
+                    yield _to_batch(table.table, source_columns, rows, schema, position)
+            except (psycopg.DataError, psycopg.NotSupportedError) as exc:
+                raise TerminalError(
+                    f"cannot read {table.table} from {self.where}: {exc.diag.message_primary};"
+                    " infinite dates and timestamps have no Arrow value: leave the column out",
+                    {"source": self.where, "table": table.table},
+                ) from exc
+
+    @contextlib.contextmanager
+    def _read_transaction(self, snapshot: Snapshot | None) -> Iterator[psycopg.Connection[Any]]:
+        from psycopg import IsolationLevel
+
+        with self._connect(autocommit=False) as connection:
+            connection.isolation_level = IsolationLevel.REPEATABLE_READ
+            connection.read_only = True
+            if snapshot is not None and snapshot.token is not None:
+                use_snapshot(connection, snapshot, self.where)
+            yield connection
+            connection.rollback()  # nothing to commit: the transaction only read
+
+    @contextlib.contextmanager
+    def shared_snapshot(self) -> Iterator[Snapshot | None]:
+        """One exported snapshot at an exact LSN, held until the block ends."""
+        with exported_snapshot(self._conninfo(), self.where) as snapshot:
+            yield snapshot
+
+
+def _qualified(table: str) -> str:
+    schema, name = split_table(table)
+    return f"{quote(schema)}.{quote(name)}"
+
+
+def _partition_query(
+    table: TableSchema, columns: Sequence[str], partition: Partition
+) -> tuple[str, list[int]]:
+    select = ", ".join(select_expression(table.column(c)) for c in columns)
+    sql = f"SELECT {select} FROM {_qualified(table.table)}"
+    if partition.column is None:
+        return sql, []
+    key = quote(partition.column)
+    return f"{sql} WHERE {key} >= %s AND {key} < %s", [partition.low or 0, partition.high or 0]
+
+
+def _to_batch(
+    table: str,
+    columns: Sequence[SourceColumn],
+    rows: Sequence[tuple[Any, ...]],
+    schema: pa.Schema,
+    position: int | None,
+) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    by_column = list(zip(*rows, strict=True))
+    arrays = [to_arrow(column, by_column[i], table) for i, column in enumerate(columns)]
+    arrays.append(pa.array([position] * len(rows), pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

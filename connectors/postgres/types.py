@@ -1,0 +1,222 @@
+"""PostgreSQL column types: logical types, the SQL that reads them, and their Arrow arrays.
+
+Native types are spelled as ``format_type(atttypid, atttypmod)`` prints them
+(``numeric(10,2)``, ``timestamp(3) with time zone``, ``character(5)``, ``integer[]``).
+Reference: https://www.postgresql.org/docs/current/datatype.html
+
+Values are read as the hash contract wants them without going through Python's date and
+time types: dates as days and times, timestamps and intervals as microseconds, computed by
+the server with exact ``numeric`` arithmetic (``extract`` returns ``numeric`` since
+PostgreSQL 14), so years outside 1..9999 and ``24:00:00`` survive and the session time zone
+cannot shift an instant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.errors import TerminalError
+from connectors.base import SourceColumn, arrow_type_of
+from merkle import types as lt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+MAX_ARROW_PRECISION = 38  # decimal128, and Spark's DecimalType
+# Unconstrained numeric is read as decimal(38,18), the type merkle.golden gives Spark for
+# an unconstrained decimal: 20 integer and 18 fractional digits.
+UNCONSTRAINED_SCALE = 18
+
+_INTEGERS = {"smallint", "integer", "bigint"}
+_SIMPLE: dict[str, lt.LogicalType] = {
+    "real": lt.FloatType(32),
+    "double precision": lt.FloatType(64),
+    "text": lt.StringType(),
+    "character varying": lt.StringType(),
+    "bpchar": lt.StringType(padded=True),  # character without a length
+    "character": lt.StringType(padded=True),
+    "bytea": lt.BytesType(),
+    "boolean": lt.BooleanType(),
+    "date": lt.DateType(),
+    "json": lt.JsonType(),
+    "jsonb": lt.JsonType(),
+    "uuid": lt.UuidType(),
+    "interval": lt.IntervalType(),
+    "numeric": lt.DecimalType(),
+}
+_FRACTIONAL: dict[str, Callable[[int], lt.LogicalType]] = {
+    "time without time zone": lt.TimeType,
+    "timestamp without time zone": lt.TimestampType,
+    "timestamp with time zone": lt.TimestampTzType,
+}
+# "numeric(10,2)", "character varying(20)", "timestamp(3) with time zone", "interval day
+# to second(3)": the name with its modifier taken out, and the modifier's numbers.
+_MODIFIER = re.compile(r"\((-?\d+)(?:,(-?\d+))?\)")
+
+
+def logical_type(native_type: str, is_enum: bool = False) -> lt.LogicalType | None:
+    """The logical type of a column spelled by ``format_type``, or None if replcheck cannot
+    hash it (arrays, ranges, geometric and network types, ``time with time zone``, ...).
+
+    ``time with time zone`` has no logical type yet: its value is a wall-clock time plus a
+    UTC offset, neither a time of day (the offset matters) nor an instant (no date), and no
+    other product has it to compare with.
+    """
+    if is_enum:
+        return lt.StringType()  # compared by label, as replicas usually store it
+    if native_type.endswith("]"):
+        return None  # arrays
+    match = _MODIFIER.search(native_type)
+    name = _MODIFIER.sub("", native_type).strip()
+    if name in _INTEGERS:
+        return lt.IntegerType()
+    if name.startswith("interval"):
+        return lt.IntervalType()  # "interval day to second(3)": fields only restrict input
+    if name in _FRACTIONAL:
+        precision = int(match.group(1)) if match else lt.MAX_FRACTION_DIGITS
+        return _FRACTIONAL[name](precision)
+    if name == "numeric" and match and match.group(2) is not None:
+        return _decimal(int(match.group(1)), int(match.group(2)))
+    return _SIMPLE.get(name)
+
+
+def _decimal(precision: int, scale: int) -> lt.DecimalType:
+    """numeric(p,s) as a logical decimal; PostgreSQL 15 also allows a negative scale
+    (``numeric(5,-2)`` rounds to hundreds) and a scale above the precision
+    (``numeric(3,5)`` holds 0.00123), which become the smallest ``decimal(p,s)`` with
+    ``0 <= s <= p`` that holds every value (https://www.postgresql.org/docs/15/datatype-numeric.html)."""
+    if scale < 0:
+        return lt.DecimalType(precision - scale, 0)
+    return lt.DecimalType(max(precision, scale), scale)
+
+
+def arrow_type(column: SourceColumn) -> pa.DataType:
+    """The Arrow type a column is read as (``connectors.base.arrow_type_of``, except that
+    decimals wider than Arrow's 38 digits and unconstrained numerics are read as
+    decimal128 with a scale chosen here; a value that does not fit raises, never rounds)."""
+    import pyarrow as pa
+
+    ltype = column.ltype
+    if ltype is None:
+        raise TerminalError(f"column {column.name!r} ({column.native_type}) cannot be read")
+    if isinstance(ltype, lt.DecimalType):
+        if ltype.precision is None:
+            return pa.decimal128(MAX_ARROW_PRECISION, UNCONSTRAINED_SCALE)
+        if ltype.precision > MAX_ARROW_PRECISION:
+            return pa.decimal128(MAX_ARROW_PRECISION, min(ltype.scale or 0, UNCONSTRAINED_SCALE))
+    result: pa.DataType = arrow_type_of(ltype)
+    return result
+
+
+def select_expression(column: SourceColumn) -> str:
+    """The SQL expression that reads ``column`` in the shape ``to_arrow`` expects."""
+    quoted = quote(column.name)
+    ltype = column.ltype
+    if isinstance(ltype, lt.DateType):
+        return f"({quoted} - DATE '1970-01-01')"  # days since the epoch
+    if isinstance(ltype, lt.TimeType | lt.TimestampType | lt.TimestampTzType):
+        # time: seconds since midnight; timestamp: the wall clock read as UTC; timestamptz:
+        # the instant (https://www.postgresql.org/docs/current/functions-datetime.html).
+        return f"(extract(epoch FROM {quoted}) * 1000000)::bigint"
+    if isinstance(ltype, lt.IntervalType):
+        return _interval_expression(quoted)
+    if isinstance(ltype, lt.JsonType | lt.UuidType) or (
+        isinstance(ltype, lt.StringType) and not ltype.padded
+    ):
+        return f"{quoted}::text"  # the document text, the canonical UUID, an enum's label
+    return quoted
+
+
+def _interval_expression(quoted: str) -> str:
+    # An interval is (months, days, microseconds); psycopg folds months into 30-day days,
+    # so the server splits it: months, and days plus time in microseconds (date_trunc to
+    # the month keeps exactly the years and months fields).
+    months = f"(extract(year FROM {quoted}) * 12 + extract(month FROM {quoted}))::bigint"
+    micros = f"(extract(epoch FROM {quoted} - date_trunc('month', {quoted})) * 1000000)::bigint"
+    return f"CASE WHEN {quoted} IS NOT NULL THEN ARRAY[{months}, {micros}] END"
+
+
+def quote(name: str) -> str:
+    """A PostgreSQL quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True, slots=True)
+class ValueContext:
+    """Where values come from, for errors (never the values themselves)."""
+
+    table: str
+    column: str
+
+    def error(self, problem: str, fix: str) -> TerminalError:
+        message = f"column {self.column!r} of {self.table}: {problem}; {fix}"
+        return TerminalError(message, {"table": self.table, "column": self.column})
+
+
+def to_arrow(column: SourceColumn, values: Sequence[Any], table: str) -> pa.Array:
+    """An Arrow array of ``arrow_type(column)`` from values read by ``select_expression``."""
+    import pyarrow as pa
+
+    target = arrow_type(column)
+    where = ValueContext(table, column.name)
+    if pa.types.is_decimal(target):
+        _check_decimals(values, target, where)
+    elif isinstance(column.ltype, lt.IntervalType):
+        values = _interval_micros(values, where)
+    if isinstance(column.ltype, lt.DateType):
+        return pa.array(values, pa.int32()).cast(target)  # days since the epoch
+    if isinstance(column.ltype, _MICROSECONDS):
+        return pa.array(values, pa.int64()).cast(target)
+    return pa.array(values, target)
+
+
+# Logical types read as microseconds and cast to their Arrow type.
+_MICROSECONDS = (lt.TimeType, lt.TimestampType, lt.TimestampTzType, lt.IntervalType)
+
+
+def _check_decimals(
+    values: Sequence[Decimal | None], target: pa.DataType, where: ValueContext
+) -> None:
+    precision, scale = target.precision, target.scale
+    for value in values:
+        if value is not None and not decimal_fits(value, precision, scale):
+            raise where.error(
+                f"a value does not fit Arrow decimal128({precision},{scale}) (NaN, infinity,"
+                f" more than {precision - scale} integer or {scale} fractional digits)",
+                "declare the column numeric(p,s) with p <= 38, or leave it out of the comparison",
+            )
+
+
+def decimal_fits(value: Decimal, precision: int, scale: int) -> bool:
+    """Whether ``value`` is exactly a ``decimal(precision, scale)`` (trailing fractional
+    zeros do not count: ``1.500`` fits scale 1)."""
+    if not value.is_finite():
+        return False
+    _, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    significant = list(digits)
+    while exponent < 0 and len(significant) > 1 and significant[-1] == 0:
+        significant.pop()
+        exponent += 1
+    if not any(significant):
+        return True  # zero, of any scale
+    fraction_digits = max(0, -exponent)
+    integer_digits = max(0, len(significant) + exponent)
+    return fraction_digits <= scale and integer_digits <= precision - scale
+
+
+def _interval_micros(values: Sequence[list[int] | None], where: ValueContext) -> list[int | None]:
+    micros: list[int | None] = []
+    for value in values:
+        if value is not None and value[0] != 0:
+            raise where.error(
+                "an interval with months or years cannot be read as an exact duration (a"
+                " month is not a fixed number of microseconds)",
+                "store days instead of months, or leave the column out of the comparison",
+            )
+        micros.append(None if value is None else value[1])
+    return micros
