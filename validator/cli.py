@@ -75,13 +75,15 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dict[str, Any]:
     from validator.config import load_validator_config
     from validator.job import validate as run_validation
-    from validator.spark_session import build_spark_session
+    from validator.spark_session import build_spark_session, under_spark_submit
 
     config = load_validator_config(config_path, _overrides(sets))
     for name in names:
         config.comparison(name)  # unknown names fail before Spark starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
     spark = build_spark_session(master=config.spark.master, extra_conf=config.spark.conf)
+    if under_spark_submit():
+        typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
     return run_validation(spark, config, names)
 
 
@@ -211,9 +213,36 @@ def cdc_run() -> None:
     _not_available("cdc run", "the CDC core issue")
 
 
+def _configure_logging() -> None:
+    """Warnings from everything; progress (comparison and phase) from replcheck itself."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    progress = logging.StreamHandler()
+    progress.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    for name in ("validator.compare", "validator.job"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        logger.addHandler(progress)
+        logger.propagate = False
+
+
+@app.command()
+def package(
+    out: Annotated[Path, typer.Option(help="Directory for the bundle.")] = Path("dist"),
+) -> None:
+    """Bundle replcheck for spark-submit on a cluster (see the README)."""
+    from validator.package import build_bundle
+
+    bundle = build_bundle(out)
+    typer.echo(f"wrote {bundle.archive} and {bundle.launcher}")
+    typer.echo(
+        f"run: spark-submit --master yarn --py-files {bundle.archive} {bundle.launcher} "
+        "validate --config FILE --out DIR"
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging()
     try:
         app()
     except ReplcheckError as exc:

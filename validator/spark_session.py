@@ -36,6 +36,12 @@ _DEFAULT_CONF: Mapping[str, str] = {
 }
 
 
+def under_spark_submit() -> bool:
+    """True when this Python driver was started by ``spark-submit`` (which then owns the
+    master and the cluster settings): the JVM hands its gateway to the process it starts."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def build_spark_session(
     app_name: str = "replcheck",
     master: str = "local[2]",
@@ -45,7 +51,8 @@ def build_spark_session(
 
     Args:
         app_name: Name shown in Spark's logs.
-        master: Spark master URL, e.g. ``local[2]`` or ``yarn``.
+        master: Spark master URL, e.g. ``local[2]`` or ``yarn``; ignored under
+            ``spark-submit``, whose ``--master`` wins.
         extra_conf: Settings applied after (and so overriding) replcheck's defaults.
 
     Returns:
@@ -59,7 +66,9 @@ def build_spark_session(
     except ImportError as exc:
         raise TerminalError("pyspark is missing: pip install 'replcheck[spark]'") from exc
     _prepare_environment()
-    builder = SparkSession.builder.appName(app_name).master(master)
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        builder = builder.master(master)
     for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
