@@ -7,6 +7,7 @@ like sqlglot's dialects. The core asks a connector's ``Capabilities``, never its
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -144,11 +145,17 @@ def connector_for(url: str, password: str | None = None) -> Connector:
     return _REGISTRY[scheme](url, password)
 
 
+BUILTIN_CONNECTORS = (
+    "connectors.duckdb.connector",
+    "connectors.mariadb.connector",
+    "connectors.postgres.connector",
+)
+
+
 def _load_builtin_connectors() -> None:
-    # Importing a connector module registers it (see ``register``).
-    import connectors.duckdb.connector
-    import connectors.mariadb.connector
-    import connectors.postgres.connector
+    # Importing a connector module registers it (see ``register``); drivers load lazily.
+    for module in BUILTIN_CONNECTORS:
+        importlib.import_module(module)
 
 
 def missing_table(table: str, where: str) -> TerminalError:
