@@ -77,12 +77,30 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Partition:
-    """A slice of a table one Spark task reads: ``column`` in ``[low, high)``, or all rows."""
+    """A slice of a table one Spark task reads: ``column`` in ``[low, high)``, or all rows.
+
+    A missing bound is open: the first and last partitions of a plan are open-ended, so
+    rows inserted beyond the key range seen when planning are still read by someone.
+    """
 
     index: int
     column: str | None = None
     low: int | None = None
     high: int | None = None
+
+    def predicate(self, quoted_column: str, placeholder: str) -> tuple[str, list[int]]:
+        """``WHERE`` text (empty for the whole table) and its parameters, in the driver's
+        ``placeholder`` style (``%s`` or ``?``)."""
+        if self.column is None:
+            return "", []
+        terms, params = [], []
+        if self.low is not None:
+            terms.append(f"{quoted_column} >= {placeholder}")
+            params.append(self.low)
+        if self.high is not None:
+            terms.append(f"{quoted_column} < {placeholder}")
+            params.append(self.high)
+        return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
 
 
 class Connector(ABC):

@@ -10,7 +10,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from connectors.base import Connector, TableSchema, connector_for
 from validator.compare import CompareSettings, Side, compare_sides
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.lake_target import lake_state_at
+from validator.positions import SourcePositions, read_positions, wait_for_lake
 from validator.reconcile import logical_type_of_arrow, reconcile
 from validator.result import (
     SCHEMA_VERSION,
@@ -37,45 +38,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class _Target:
-    frame: DataFrame
-    types: dict[str, Any]
-    label: str
-    position: str | None
-
-
 def _connector(connection: ConnectionConfig) -> Connector:
     if connection.url is None:
         raise ConfigError(f"connection {connection.name} is a lake; use it as a target")
     password = connection.password.reveal() if connection.password else None
     return connector_for(connection.url, password)
-
-
-def _lake_target(
-    spark: SparkSession, connection: ConnectionConfig, table: str, key: Sequence[str]
-) -> _Target:
-    assert connection.lake is not None
-    lake_table = LakeTable(connection.lake, table)
-    _, schema = changelog_files(lake_table)
-    position = high_water_mark(lake_table)
-    types = {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
-    frame = lake_state_at(spark, lake_table, key, position)
-    label = f"{connection.name}:{table}"
-    return _Target(frame, types, label, None if position is None else str(position))
-
-
-def _database_target(
-    spark: SparkSession, connection: ConnectionConfig, table: str, key: Sequence[str]
-) -> _Target:
-    connector = _connector(connection)
-    schema = connector.reflect(table)
-    types = {c.name: c.ltype for c in schema.columns}
-    parallelism = spark.sparkContext.defaultParallelism
-    partitions = plan_partitions(connector, schema, key, parallelism)
-    supported = [c.name for c in schema.columns if c.ltype is not None]
-    frame = source_frame(spark, connector, schema, supported, partitions)
-    return _Target(frame, types, f"{connection.name}:{table}", None)
 
 
 def _source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str, ...]:
@@ -91,13 +58,64 @@ def _source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str,
     return tuple(key)
 
 
-def _target(
-    spark: SparkSession, config: ValidatorConfig, comparison: ComparisonConfig, key: Sequence[str]
-) -> _Target:
-    connection = config.connections[comparison.target.connection]
-    target_key = [comparison.columns.target_name(k) for k in key]
-    read = _lake_target if connection.is_lake else _database_target
-    return read(spark, connection, comparison.target.table, target_key)
+def _target_types(connection: ConnectionConfig, table: str) -> dict[str, Any]:
+    if connection.lake is not None:
+        _, schema = changelog_files(LakeTable(connection.lake, table))
+        return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
+    reflected = _connector(connection).reflect(table)
+    return {c.name: c.ltype for c in reflected.columns}
+
+
+def _lake_side(
+    spark: SparkSession,
+    config: ValidatorConfig,
+    connection: ConnectionConfig,
+    table: str,
+    key: Sequence[str],
+    positions: SourcePositions | None,
+) -> Side:
+    assert connection.lake is not None
+    lake_table = LakeTable(connection.lake, table)
+    label = f"{connection.name}:{table}"
+    if positions is None:  # a source without a log: everything the lake has
+        mark = high_water_mark(lake_table)
+        frame = lake_state_at(spark, lake_table, key, mark)
+        return Side(frame, label, None if mark is None else str(mark))
+    timeout = config.validation.lake_wait_timeout_s
+    wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
+    frame = lake_state_at(spark, lake_table, key, positions)
+    return Side(frame, label, positions.describe())
+
+
+def _database_side(
+    spark: SparkSession, connection: ConnectionConfig, table: str, key: Sequence[str]
+) -> Side:
+    """A live database target, compared as it is now (it has no time travel)."""
+    connector = _connector(connection)
+    schema = connector.reflect(table)
+    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    supported = [c.name for c in schema.columns if c.ltype is not None]
+    frame = source_frame(spark, connector, schema, supported, partitions)
+    return Side(frame, f"{connection.name}:{table}")
+
+
+def _read_source_once(
+    spark: SparkSession,
+    connector: Connector,
+    schema: TableSchema,
+    names: Sequence[str],
+    key: Sequence[str],
+) -> tuple[DataFrame, SourcePositions | None]:
+    """Read the source in its snapshot(s) exactly once: every later phase reuses these rows,
+    so all phases see the same snapshots (a re-read would open new ones)."""
+    from pyspark import StorageLevel
+
+    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    with connector.shared_snapshot() as snapshot:
+        frame = source_frame(spark, connector, schema, names, partitions, snapshot)
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        frame.count()
+    return frame, read_positions(frame, partitions)
 
 
 def run_comparison(
@@ -105,14 +123,14 @@ def run_comparison(
 ) -> ComparisonResult:
     """Compare one source table with its target."""
     source_connection = config.connections[comparison.source.connection]
+    target_connection = config.connections[comparison.target.connection]
     connector = _connector(source_connection)
     schema = connector.reflect(comparison.source.table)
     key = _source_key(comparison, schema)
-    target = _target(spark, config, comparison, key)
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},
-        target.types,
+        _target_types(target_connection, comparison.target.table),
         key,
         rules.rename,
         rules.exclude,
@@ -120,30 +138,38 @@ def run_comparison(
         comparison.options,
     )
     names = reconciled.layout.names
-    target_df = target.frame.select(
-        *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
-    )
-    settings = CompareSettings(
+    source, positions = _read_source_once(spark, connector, schema, names, key)
+    try:
+        target_key = [rules.target_name(k) for k in key]
+        table = comparison.target.table
+        if target_connection.is_lake:
+            target = _lake_side(spark, config, target_connection, table, target_key, positions)
+        else:
+            target = _database_side(spark, target_connection, table, target_key)
+        target_frame = target.frame.select(
+            *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
+        )
+        label = f"{source_connection.name}:{comparison.source.table}"
+        position = positions.describe() if positions else None
+        result = compare_sides(
+            comparison.name,
+            Side(source.select(*names), label, position),
+            Side(target_frame, target.label, target.position),
+            reconciled.layout,
+            _settings(config, comparison),
+        )
+    finally:
+        source.unpersist()
+    return replace(result, schema_differences=reconciled.schema_differences)
+
+
+def _settings(config: ValidatorConfig, comparison: ComparisonConfig) -> CompareSettings:
+    return CompareSettings(
         depth=comparison.depth,
         rows_per_leaf=comparison.rows_per_leaf,
         max_reported_rows=config.validation.max_reported_rows,
-        sensitive=frozenset(rules.sensitive),
+        sensitive=frozenset(comparison.columns.sensitive),
     )
-    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
-    # Spark reads the source lazily, more than once: the snapshot stays open throughout.
-    with connector.shared_snapshot() as snapshot:
-        source_df = source_frame(spark, connector, schema, names, partitions, snapshot)
-        position = snapshot.position_text if snapshot else None
-        source_side = Side(
-            source_df.select(*names),
-            f"{source_connection.name}:{comparison.source.table}",
-            position,
-        )
-        target_side = Side(target_df, target.label, target.position)
-        result = compare_sides(
-            comparison.name, source_side, target_side, reconciled.layout, settings
-        )
-    return replace(result, schema_differences=reconciled.schema_differences)
 
 
 def _failed(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
+from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -29,14 +30,23 @@ def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
 
 
 def lake_state_at(
-    spark: SparkSession, table: LakeTable, key: Sequence[str], position: int | None
+    spark: SparkSession,
+    table: LakeTable,
+    key: Sequence[str],
+    position: int | SourcePositions | None,
 ) -> DataFrame:
-    """The table's rows as of ``position`` (None: everything the lake has)."""
+    """The table's rows as of ``position`` (None: everything the lake has).
+
+    With ``SourcePositions`` each key is read as of the position of the source partition
+    holding it (by its first key column); a truncate counts from the highest of them.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     events = read_changelog(spark, table)
-    if position is not None:
+    if isinstance(position, SourcePositions):
+        events = events.where(F.col(COMMIT_POS) <= position.cutoff(F.col(key[0])))
+    elif position is not None:
         events = events.where(F.col(COMMIT_POS) <= F.lit(position))
     order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
     last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from connectors.base import Connector, Partition, Snapshot, TableSchema
 from merkle import types as lt
+from validator.positions import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,7 +34,8 @@ def plan_partitions(
     low, high = bounds
     count = max(1, min(parallelism, high - low + 1))
     step = (high - low + count) // count
-    edges = [low + i * step for i in range(count)] + [high + 1]
+    edges: list[int | None] = [low + i * step for i in range(count)] + [None]
+    edges[0] = None  # open-ended below and above: rows inserted after planning are read too
     return [Partition(i, first.name, edges[i], edges[i + 1]) for i in range(count)]
 
 
@@ -45,21 +47,28 @@ def source_frame(
     partitions: Sequence[Partition],
     snapshot: Snapshot | None = None,
 ) -> DataFrame:
-    """``columns`` plus ``POSITION_COLUMN``, read partition by partition in the executors
-    (all in ``snapshot`` when the product can share one)."""
+    """``columns`` plus ``POSITION_COLUMN`` and ``PARTITION_COLUMN``, read partition by
+    partition in the executors (all in ``snapshot`` when the product can share one)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     plan = spark.createDataFrame(
         [(p.index, p.column, p.low, p.high) for p in partitions],
         "index int, column string, low bigint, high bigint",
     ).repartition(len(partitions), "index")
-    arrow_schema = connector.arrow_schema(schema, columns)
+    import pyarrow as pa
+
+    arrow_schema = connector.arrow_schema(schema, columns).append(
+        pa.field(PARTITION_COLUMN, pa.int32())
+    )
     wanted = list(columns)
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for row in batch.to_pylist():
-                yield from connector.read_partition(schema, wanted, Partition(**row), snapshot)
+                partition = Partition(**row)
+                for part in connector.read_partition(schema, wanted, partition, snapshot):
+                    index = pa.array([partition.index] * part.num_rows, pa.int32())
+                    yield part.append_column(PARTITION_COLUMN, index)
 
     frame: DataFrame = plan.mapInArrow(read, from_arrow_schema(arrow_schema))
     return frame

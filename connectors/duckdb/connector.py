@@ -107,10 +107,8 @@ class DuckDBConnector(Connector):
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
         select += f", CAST(NULL AS BIGINT) AS {POSITION_COLUMN}"  # DuckDB has no log
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
-        params: list[int] = []
-        if partition.column is not None:
-            sql += f" WHERE {_quote(partition.column)} >= ? AND {_quote(partition.column)} < ?"
-            params = [partition.low or 0, partition.high or 0]
+        where, params = partition.predicate(_quote(partition.column or ""), "?")
+        sql += where
         target = self.arrow_schema(table, columns)
         with self._connect() as connection:
             reader = connection.sql(sql, params=params).to_arrow_reader(BATCH_ROWS)

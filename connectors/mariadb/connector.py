@@ -205,13 +205,8 @@ class MariaDBConnector(Connector):
         schema, name = _split_table(table.table, self._database())
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
-        if partition.column is None:
-            return sql, []
-        quoted = _quote(partition.column)
-        return f"{sql} WHERE {quoted} >= %s AND {quoted} < %s", [
-            partition.low or 0,
-            partition.high or 0,
-        ]
+        where, params = partition.predicate(_quote(partition.column or ""), "%s")
+        return sql + where, params
 
     @staticmethod
     def _select_expression(column: SourceColumn) -> str:

@@ -218,10 +218,8 @@ def _partition_query(
 ) -> tuple[str, list[int]]:
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
-    if partition.column is None:
-        return sql, []
-    key = quote(partition.column)
-    return f"{sql} WHERE {key} >= %s AND {key} < %s", [partition.low or 0, partition.high or 0]
+    where, params = partition.predicate(quote(partition.column or ""), "%s")
+    return sql + where, params
 
 
 def _to_batch(

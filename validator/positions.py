@@ -1,0 +1,112 @@
+"""The source positions a comparison agrees on, and waiting for the lake to reach them.
+
+Each source partition was read in a snapshot at a log position (one shared position for
+products that can share a snapshot). Every key is compared with the target as of the
+position of the partition that holds it, so a row written at the source after its
+partition's snapshot is not yet expected in the target — no false differences while the
+source keeps changing, and no lock on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import TransientError
+from connectors.base import POSITION_COLUMN, Partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+log = logging.getLogger(__name__)
+
+PARTITION_COLUMN = "_partition"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPosition:
+    """The position partition ``index`` (key range ``[low, high)``) was read at."""
+
+    index: int
+    position: int
+    low: int | None = None
+    high: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePositions:
+    """Where each partition of one source read stands in the source's log."""
+
+    column: str | None  # the key column the ranges are on (None: one partition)
+    partitions: tuple[PartitionPosition, ...]
+
+    @property
+    def highest(self) -> int:
+        """The position the lake must reach before the comparison can start."""
+        return max(p.position for p in self.partitions)
+
+    def describe(self) -> str:
+        """Text for reports: one position, or the range of the partitions' positions."""
+        values = sorted({p.position for p in self.partitions})
+        if len(values) == 1:
+            return str(values[0])
+        return f"{values[0]}..{values[-1]} ({len(self.partitions)} partitions)"
+
+    def cutoff(self, key_column: Column) -> Column:
+        """Per row of the target, the position it is compared at (by its key's partition)."""
+        from pyspark.sql import functions as F
+
+        ordered = sorted(self.partitions, key=lambda p: p.index)
+        if self.column is None or len(ordered) == 1:
+            return F.lit(ordered[0].position)
+        expression = F.when(key_column < F.lit(ordered[0].high), F.lit(ordered[0].position))
+        for partition in ordered[1:-1]:
+            expression = expression.when(key_column < F.lit(partition.high), partition.position)
+        # Keys beyond the last range (rows the source does not have) use its position too.
+        return expression.otherwise(F.lit(ordered[-1].position))
+
+
+def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> SourcePositions | None:
+    """The positions the partitions were read at (None when the source has no log)."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        source.groupBy(PARTITION_COLUMN)
+        .agg(F.min(POSITION_COLUMN).alias("low_pos"), F.max(POSITION_COLUMN).alias("high_pos"))
+        .collect()
+    )
+    found = {row[PARTITION_COLUMN]: row["high_pos"] for row in rows if row["high_pos"] is not None}
+    if not found:
+        return None
+    fallback = max(found.values())  # an empty partition: nothing to place, any position works
+    placed = tuple(
+        PartitionPosition(p.index, found.get(p.index, fallback), p.low, p.high) for p in partitions
+    )
+    return SourcePositions(partitions[0].column, placed)
+
+
+def wait_for_lake(
+    high_water_mark: Callable[[], int | None],
+    position: int,
+    timeout_s: float,
+    table: str,
+    poll_s: float = 1.0,
+) -> int:
+    """Wait until the lake's high-water mark reaches ``position``; its value when it does."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reached = high_water_mark()
+        if reached is not None and reached >= position:
+            return reached
+        if time.monotonic() >= deadline:
+            raise TransientError(
+                f"lake table {table} is behind: its high-water mark is {reached}, the source "
+                f"snapshot is at {position}, after waiting {timeout_s:.0f} s; check that the "
+                "CDC pipeline is running, or raise validation.lake_wait_timeout_s",
+                {"table": table, "position": position},
+            )
+        log.info("lake %s at %s, waiting for %s", table, reached, position)
+        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
