@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -77,7 +77,8 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Partition:
-    """A slice of a table one Spark task reads: ``column`` in ``[low, high)``, or all rows.
+    """A slice of a table one read covers: ``column`` in ``[low, high)``, the rows whose
+    ``key_columns`` equal one of ``keys``, or (neither given) all rows.
 
     A missing bound is open: the first and last partitions of a plan are open-ended, so
     rows inserted beyond the key range seen when planning are still read by someone.
@@ -87,20 +88,37 @@ class Partition:
     column: str | None = None
     low: int | None = None
     high: int | None = None
+    key_columns: tuple[str, ...] = ()
+    keys: tuple[tuple[object, ...], ...] = ()
 
-    def predicate(self, quoted_column: str, placeholder: str) -> tuple[str, list[int]]:
+    def predicate(self, quote: Callable[[str], str], placeholder: str) -> tuple[str, list[Any]]:
         """``WHERE`` text (empty for the whole table) and its parameters, in the driver's
         ``placeholder`` style (``%s`` or ``?``)."""
+        if self.key_columns:
+            return self._key_predicate(quote, placeholder)
         if self.column is None:
             return "", []
         terms, params = [], []
         if self.low is not None:
-            terms.append(f"{quoted_column} >= {placeholder}")
+            terms.append(f"{quote(self.column)} >= {placeholder}")
             params.append(self.low)
         if self.high is not None:
-            terms.append(f"{quoted_column} < {placeholder}")
+            terms.append(f"{quote(self.column)} < {placeholder}")
             params.append(self.high)
         return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
+
+    def _key_predicate(
+        self, quote: Callable[[str], str], placeholder: str
+    ) -> tuple[str, list[Any]]:
+        if not self.keys:
+            return " WHERE 1 = 0", []
+        width = len(self.key_columns)
+        columns = ", ".join(quote(c) for c in self.key_columns)
+        one = "(" + ", ".join([placeholder] * width) + ")"
+        target = f"({columns})" if width > 1 else columns
+        values = ", ".join([one if width > 1 else placeholder] * len(self.keys))
+        params = [value for key in self.keys for value in key]
+        return f" WHERE {target} IN ({values})", params
 
 
 class Connector(ABC):

@@ -40,7 +40,8 @@ Payload per logical type (all text is ASCII unless stated):
 - ``bytes``: the bytes themselves.
 - ``boolean``: ``1`` or ``0``.
 - ``date``: days since 1970-01-01 as a signed decimal integer.
-- ``time``: microseconds since midnight (signed: MySQL TIME is a duration).
+- ``time``: microseconds since midnight (signed: MySQL TIME is a duration); a value may be
+  given as a ``time``, a ``timedelta`` or an integer count of microseconds.
 - ``timestamp``: microseconds from 1970-01-01T00:00:00 to the wall-clock value, read as UTC.
 - ``timestamp_tz``: microseconds from the Unix epoch to the instant (time zone: UTC).
 - ``json``: compact JSON (no spaces) with object keys sorted by code point; numbers
@@ -350,6 +351,8 @@ def _time(ltype: TimeType, options: ComparisonOptions) -> PayloadEncoder:
     def to_micros(value: Any) -> int:
         if isinstance(value, dt.timedelta):
             return value // _ONE_MICRO
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # microseconds, as readers hand time columns to Arrow and Spark
         if isinstance(value, dt.time) and value.tzinfo is None:
             seconds = value.hour * 3600 + value.minute * 60 + value.second
             return seconds * 1_000_000 + value.microsecond

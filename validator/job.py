@@ -22,7 +22,8 @@ from validator.compare import CompareSettings, Side, compare_sides
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.lake_target import lake_state_at
 from validator.positions import SourcePositions, read_positions, wait_for_lake
-from validator.reconcile import logical_type_of_arrow, reconcile
+from validator.recheck import LiveTable, can_recheck, confirm
+from validator.reconcile import Reconciled, logical_type_of_arrow, reconcile
 from validator.result import (
     SCHEMA_VERSION,
     ComparisonResult,
@@ -89,14 +90,14 @@ def _lake_side(
 
 def _database_side(
     spark: SparkSession, connection: ConnectionConfig, table: str, key: Sequence[str]
-) -> Side:
+) -> tuple[Side, Connector, TableSchema]:
     """A live database target, compared as it is now (it has no time travel)."""
     connector = _connector(connection)
     schema = connector.reflect(table)
     partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
     supported = [c.name for c in schema.columns if c.ltype is not None]
     frame = source_frame(spark, connector, schema, supported, partitions)
-    return Side(frame, f"{connection.name}:{table}")
+    return Side(frame, f"{connection.name}:{table}"), connector, schema
 
 
 def _read_source_once(
@@ -142,10 +143,14 @@ def run_comparison(
     try:
         target_key = [rules.target_name(k) for k in key]
         table = comparison.target.table
+        live: tuple[Connector, TableSchema] | None = None
         if target_connection.is_lake:
             target = _lake_side(spark, config, target_connection, table, target_key, positions)
         else:
-            target = _database_side(spark, target_connection, table, target_key)
+            target, target_connector, target_schema = _database_side(
+                spark, target_connection, table, target_key
+            )
+            live = (target_connector, target_schema)
         target_frame = target.frame.select(
             *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
         )
@@ -160,7 +165,37 @@ def run_comparison(
         )
     finally:
         source.unpersist()
-    return replace(result, schema_differences=reconciled.schema_differences)
+    result = replace(result, schema_differences=reconciled.schema_differences)
+    if live is not None and result.differences:
+        result = _confirm_live(result, config, reconciled, (connector, schema), live, key)
+    return result
+
+
+def _confirm_live(
+    result: ComparisonResult,
+    config: ValidatorConfig,
+    reconciled: Reconciled,
+    source: tuple[Connector, TableSchema],
+    target: tuple[Connector, TableSchema],
+    key: Sequence[str],
+) -> ComparisonResult:
+    """Re-check a live target's differences after the replication lag (validator.recheck)."""
+    layout = reconciled.layout
+    lag = config.validation.recheck_lag_s
+    if lag <= 0 or not can_recheck(layout):
+        log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
+        return result
+    names = layout.names
+    target_names = tuple(reconciled.target_names[n] for n in names)
+    return confirm(
+        result,
+        layout,
+        LiveTable(source[0], source[1], names, tuple(key)),
+        LiveTable(
+            target[0], target[1], target_names, tuple(reconciled.target_names[k] for k in key)
+        ),
+        lag,
+    )
 
 
 def _settings(config: ValidatorConfig, comparison: ComparisonConfig) -> CompareSettings:

@@ -112,6 +112,7 @@ class ComparisonResult:
     differences_total: int = 0
     counts_by_kind: Mapping[str, int] = field(default_factory=dict)
     schema_differences: tuple[SchemaDifference, ...] = ()
+    in_flight: tuple[Key, ...] = ()  # live targets: keys still changing when re-checked
     timings: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
 

@@ -107,7 +107,7 @@ class DuckDBConnector(Connector):
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
         select += f", CAST(NULL AS BIGINT) AS {POSITION_COLUMN}"  # DuckDB has no log
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
-        where, params = partition.predicate(_quote(partition.column or ""), "?")
+        where, params = partition.predicate(_quote, "?")
         sql += where
         target = self.arrow_schema(table, columns)
         with self._connect() as connection:

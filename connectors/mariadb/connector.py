@@ -205,7 +205,7 @@ class MariaDBConnector(Connector):
         schema, name = _split_table(table.table, self._database())
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
-        where, params = partition.predicate(_quote(partition.column or ""), "%s")
+        where, params = partition.predicate(_quote, "%s")
         return sql + where, params
 
     @staticmethod

@@ -218,7 +218,7 @@ def _partition_query(
 ) -> tuple[str, list[int]]:
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
-    where, params = partition.predicate(quote(partition.column or ""), "%s")
+    where, params = partition.predicate(quote, "%s")
     return sql + where, params
 
 

@@ -37,6 +37,7 @@ def make_comparison(name: str, differences: int = 0, *, depth: int = 8) -> dict[
         "differences_total": differences,
         "counts_by_kind": by_kind,
         "schema_differences": [],
+        "in_flight": [],
         "timings": {"hash": 1.25, "leaves": 0.5, "keys": 0.25, "columns": 0.125},
         "error": None,
     }

@@ -87,6 +87,7 @@ comparisons:
     source: {{connection: shop_src, table: orders}}
     target: {{connection: shop_pg, table: orders}}
     options: {{timestamp_precision: 3}}
+validation: {{recheck_lag_s: 1}}
 """)
     document = validate(spark, load_validator_config(config, environ={}))
     assert found_differences(document) == {
@@ -98,6 +99,7 @@ comparisons:
     }
     orders = document["comparisons"][0]
     assert orders["schema_differences"] == []
+    assert orders["in_flight"] == []  # static drift is confirmed by the re-check
     assert orders["source_rows"] == 300 and orders["target_rows"] == 299
     changed = {d["key"][0]: d["columns"] for d in orders["differences"] if d["kind"] == "changed"}
     assert [c["column"] for c in changed["42"]] == ["customer"]
