@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "validator.cli", *args], capture_output=True, text=True, check=False
-    )
+    return run_cli_env(None, *args)
+
+
+def run_cli_env(env: dict[str, str] | None, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "validator.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
 
 
 @pytest.mark.parametrize("command", [["resync"], ["cdc", "run"]])
@@ -66,3 +71,48 @@ def test_demo_finds_exactly_the_injected_drift(tmp_path: Path) -> None:
     assert "demo ok: exactly the 13 injected differences were found" in result.stdout
     assert (tmp_path / "out" / "result.json").exists()
     assert (tmp_path / "out" / "report.html").exists()
+
+
+def _mariadb_config(tmp_path: Path, url: str, comparison: str) -> Path:
+    config = tmp_path / "replcheck.yaml"
+    lake = tmp_path / "lake"
+    config.write_text(
+        "connections:\n"
+        f'  src: {{url: "{url}", password: {{env: TEST_SRC_PW}}}}\n'
+        f'  lake: {{lake: "{lake}"}}\n'
+        "comparisons:\n" + comparison
+    )
+    return config
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+@pytest.mark.spark
+def test_wrong_password_missing_table_and_missing_key_exit_2(
+    tmp_path: Path, mariadb_full: Any
+) -> None:
+    import contextlib
+
+    with contextlib.closing(mariadb_full.connect("test")) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS cli_t (id INT PRIMARY KEY, v INT)")
+        cur.execute("CREATE USER IF NOT EXISTS 'cli_user'@'%' IDENTIFIED BY 'right-password'")
+        cur.execute("GRANT SELECT ON test.* TO 'cli_user'@'%'")
+    url = f"mysql+pymysql://cli_user@127.0.0.1:{mariadb_full.port}/test"
+    comparisons = (
+        "  - {name: missing_table, source: {connection: src, table: nope},"
+        " target: {connection: lake, table: shop.nope}}\n"
+        "  - {name: missing_key, source: {connection: src, table: cli_t},"
+        " target: {connection: lake, table: shop.cli_t}, key: [customer_no]}\n"
+    )
+    config = _mariadb_config(tmp_path, url, comparisons)
+    env_wrong = {**os.environ, "TEST_SRC_PW": "wrong-password"}
+    result = run_cli_env(env_wrong, "validate", "-c", str(config), "--out", str(tmp_path / "o1"))
+    assert result.returncode == 2
+    assert "access denied (check user and password)" in result.stdout
+    assert "wrong-password" not in result.stdout + result.stderr
+    env_right = {**os.environ, "TEST_SRC_PW": "right-password"}
+    result = run_cli_env(env_right, "validate", "-c", str(config), "--out", str(tmp_path / "o2"))
+    assert result.returncode == 2
+    assert "table 'nope' not found" in result.stdout
+    assert "key columns ['customer_no'] do not exist" in result.stdout
+    assert json.loads((tmp_path / "o2" / "result.json").read_text())["status"] == "error"
