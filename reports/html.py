@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from reports import model
 from reports.heatmap import HeatMap, build_heatmap
+from reports.history import Drift, classify
 from reports.trend import Trend, build_trend
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,14 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_ROWS = 200
 MAX_VALUE_CHARS = 500
 TEMPLATE = "report.html.j2"
+# Shown as the tooltip of each drift label.
+DRIFT_TITLES = {
+    Drift.NEW: "no differences in the run before, some now",
+    Drift.GROWING: "more differences than in the run before",
+    Drift.SHRINKING: "fewer differences than in the run before",
+    Drift.STEADY: "as many differences as in the run before",
+    Drift.RESOLVED: "differences in the run before, none now",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,7 @@ class ComparisonView:
         omitted: Differences counted but not shown.
         heatmap: The leaf heat map, or None when no tree was compared.
         trend: Differences over past runs, or None without enough history.
+        drift: How the differences moved since the run before, or None without one.
     """
 
     anchor: str
@@ -45,6 +55,7 @@ class ComparisonView:
     omitted: int
     heatmap: HeatMap | None
     trend: Trend | None
+    drift: Drift | None
 
 
 def build_html_report(
@@ -61,7 +72,8 @@ def build_html_report(
     Args:
         result: A ``result.json`` document.
         history: Past run summaries ``{"finished": ..., "comparisons": {name: total}}``,
-            oldest first; each comparison gets a trend line when given.
+            oldest first (see :func:`reports.history.to_trend_input`); each comparison
+            known to them gets a trend line and a drift label (new, growing, ...).
         max_rows: Differences shown per comparison; a line counts the rest.
 
     Returns:
@@ -84,6 +96,7 @@ def build_html_report(
             differences_total=sum(c["differences_total"] for c in result["comparisons"]),
             positions=model.positions(result),
             model=model,
+            drift_titles=DRIFT_TITLES,
         )
     )
 
@@ -98,7 +111,7 @@ def _view(
     shown = comparison["differences"][:max_rows]
     # An in-sync map is all grey and a failed comparison may have no tree: draw drift only.
     has_tree = comparison["status"] == "differences" and comparison["leaves_compared"] > 0
-    current = (result["finished"], comparison["differences_total"])
+    trend = _trend(comparison, result, history)
     return ComparisonView(
         anchor=f"c{index}",
         data=comparison,
@@ -107,8 +120,19 @@ def _view(
         heatmap=build_heatmap(comparison["depth"], comparison["mismatched_leaves"])
         if has_tree
         else None,
-        trend=build_trend(comparison["name"], current, history) if history else None,
+        trend=trend,
+        drift=classify([count for _, count in trend.values]) if trend else None,
     )
+
+
+def _trend(
+    comparison: dict[str, Any], result: dict[str, Any], history: Sequence[dict[str, Any]]
+) -> Trend | None:
+    # A failed comparison counted nothing: drawing its 0 would read as "in sync".
+    if not history or comparison["status"] == "error":
+        return None
+    current = (result["finished"], comparison["differences_total"])
+    return build_trend(comparison["name"], current, history)
 
 
 @cache

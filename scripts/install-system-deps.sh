@@ -3,8 +3,9 @@
 #
 # The tests start private MariaDB and PostgreSQL servers from the installed binaries (never
 # the system's services), Spark needs Java 17+, and Spark reads MariaDB/PostgreSQL through
-# the JDBC drivers Debian ships. Idempotent: when everything is present it only reports.
-# It never starts, stops or reconfigures the system's database services.
+# the JDBC drivers Debian ships. The HTML report's browser test drives Debian's headless
+# Chromium (never a downloaded browser). Idempotent: when everything is present it only
+# reports. It never starts, stops or reconfigures the system's database services.
 #
 # Usage: bash scripts/install-system-deps.sh   (as root; otherwise it prints the sudo line)
 set -euo pipefail
@@ -46,6 +47,11 @@ has_java_17() {
     [[ $version =~ ^[0-9]+$ ]] && ((version >= 17))
 }
 
+has_chromium() {
+    # tests/reports/test_browser.py runs exactly this binary (Debian's chromium package).
+    [[ -x /usr/bin/chromium ]]
+}
+
 check() {
     require "MariaDB server (mariadbd, mariadb-install-db)" mariadb-server has_mariadb_server
     require "MariaDB client (mariadb, mariadb-tzinfo-to-sql)" mariadb-client has_mariadb_client
@@ -56,6 +62,7 @@ check() {
     require "PostgreSQL JDBC driver (/usr/share/java/postgresql.jar)" libpostgresql-jdbc-java \
         test -f /usr/share/java/postgresql.jar
     require "time zone data (/usr/share/zoneinfo)" tzdata test -f /usr/share/zoneinfo/Europe/Berlin
+    require "Chromium for the report's browser test (/usr/bin/chromium)" chromium has_chromium
 }
 
 install_missing() {

@@ -27,4 +27,6 @@
     document.querySelectorAll("details").forEach(function (d) { d.open = true; });
   });
   openTarget();
+  // Marks a page whose script ran to the end (the browser test checks it).
+  document.body.setAttribute("data-ready", "1");
 })();
