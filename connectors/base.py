@@ -185,6 +185,7 @@ BUILTIN_CONNECTORS = (
     "connectors.duckdb.connector",
     "connectors.mariadb.connector",
     "connectors.postgres.connector",
+    "connectors.sqlite.connector",
 )
 
 

@@ -1,0 +1,1 @@
+"""SQLite: an embedded database (snapshot source; it has no log to replicate)."""
