@@ -72,6 +72,14 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
     return result
 
 
+def _lake_of(config_path: Path, sets: list[str]) -> Path | None:
+    """The lake the run's history is kept in: the first lake connection of the config."""
+    from validator.config import load_validator_config
+
+    config = load_validator_config(config_path, _overrides(sets))
+    return next((c.lake for c in config.connections.values() if c.lake is not None), None)
+
+
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dict[str, Any]:
     from validator.config import load_validator_config
     from validator.job import validate as run_validation
@@ -118,7 +126,7 @@ def validate(
     from validator.outputs import write_outputs
 
     document = _run_validation(config, comparison, set_)
-    outputs = write_outputs(document, out)
+    outputs = write_outputs(document, out, lake=_lake_of(config, set_))
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     raise typer.Exit(Status(document["status"]).exit_code)
@@ -137,7 +145,7 @@ def gate(
     from validator.outputs import write_outputs
 
     document = _run_validation(config, comparison, set_)
-    write_outputs(document, out, junit)
+    write_outputs(document, out, junit, lake=_lake_of(config, set_))
     _print_summary(document)
     total = sum(c["differences_total"] for c in document["comparisons"])
     if document["status"] == Status.ERROR:
@@ -160,7 +168,7 @@ def demo(
     setup = build_demo(workdir.resolve())
     typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
     document = _run_validation(setup.config, [], [])
-    outputs = write_outputs(document, workdir.resolve() / "out")
+    outputs = write_outputs(document, workdir.resolve() / "out", lake=_lake_of(setup.config, []))
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     found = found_differences(document)

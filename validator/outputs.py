@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reports.history import history_for, record_run
 from reports.html import build_html_report
 from reports.junit import build_junit
 from reports.markdown import build_markdown
@@ -20,13 +21,17 @@ class Outputs:
     html: Path
 
 
-def write_outputs(document: dict[str, Any], out_dir: Path, junit: Path | None = None) -> Outputs:
-    """Write result.json and report.html into ``out_dir`` (and JUnit XML if asked)."""
+def write_outputs(
+    document: dict[str, Any], out_dir: Path, junit: Path | None = None, lake: Path | None = None
+) -> Outputs:
+    """Write result.json, record the run in the history (the lake's, else a file beside
+    ``out_dir``) and write report.html with the trend, and JUnit XML if asked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result = out_dir / "result.json"
     result.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    history = record_run(history_for(lake, out_dir), document)
     html = out_dir / "report.html"
-    html.write_text(build_html_report(document), encoding="utf-8")
+    html.write_text(build_html_report(document, history), encoding="utf-8")
     if junit is not None:
         write_text(junit, build_junit(document))
     return Outputs(result, html)
