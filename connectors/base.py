@@ -184,6 +184,7 @@ def connector_for(url: str, password: str | None = None) -> Connector:
 BUILTIN_CONNECTORS = (
     "connectors.duckdb.connector",
     "connectors.mariadb.connector",
+    "connectors.oracle.connector",
     "connectors.postgres.connector",
     "connectors.sqlite.connector",
 )

@@ -1,0 +1,1 @@
+"""Oracle: LogMiner CDC source and AS OF SCN (flashback) snapshot reads."""

@@ -1,0 +1,61 @@
+"""The SQL the Oracle snapshot reader sends, as pure functions (tested without a server).
+
+Reads are flashback queries, ``SELECT ... FROM owner.table AS OF SCN :scn``, so every
+partition sees the database exactly as of one SCN, shared by all of them without holding a
+transaction open (Oracle Database Development Guide, "Using Oracle Flashback Query").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from merkle import types as lt
+
+CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
+COLUMNS = (
+    "SELECT column_name, data_type, data_precision, data_scale, nullable"
+    " FROM all_tab_columns WHERE owner = :owner AND table_name = :name ORDER BY column_id"
+)
+PRIMARY_KEY = (
+    "SELECT cols.column_name FROM all_constraints cons"
+    " JOIN all_cons_columns cols ON cols.owner = cons.owner"
+    " AND cols.constraint_name = cons.constraint_name"
+    " WHERE cons.constraint_type = 'P' AND cons.owner = :owner AND cons.table_name = :name"
+    " ORDER BY cols.position"
+)
+
+
+def quote(identifier: str) -> str:
+    """A quoted identifier (exact case), as the dictionary stores it."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def split_table(table: str, default_owner: str) -> tuple[str, str]:
+    """``OWNER.TABLE`` -> (owner, table); unquoted names are upper case in Oracle."""
+    owner, _, name = table.rpartition(".")
+    return (owner or default_owner).upper(), name.upper()
+
+
+def select_expression(name: str, ltype: lt.LogicalType | None) -> str:
+    """How one column is selected so the driver returns what its Arrow type takes."""
+    quoted = quote(name)
+    if isinstance(ltype, lt.TimestampTzType):
+        # The instant, as UTC wall clock: the driver then needs no zone handling.
+        return f"SYS_EXTRACT_UTC({quoted}) AS {quoted}"
+    return quoted
+
+
+def flashback_select(
+    owner: str, name: str, columns: Sequence[tuple[str, lt.LogicalType | None]], where: str
+) -> str:
+    """``SELECT cols FROM owner.table AS OF SCN :scn [WHERE ...]``."""
+    select = ", ".join(select_expression(c, t) for c, t in columns)
+    return f"SELECT {select} FROM {quote(owner)}.{quote(name)} AS OF SCN :scn{where}"
+
+
+def numbered_binds(where: str, params: Sequence[object]) -> tuple[str, dict[str, object]]:
+    """Turn ``%s`` placeholders into Oracle's named binds ``:p1, :p2, ...``."""
+    counter = iter(range(1, len(params) + 1))
+    text = re.sub(r"%s", lambda _: f":p{next(counter)}", where)
+    return text, {f"p{i}": value for i, value in enumerate(params, start=1)}
