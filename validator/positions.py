@@ -94,6 +94,7 @@ def wait_for_lake(
     timeout_s: float,
     table: str,
     poll_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Wait until the lake's high-water mark reaches ``position``; its value when it does."""
     deadline = time.monotonic() + timeout_s
@@ -109,4 +110,4 @@ def wait_for_lake(
                 {"table": table, "position": position},
             )
         log.info("lake %s at %s, waiting for %s", table, reached, position)
-        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
