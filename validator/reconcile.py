@@ -52,8 +52,8 @@ def _combine(a: lt.LogicalType, b: lt.LogicalType) -> lt.LogicalType | None:
         return lt.FloatType(32)  # the narrower of two widths
     if isinstance(a, lt.StringType) and isinstance(b, lt.StringType):
         return lt.StringType(padded=True)  # CHAR on one side: trim_char may apply
-    if isinstance(a, _TEXTUAL) and isinstance(b, lt.StringType) and not b.padded:
-        return a
+    if isinstance(a, _TEXTUAL) and isinstance(b, lt.StringType):
+        return a  # JSON and UUID text is parsed, so CHAR padding does not matter
     if isinstance(a, lt.TimeType) and isinstance(b, lt.IntegerType):
         return a  # the lake keeps times as microseconds since midnight
     for kind in (lt.TimeType, lt.TimestampType, lt.TimestampTzType):

@@ -211,8 +211,13 @@ class MariaDBConnector(Connector):
     @staticmethod
     def _select_expression(column: SourceColumn) -> str:
         quoted = _quote(column.name)
-        if column.native_type.lower().startswith("bit"):
+        native = column.native_type.lower()
+        if native.startswith("bit"):
             return f"CAST({quoted} AS UNSIGNED) AS {quoted}"  # pymysql returns BIT as bytes
+        if native.startswith("float"):
+            # The text protocol prints FLOAT with 6 significant digits (3.40282e38 for the
+            # largest single); widening to DOUBLE is exact and Arrow narrows it back.
+            return f"CAST({quoted} AS DOUBLE) AS {quoted}"
         return quoted
 
     @staticmethod

@@ -24,6 +24,7 @@ from validator.reconcile import logical_type_of_arrow, reconcile, reconcile_pair
         (lt.StringType(), lt.StringType(padded=True), lt.StringType(padded=True)),
         (lt.JsonType(), lt.StringType(), lt.JsonType()),
         (lt.StringType(), lt.UuidType(), lt.UuidType()),
+        (lt.StringType(padded=True), lt.UuidType(), lt.UuidType()),
         (lt.TimestampType(6), lt.TimestampTzType(6), None),
         (lt.BytesType(), lt.StringType(), None),
         (lt.DateType(), lt.TimestampType(6), None),
