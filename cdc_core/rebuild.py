@@ -1,0 +1,219 @@
+"""The full-width rebuild: complete partial row changes from the row image store.
+
+Some logs carry only the changed columns of an update and only the key of a delete
+(MariaDB's ``binlog_row_image=MINIMAL``, Oracle supplemental logging of key columns only);
+the columns they omit are ``ABSENT``. ``Rebuilder`` turns each committed change into one
+that carries full images, keeping ``RowImageStore`` up to date as it goes:
+
+- ``c`` insert: stored as is. An insert with ``ABSENT`` columns (defaulted columns the log
+  omitted) cannot be completed from the store, which knows nothing older about a new row:
+  the table's ``fetch_missing`` hook supplies the absent columns, or it is an error.
+- ``u`` update: the carried columns are merged over the image just before the change; the
+  result is stored and emitted with the full before-image. If the row's key changes (the
+  key columns of the merged after-image differ from the locator), the image moves: a
+  tombstone at the old locator, the image at the new one, and the emitted change carries
+  the new locator (the old key stays visible in ``before``).
+- ``d`` delete: the full before-image comes from the store; a tombstone is stored.
+- ``t`` truncate: one table-level marker (``RowImageStore.truncate``); emitted unchanged.
+
+Versions are keyed by the transaction's ``commit_pos`` and the change's ``seq``, so the
+image "just before" a change is the version at ``(commit_pos, seq - 1)`` or older, and
+re-reading the log rebuilds the same changes again.
+
+An update or delete of a row the store does not know takes its before-image from the log if
+that is full, else from the table's ``fetch_missing`` hook, else raises
+``RowImageMissingError`` (naming table, locator and position, never row values). A fetched
+row is the source's row *now*, not as of the change: use the hook to bootstrap tables whose
+rows predate the store, not as a routine path. No change leaves the rebuild with an
+``ABSENT`` value in it: updates and deletes always carry full before-images, and updates
+and inserts full after-images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.events import ABSENT, CommittedChange, CommittedTransaction, RowChange
+from cdc_core.image_store import RowImageStore
+from cdc_core.position import Position
+
+FetchMissing = Callable[[str, Hashable], Mapping[str, object] | None]
+"""Reads a row from the source by ``(table, locator)``; ``None`` if it is not there."""
+
+
+class RowImageMissingError(TerminalError):
+    """A change needs a row image the store does not have and no hook could fetch."""
+
+
+class IncompleteRowError(TerminalError):
+    """A rebuilt row would still have ``ABSENT`` columns (the message names the columns)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildConfig:
+    """The rebuild's section of the configuration.
+
+    Args:
+        key_columns: Per table, the columns whose values form its locator, in locator order;
+            used to notice updates that move a row to a new key. Tables located by a
+            physical row id are not listed (their moves need a ``new_locator`` from the log).
+        fetch_missing: Hook for every table without its own entry in ``fetch_missing_by_table``.
+        fetch_missing_by_table: Per-table hooks.
+    """
+
+    key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    fetch_missing: FetchMissing | None = None
+    fetch_missing_by_table: Mapping[str, FetchMissing] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for table, columns in self.key_columns.items():
+            if not columns or not all(isinstance(column, str) for column in columns):
+                raise ConfigError(f"rebuild.key_columns.{table} must be a non-empty tuple of str")
+
+    def hook_for(self, table: str) -> FetchMissing | None:
+        """The fetch hook that applies to ``table``, if any."""
+        return self.fetch_missing_by_table.get(table, self.fetch_missing)
+
+
+def _is_full(image: Mapping[str, object] | None) -> bool:
+    return image is not None and all(value is not ABSENT for value in image.values())
+
+
+def _overlay(base: Mapping[str, object], top: Mapping[str, object] | None) -> dict[str, object]:
+    """``base`` with every column ``top`` carries (not ``ABSENT``) put over it.
+
+    A column ``top`` marks ``ABSENT`` that ``base`` lacks stays ``ABSENT``, so the caller's
+    completeness check names it instead of the row silently losing a column.
+    """
+    merged = dict(base)
+    if top is not None:
+        for column, value in top.items():
+            if value is not ABSENT or column not in merged:
+                merged[column] = value
+    return merged
+
+
+class Rebuilder:
+    """Completes committed changes from, and records them in, a ``RowImageStore``.
+
+    Args:
+        store: The row image store (the caller owns it: flushes and closes it).
+        config: Key columns and fetch hooks.
+    """
+
+    def __init__(self, store: RowImageStore, config: RebuildConfig | None = None) -> None:
+        self.store = store
+        self.config = config or RebuildConfig()
+
+    def iter_rebuilt(self, transaction: CommittedTransaction) -> Iterator[CommittedChange]:
+        """The transaction's changes, rebuilt, with their ``seq`` unchanged."""
+        for committed in transaction.changes:
+            yield CommittedChange(committed.seq, self.rebuild(committed, transaction.commit_pos))
+
+    def rebuild(self, committed: CommittedChange, commit_pos: Position) -> RowChange:
+        """Complete one change of the transaction committed at ``commit_pos`` and record it.
+
+        Raises:
+            RowImageMissingError: The change needs an image nobody has.
+            IncompleteRowError: Columns stay ``ABSENT`` after completing (e.g. a column the
+                stored image does not have).
+        """
+        change, seq = committed.change, committed.seq
+        if change.op == "t":
+            self.store.truncate(change.table, commit_pos, seq)
+            return change
+        if change.op == "c":
+            rebuilt = self._insert(change, commit_pos)
+        else:
+            rebuilt = self._update_or_delete(change, commit_pos, seq)
+        self._check_full(rebuilt, commit_pos)
+        self._record(change.locator, rebuilt, commit_pos, seq)
+        return rebuilt
+
+    def _insert(self, change: RowChange, commit_pos: Position) -> RowChange:
+        assert change.after is not None  # RowChange guarantees an after-image for inserts
+        absent = sorted(column for column, value in change.after.items() if value is ABSENT)
+        if not absent:
+            return change
+        if self.config.hook_for(change.table) is None:
+            raise IncompleteRowError(
+                f"an insert into table {change.table} at position {commit_pos} omits columns"
+                f" {absent} (defaulted columns the log did not carry); configure fetch_missing"
+                " for the table",
+                _context(change, commit_pos),
+            )
+        fetched = self._fetch(change, commit_pos)
+        filled = {column: fetched.get(column, ABSENT) for column in absent}
+        return replace(change, after=dict(change.after) | filled)
+
+    def _update_or_delete(self, change: RowChange, commit_pos: Position, seq: int) -> RowChange:
+        before = self._before(change, commit_pos, seq)
+        if change.op == "d":
+            return replace(change, before=before)
+        assert change.after is not None  # RowChange guarantees an after-image for updates
+        after = _overlay(before, change.after)
+        return replace(change, locator=self._new_locator(change, after), after=after, before=before)
+
+    def _before(self, change: RowChange, commit_pos: Position, seq: int) -> dict[str, object]:
+        """The full image just before the change: stored, from the log, or fetched."""
+        stored = self.store.get(change.table, change.locator, commit_pos, seq=seq - 1)
+        if stored is not None:
+            return _overlay(stored, change.before)
+        if change.before is not None and _is_full(change.before):
+            return dict(change.before)
+        return _overlay(self._fetch(change, commit_pos), change.before)
+
+    def _fetch(self, change: RowChange, commit_pos: Position) -> Mapping[str, object]:
+        hook = self.config.hook_for(change.table)
+        fetched = None if hook is None else hook(change.table, change.locator)
+        if fetched is None:
+            raise RowImageMissingError(
+                f"no row image for table {change.table} locator {change.locator!r} at position"
+                f" {commit_pos}; configure fetch_missing for the table or re-snapshot it",
+                _context(change, commit_pos),
+            )
+        return fetched
+
+    def _new_locator(self, change: RowChange, after: Mapping[str, object]) -> Hashable:
+        explicit = getattr(change, "new_locator", None)  # should RowChange ever carry one
+        if explicit is not None:
+            return explicit
+        columns = self.config.key_columns.get(change.table)
+        if columns is None:
+            return change.locator
+        return tuple(after.get(column, ABSENT) for column in columns)
+
+    def _record(self, old: Hashable, change: RowChange, commit_pos: Position, seq: int) -> None:
+        if change.locator != old:
+            self.store.put(change.table, old, commit_pos, None, seq)
+        self.store.put(change.table, change.locator, commit_pos, change.after, seq)
+
+    @staticmethod
+    def _check_full(change: RowChange, commit_pos: Position) -> None:
+        for name, image in (("after", change.after), ("before", change.before)):
+            if image is None or _is_full(image):
+                continue
+            absent = sorted(column for column, value in image.items() if value is ABSENT)
+            raise IncompleteRowError(
+                f"the rebuilt {name}-image of a {change.op!r} change to table {change.table}"
+                f" locator {change.locator!r} at position {commit_pos} still lacks columns"
+                f" {absent}",
+                _context(change, commit_pos),
+            )
+        if isinstance(change.locator, tuple) and any(v is ABSENT for v in change.locator):
+            raise IncompleteRowError(
+                f"the new key of table {change.table} is not in the rebuilt row",
+                _context(change, commit_pos),
+            )
+
+
+def _context(change: RowChange, commit_pos: Position) -> dict[str, object]:
+    return {
+        "table": change.table,
+        "locator": repr(change.locator),
+        "position": commit_pos.text,
+        "change_position": change.position.text,
+        "txid": change.txid,
+    }
