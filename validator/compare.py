@@ -38,7 +38,7 @@ from validator.result import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -142,37 +142,24 @@ class _KeyedDiff:
     per_leaf: dict[int, int]
 
 
-def _classify_keys(
-    narrow: list[DataFrame], layout: RowLayout, depth: int, leaves: tuple[int, ...]
-) -> _KeyedDiff:
+def _per_key(
+    frame: DataFrame, wanted: DataFrame, layout: RowLayout, depth: int, prefix: str
+) -> DataFrame:
+    """Count, row hash and leaf per key, for the rows of one side in the wanted leaves."""
     from pyspark.sql import functions as F
 
-    if not leaves:
-        return _KeyedDiff([], 0, {}, {})
-    spark = narrow[0].sparkSession
-    wanted = F.broadcast(spark.createDataFrame([(leaf,) for leaf in leaves], f"{LEAF} bigint"))
-    sides = []
-    for prefix, frame in zip(("s", "t"), narrow, strict=True):
-        in_leaves = frame.withColumn(LEAF, leaf_column(frame[KEY_HASH], depth)).join(wanted, LEAF)
-        per_key = in_leaves.groupBy(*layout.key).agg(
-            F.count(F.lit(1)).alias(f"{prefix}_count"),
-            F.min(ROW_HASH).alias(f"{prefix}_hash"),
-            F.first(LEAF).alias(f"{prefix}_leaf"),
-        )
-        sides.append(per_key)
-    condition = [sides[0][k].eqNullSafe(sides[1][k]) for k in layout.key]
-    joined = (
-        sides[0]
-        .join(sides[1], condition, "full_outer")
-        .select(
-            *[F.coalesce(sides[0][k], sides[1][k]).alias(k) for k in layout.key],
-            "s_count",
-            "t_count",
-            "s_hash",
-            "t_hash",
-            F.coalesce("s_leaf", "t_leaf").alias(LEAF),
-        )
+    in_leaves = frame.withColumn(LEAF, leaf_column(frame[KEY_HASH], depth)).join(wanted, LEAF)
+    return in_leaves.groupBy(*layout.key).agg(
+        F.count(F.lit(1)).alias(f"{prefix}_count"),
+        F.min(ROW_HASH).alias(f"{prefix}_hash"),
+        F.first(LEAF).alias(f"{prefix}_leaf"),
     )
+
+
+def _kind_and_weight() -> tuple[Column, Column]:
+    """What a joined key is (NULL when equal) and how many findings it counts for."""
+    from pyspark.sql import functions as F
+
     kind = (
         F.when(F.col("s_count") > 1, F.lit("duplicate_key"))
         .when(F.col("t_count") > 1, F.lit("duplicate_key"))
@@ -185,6 +172,31 @@ def _classify_keys(
         F.coalesce((F.col(c) > 1).cast("int"), F.lit(0)) for c in ("s_count", "t_count")
     )
     weight = F.when(F.col("kind") == "duplicate_key", sides_duplicated).otherwise(F.lit(1))
+    return kind, weight
+
+
+def _classify_keys(
+    narrow: list[DataFrame], layout: RowLayout, depth: int, leaves: tuple[int, ...]
+) -> _KeyedDiff:
+    from pyspark.sql import functions as F
+
+    if not leaves:
+        return _KeyedDiff([], 0, {}, {})
+    spark = narrow[0].sparkSession
+    wanted = F.broadcast(spark.createDataFrame([(leaf,) for leaf in leaves], f"{LEAF} bigint"))
+    source, target = (
+        _per_key(f, wanted, layout, depth, p) for f, p in zip(narrow, "st", strict=True)
+    )
+    condition = [source[k].eqNullSafe(target[k]) for k in layout.key]
+    joined = source.join(target, condition, "full_outer").select(
+        *[F.coalesce(source[k], target[k]).alias(k) for k in layout.key],
+        "s_count",
+        "t_count",
+        "s_hash",
+        "t_hash",
+        F.coalesce("s_leaf", "t_leaf").alias(LEAF),
+    )
+    kind, weight = _kind_and_weight()
     differing = (
         joined.withColumn("kind", kind)
         .where(F.col("kind").isNotNull())
