@@ -196,6 +196,14 @@ def _load_builtin_connectors() -> None:
         importlib.import_module(module)
 
 
+def file_path(url: str, scheme: str, product: str, example: str) -> str:
+    """The file of an embedded database URL (``<scheme>:///path``), or a ConfigError."""
+    prefix = f"{scheme}:///"
+    if not url.startswith(prefix):
+        raise ConfigError(f"a {product} URL looks like {scheme}:///{example}, not {url}")
+    return url[len(prefix) :]
+
+
 def missing_table(table: str, where: str) -> TerminalError:
     """The error for a table that does not exist."""
     return TerminalError(f"table {table!r} not found in {where}; check the comparison's table")

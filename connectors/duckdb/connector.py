@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import TerminalError
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -19,6 +19,7 @@ from connectors.base import (
     SourceColumn,
     TableSchema,
     arrow_type_of,
+    file_path,
     missing_table,
     register,
 )
@@ -53,10 +54,7 @@ class DuckDBConnector(Connector):
 
     @property
     def path(self) -> str:
-        prefix = "duckdb:///"
-        if not self.url.startswith(prefix):
-            raise ConfigError(f"a DuckDB URL looks like duckdb:///path/file.duckdb, not {self.url}")
-        return self.url[len(prefix) :]
+        return file_path(self.url, "duckdb", "DuckDB", "path/file.duckdb")
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         import duckdb

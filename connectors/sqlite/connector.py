@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import TerminalError
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -23,6 +23,7 @@ from connectors.base import (
     SourceColumn,
     TableSchema,
     arrow_type_of,
+    file_path,
     missing_table,
     register,
 )
@@ -49,10 +50,7 @@ class SQLiteConnector(Connector):
 
     @property
     def path(self) -> str:
-        prefix = "sqlite:///"
-        if not self.url.startswith(prefix):
-            raise ConfigError(f"a SQLite URL looks like sqlite:///path/file.db, not {self.url}")
-        return self.url[len(prefix) :]
+        return file_path(self.url, "sqlite", "SQLite", "path/file.db")
 
     def _connect(self) -> sqlite3.Connection:
         try:
