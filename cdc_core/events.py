@@ -79,6 +79,8 @@ class RowChange:
         after: The after-image (``None`` for deletes and truncates); columns the log did
             not carry are ``ABSENT``.
         before: The before-image, when the log carries one.
+        new_locator: For an update that moves the row to another physical locator (an
+            Oracle ROWID after row movement), the locator it moves to; ``None`` otherwise.
     """
 
     txid: str
@@ -88,6 +90,7 @@ class RowChange:
     locator: Hashable
     after: Mapping[str, object] | None = None
     before: Mapping[str, object] | None = None
+    new_locator: Hashable | None = None
 
     def __post_init__(self) -> None:
         _check_txid(self.txid)
@@ -97,6 +100,8 @@ class RowChange:
             raise ContractError(f"a {self.op!r} change needs an after-image", {"txid": self.txid})
         if self.op in ("d", "t") and self.after is not None:
             raise ContractError(f"a {self.op!r} change has no after-image", {"txid": self.txid})
+        if self.new_locator is not None and self.op != "u":
+            raise ContractError("only an update can move a row", {"txid": self.txid})
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,9 +177,8 @@ class Rebuilder:
         return fetched
 
     def _new_locator(self, change: RowChange, after: Mapping[str, object]) -> Hashable:
-        explicit = getattr(change, "new_locator", None)  # should RowChange ever carry one
-        if explicit is not None:
-            return explicit
+        if change.new_locator is not None:
+            return change.new_locator
         columns = self.config.key_columns.get(change.table)
         if columns is None:
             return change.locator

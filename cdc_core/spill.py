@@ -70,13 +70,15 @@ def encode_change(change: RowChange) -> bytes:
     """The spill payload of ``change`` (its ``txid`` is kept by the segment, not per record)."""
     position = change.position
     values = (position.value, position.text, change.op, change.table, change.locator)
-    return pickle.dumps((*values, change.after, change.before), pickle.HIGHEST_PROTOCOL)
+    images = (change.after, change.before, change.new_locator)
+    return pickle.dumps((*values, *images), pickle.HIGHEST_PROTOCOL)
 
 
 def decode_change(txid: str, payload: bytes) -> RowChange:
     """The inverse of ``encode_change``."""
-    value, text, op, table, locator, after, before = pickle.loads(payload)
-    return RowChange(txid, Position(value, text), cast(Op, op), table, locator, after, before)
+    value, text, op, table, locator, after, before, moved_to = pickle.loads(payload)
+    position = Position(value, text)
+    return RowChange(txid, position, cast(Op, op), table, locator, after, before, moved_to)
 
 
 def _crc(seq: int, payload: bytes) -> int:

@@ -1,0 +1,125 @@
+"""What the pipeline reads: the narrow contracts a connector's log and snapshot readers meet.
+
+A connector (``connectors/<product>/log_reader.py``) turns its product's log into raw
+changes (``cdc_core.events``) in log order; ``cdc_core`` alone buffers, rebuilds and sinks
+them (STYLE.md, "One pipeline"). The pipeline never asks which product it reads.
+
+- ``LogReader.iter_changes(start)`` yields raw changes from ``start`` on, and ``Idle``
+  markers when it has caught up with the log, so a caller can stop, flush and checkpoint
+  without the reader blocking forever.
+- ``LogReader.end_position()`` is the log's end now: every transaction committed so far
+  has ``commit_pos <= end_position()`` (``--until-caught-up`` stops there).
+- ``SnapshotReader.snapshot(tables)`` reads tables in one consistent snapshot at a position,
+  for the initial load (``r`` events) and re-syncs.
+- ``LogReader.describe(table)`` gives the columns the lake stores for a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from cdc_core.errors import ContractError
+from cdc_core.events import RawChange
+from cdc_core.position import Position
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """The reader has caught up with the log: nothing new to yield right now.
+
+    Args:
+        position: How far the reader has read (``None`` when it cannot tell). A reader must
+            yield ``Idle`` at least every few seconds while the log is quiet.
+    """
+
+    position: Position | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TableDescription:
+    """A source table as the lake stores it.
+
+    Args:
+        table: ``schema.table``, as the connector names it in ``RowChange.table``.
+        schema: The Arrow schema of its columns, in source order (no bookkeeping columns).
+        key: The columns that identify a row (the mirror's MERGE key); empty for a table
+            located only by a physical row id, which then has no mirror.
+    """
+
+    table: str
+    schema: pa.Schema
+    key: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        names = set(self.schema.names)
+        missing = [column for column in self.key if column not in names]
+        if missing:
+            raise ContractError(f"key columns {missing} are not columns of table {self.table}")
+
+
+class LogReader(Protocol):
+    """A source database's transaction log, read as raw changes in log order."""
+
+    def describe(self, table: str) -> TableDescription:
+        """The table's current columns and key.
+
+        Raises:
+            TerminalError: The table does not exist (the message names it).
+        """
+        ...
+
+    def end_position(self) -> Position:
+        """The log's current end: every transaction committed so far has commit_pos <= it."""
+        ...
+
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+        """Raw changes of the captured tables from ``start`` on, in log order.
+
+        ``start`` is a position the reader handed out earlier (a change's ``position``, a
+        ``Commit``'s commit_pos) or a snapshot's position; ``None`` starts at the log's
+        current end. Changes at ``start`` itself may be yielded again: the buffer skips what
+        it already holds. Never ends on its own; yields ``Idle`` while the log is quiet.
+
+        Raises:
+            TerminalError: The log at ``start`` is gone (purged); the message names the
+                position and the fix (re-snapshot).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections; ``iter_changes`` iterators become unusable."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TableSnapshot:
+    """One table read in a consistent snapshot: its description and row batches."""
+
+    description: TableDescription
+    batches: Iterator[pa.RecordBatch]
+
+
+class SnapshotReader(Protocol):
+    """Reads tables in one consistent snapshot and knows its log position."""
+
+    def snapshot(
+        self, tables: Sequence[str], keys: Mapping[str, Sequence[tuple[object, ...]]] | None = None
+    ) -> AbstractContextManager[tuple[Position, Iterator[TableSnapshot]]]:
+        """Hold a snapshot at one position and read ``tables`` in it.
+
+        Args:
+            tables: The tables to read, each whole unless ``keys`` lists rows for it.
+            keys: Per table, the key values of the only rows to read (re-sync).
+
+        Yields:
+            The snapshot's position P (it contains exactly the transactions with
+            ``commit_pos <= P``) and the tables' rows, one ``TableSnapshot`` per table in
+            the order asked.
+        """
+        ...
