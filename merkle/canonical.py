@@ -51,10 +51,17 @@ Payload per logical type (all text is ASCII unless stated):
 - ``uuid``: 32 lower-case hexadecimal digits, no hyphens.
 - ``interval``: ``<months>,<microseconds>``, where a day counts 86,400,000,000 µs.
 
-Times and timestamps keep ``ComparisonOptions.fraction_digits`` fractional digits: with
-``round`` the microsecond count ``m`` becomes ``floor((m + u/2) / u) * u`` (``u = 10**(6 -
-digits)``; a half goes to the later instant, also before 1970), with ``truncate`` it becomes
-``floor(m / u) * u``.
+Times and timestamps keep ``ComparisonOptions.fraction_digits`` fractional digits, reduced
+by the rule ``ComparisonOptions.rounding`` names (``u = 10**(6 - digits)``, ``m`` the
+microsecond count above, ``E`` the rule's epoch in the same count):
+
+- ``round``: ``floor((m + u/2) / u) * u`` (a half goes to the later instant, also before
+  1970; MariaDB with ``TIME_ROUND_FRACTIONAL``, MySQL);
+- ``truncate``: ``floor(m / u) * u`` (MariaDB's default);
+- ``half_away_from_1970`` (DuckDB, ``E = 0``) and ``half_away_from_2000`` (PostgreSQL,
+  ``E = 946684800000000`` for timestamps): with ``d = m - E``,
+  ``E + sign(d) * floor((|d| + u/2) / u) * u``, so an exact half before ``E`` goes to
+  the earlier instant. For ``time`` columns ``E = 0`` (midnight) under every rule.
 
 With ``empty_string_is_null`` an empty string or empty bytes value (after trimming) encodes
 as NULL, as Oracle stores it.
@@ -326,22 +333,38 @@ def _date(ltype: DateType, options: ComparisonOptions) -> PayloadEncoder:
     return encode
 
 
-def reduce_micros(micros: int, digits: int, rounding: TimeRounding) -> int:
-    """Reduce a microsecond count to ``digits`` fractional-second digits."""
+EPOCH_2000_MICROS = 946_684_800_000_000  # 2000-01-01T00:00:00 counted from 1970-01-01
+
+
+def rounding_epoch(rounding: TimeRounding, ltype: LogicalType) -> int:
+    """Where ``rounding`` counts from, in the value's own microsecond count (module doc)."""
+    if rounding is TimeRounding.HALF_AWAY_FROM_2000 and not isinstance(ltype, TimeType):
+        return EPOCH_2000_MICROS
+    return 0
+
+
+def reduce_micros(micros: int, digits: int, rounding: TimeRounding, epoch: int = 0) -> int:
+    """Reduce a microsecond count to ``digits`` fractional-second digits by ``rounding``
+    (``epoch``: where a ``half_away_from_*`` rule counts from, see ``rounding_epoch``)."""
     unit = 10 ** (6 - digits)
     if rounding is TimeRounding.ROUND:
-        micros += unit // 2
-    return micros // unit * unit
+        return (micros + unit // 2) // unit * unit
+    if rounding is TimeRounding.TRUNCATE:
+        return micros // unit * unit
+    offset = micros - epoch
+    magnitude = (abs(offset) + unit // 2) // unit * unit
+    return epoch + (magnitude if offset >= 0 else -magnitude)
 
 
 def _micros_encoder(
     ltype: LogicalType, options: ComparisonOptions, to_micros: Callable[[Any], int]
 ) -> PayloadEncoder:
     digits = options.fraction_digits(ltype)
-    rounding = options.timestamp_rounding
+    rounding = options.rounding
+    epoch = rounding_epoch(rounding, ltype)
 
     def encode(value: Any) -> bytes:
-        return b"%d" % reduce_micros(to_micros(value), digits, rounding)
+        return b"%d" % reduce_micros(to_micros(value), digits, rounding, epoch)
 
     return encode
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from cdc_core.errors import ContractError
-from merkle.canonical import NULL_MARKER, POW10_STEP, payload_encoder
+from merkle.canonical import NULL_MARKER, POW10_STEP, payload_encoder, rounding_epoch
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.tree import LeafDigest
@@ -146,13 +146,26 @@ def _float_payload(value: Column, ltype: FloatType, digits: int | None) -> Colum
     return _text(text)
 
 
-def _reduce_micros(micros: Column, digits: int, rounding: TimeRounding) -> Column:
+def _floor_to(micros: Column, unit: int) -> Column:
+    return micros - F.pmod(micros, F.lit(unit))  # floor to a multiple, also below zero
+
+
+def _reduce_micros(micros: Column, digits: int, rounding: TimeRounding, epoch: int) -> Column:
+    """``merkle.canonical.reduce_micros`` as a Spark expression."""
     unit = 10 ** (6 - digits)
     if unit == 1:
         return micros
+    half = F.lit(unit // 2)
     if rounding is TimeRounding.ROUND:
-        micros = micros + F.lit(unit // 2)
-    return micros - F.pmod(micros, F.lit(unit))  # floor to a multiple, also below zero
+        return _floor_to(micros + half, unit)
+    if rounding is TimeRounding.TRUNCATE:
+        return _floor_to(micros, unit)
+
+    def away(offset: Column) -> Column:
+        magnitude = _floor_to(F.abs(offset) + half, unit)
+        return F.lit(epoch) + F.when(offset >= 0, magnitude).otherwise(-magnitude)
+
+    return _let(micros - F.lit(epoch), away)
 
 
 def _time_micros(value: Column, dtype: T.DataType, ltype: LogicalType) -> Column:
@@ -251,7 +264,8 @@ def payload_column(
             else _instant_micros(value, dtype, ltype)
         )
         digits = options.fraction_digits(ltype)
-        reduced = _reduce_micros(micros, digits, options.timestamp_rounding)
+        rounding = options.rounding
+        reduced = _reduce_micros(micros, digits, rounding, rounding_epoch(rounding, ltype))
         return _text(reduced.cast("string"))
     elif isinstance(ltype, JsonType):
         if isinstance(dtype, T.StringType | T.BinaryType):

@@ -142,6 +142,29 @@ def timestamp_tz_cases() -> Iterator[Case]:
     yield from _single("timestamp_tz(0)", ["2020-01-01T00:00:00.5-03:00"])
 
 
+RULES = ("round", "truncate", "half_away_from_1970", "half_away_from_2000")
+
+
+def rounding_cases() -> Iterator[Case]:
+    """Every rounding rule on exact halves before 1970, between 1970 and 2000 (where the
+    two epochs disagree) and after 2000, and on values that are not halves."""
+    stamps = ["1969-12-31T23:59:59.9995", "1969-12-31T23:59:59.9994", "1969-12-31T23:59:59.9996"]
+    stamps += ["1970-01-01T00:00:00.0005", "1985-01-01T00:00:00.0015", "1999-06-15T08:30:00.0005"]
+    stamps += ["1999-12-31T23:59:59.9995", "2000-01-01T00:00:00.0005", "2025-03-01T12:00:00.0015"]
+    stamps += ["0001-01-01T00:00:00.0005", "9999-12-31T23:59:59.9995", "1960-05-05T10:10:10.1245"]
+    seconds = ["1999-06-15T08:30:00.5", "1969-12-31T23:59:59.5", "2020-01-01T00:00:00.5"]
+    instants = ["1999-06-15T10:30:00.0005+02:00", "1969-12-31T23:59:59.9995+00:00"]
+    times = ["12:34:56.5", "00:00:00.4999", {"duration_micros": -1500000}]
+    for rule in RULES:
+        yield from _single("timestamp(6)", stamps, timestamp_precision=3, timestamp_rounding=rule)
+        yield from _single("timestamp(6)", seconds, timestamp_precision=0, timestamp_rounding=rule)
+        yield from _single("timestamp(3)", ["1999-06-15T08:30:00.0005"], timestamp_rounding=rule)
+        yield from _single(
+            "timestamp_tz(6)", instants, timestamp_precision=3, timestamp_rounding=rule
+        )
+        yield from _single("time(6)", times, timestamp_precision=0, timestamp_rounding=rule)
+
+
 def json_cases() -> Iterator[Case]:
     documents = ["{}", "[]", "null", "1", "1.0", "1e0", "-0", "2e3", "2000", '{"b":1,"a":2}']
     documents += ['{"a":2,"b":1}', '{ "a" : [1, 2, {"z": true, "y": false}] }', '"\\u00e9"']
@@ -201,6 +224,7 @@ GROUPS = [
     ("time", time_cases),
     ("timestamp", timestamp_cases),
     ("timestamp_tz", timestamp_tz_cases),
+    ("rounding", rounding_cases),
     ("json", json_cases),
     ("uuid", uuid_cases),
     ("interval", interval_cases),

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from merkle.layout import RowLayout
-from merkle.options import ComparisonOptions
+from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
     BooleanType,
     BytesType,
@@ -119,7 +119,7 @@ _OPTIONS = st.builds(
     case_insensitive=st.booleans(),
     empty_string_is_null=st.booleans(),
     timestamp_precision=st.none() | st.integers(0, 6),
-    timestamp_rounding=st.sampled_from(["round", "truncate"]),
+    timestamp_rounding=st.none() | st.sampled_from(list(TimeRounding)),
     float_digits=st.none() | st.integers(1, 17),
 )
 

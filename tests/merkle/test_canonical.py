@@ -245,5 +245,5 @@ def test_options_are_validated() -> None:
         ComparisonOptions(timestamp_precision=7)
     with pytest.raises(ContractError):
         ComparisonOptions(float_digits=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ContractError, match=r"sideways.*round, truncate, half_away_from_1970"):
         ComparisonOptions(timestamp_rounding="sideways")  # type: ignore[arg-type]
