@@ -11,15 +11,23 @@ Every commit records, in its commit metadata, the source position it reaches
 application transaction (deltalake's ``app_transactions``) whose version is that position,
 so a restarted writer never writes a transaction twice and a reader knows how far the lake
 has caught up: its high-water mark.
+
+A pipeline also records, after each batch, the position it has reached for all the tables
+it captures in ``<lake>/_replcheck/progress/<pipeline>.json``, so a table no recent
+transaction touched is still known to be caught up.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError
+from cdc_core.position import Position
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,6 +41,7 @@ META_COLUMNS = (OP, COMMIT_POS, SEQ, TXID, COMMIT_TS)
 OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read, truncate
 POSITION_KEY = "replcheck.position"
 POSITION_TEXT_KEY = "replcheck.position_text"
+SNAPSHOT_KEY = "replcheck.snapshot_position"  # a chunk of an initial load at that position
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,17 +105,56 @@ def append_changelog(
 
 
 def high_water_mark(table: LakeTable) -> int | None:
-    """The highest source position any changelog commit records (None: nothing yet)."""
+    """How far the lake has caught up for ``table`` (None: nothing yet).
+
+    The highest source position any changelog commit records, or a pipeline's progress
+    for the table when that is higher: every change up to it is in the changelog.
+    """
     from deltalake import DeltaTable
 
-    if not table.exists():
-        return None
     positions = [
-        int(commit[POSITION_KEY])
-        for commit in DeltaTable(str(table.changelog)).history()
-        if POSITION_KEY in commit
+        progress.value
+        for progress, tables in read_progress(table.lake).values()
+        if table.table in tables
     ]
+    if table.exists():
+        positions += [
+            int(commit[POSITION_KEY])
+            for commit in DeltaTable(str(table.changelog)).history()
+            if POSITION_KEY in commit
+        ]
     return max(positions, default=None)
+
+
+def progress_dir(lake: Path) -> Path:
+    """Where pipelines record the position they have reached."""
+    return lake / "_replcheck" / "progress"
+
+
+def write_progress(lake: Path, pipeline: str, position: Position, tables: Sequence[str]) -> None:
+    """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``."""
+    directory = progress_dir(lake)
+    directory.mkdir(parents=True, exist_ok=True)
+    document = {
+        "pipeline": pipeline,
+        "position": position.value,
+        "position_text": position.text,
+        "tables": sorted(tables),
+    }
+    temporary = directory / f".{pipeline}.json.tmp"
+    temporary.write_text(json.dumps(document), encoding="utf-8")
+    os.replace(temporary, directory / f"{pipeline}.json")
+
+
+def read_progress(lake: Path) -> dict[str, tuple[Position, frozenset[str]]]:
+    """Per pipeline, the position it has reached and the tables it covers."""
+    found = {}
+    directory = progress_dir(lake)
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
+        document = json.loads(path.read_text(encoding="utf-8"))
+        position = Position(int(document["position"]), str(document["position_text"]))
+        found[str(document["pipeline"])] = (position, frozenset(document["tables"]))
+    return found
 
 
 def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:

@@ -34,8 +34,9 @@ class Idle:
     """The reader has caught up with the log: nothing new to yield right now.
 
     Args:
-        position: How far the reader has read (``None`` when it cannot tell). A reader must
-            yield ``Idle`` at least every few seconds while the log is quiet.
+        position: How far the reader has read (``None`` when it cannot tell): every
+            transaction with ``commit_pos <= position`` has been yielded, whole. A reader
+            must yield ``Idle`` at least every few seconds while the log is quiet.
     """
 
     position: Position | None = None
@@ -84,7 +85,9 @@ class LogReader(Protocol):
         ``start`` is a position the reader handed out earlier (a change's ``position``, a
         ``Commit``'s commit_pos) or a snapshot's position; ``None`` starts at the log's
         current end. Changes at ``start`` itself may be yielded again: the buffer skips what
-        it already holds. Never ends on its own; yields ``Idle`` while the log is quiet.
+        it already holds. From a snapshot's position, a product whose log interleaves
+        transactions also yields the earlier changes of transactions still open there (they
+        commit after it). Never ends on its own; yields ``Idle`` while the log is quiet.
 
         Raises:
             TerminalError: The log at ``start`` is gone (purged); the message names the
@@ -97,9 +100,17 @@ class LogReader(Protocol):
         ...
 
 
+LOCATOR_COLUMN = "_locator"
+"""In a snapshot of a table without key columns, the column holding each row's locator."""
+
+
 @dataclass(frozen=True, slots=True)
 class TableSnapshot:
-    """One table read in a consistent snapshot: its description and row batches."""
+    """One table read in a consistent snapshot: its description and row batches.
+
+    The batches hold the description's columns; a table with no key columns (located by a
+    physical row id) also carries each row's locator in ``LOCATOR_COLUMN``.
+    """
 
     description: TableDescription
     batches: Iterator[pa.RecordBatch]

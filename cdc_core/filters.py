@@ -1,0 +1,83 @@
+"""Which tables and columns a pipeline captures, as a policy.
+
+- ``accept``: every table except those the ``drop`` patterns match;
+- ``drop``: no table except those the ``accept`` patterns match (a plain ``tables:`` list in
+  the configuration is this policy).
+
+Patterns are shell-style globs over ``schema.table`` (``shop.*``, ``*.audit_?``), matched
+case-sensitively. Ignored columns never reach the buffer, the row image store or the lake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from cdc_core.errors import ConfigError
+from cdc_core.events import RowChange
+
+Policy = Literal["accept", "drop"]
+
+
+@dataclass(frozen=True, slots=True)
+class TableFilter:
+    """The tables a pipeline captures and the columns it ignores.
+
+    Args:
+        policy: ``accept`` (all but ``drop``) or ``drop`` (none but ``accept``).
+        accept: Globs of tables to capture under the ``drop`` policy.
+        drop: Globs of tables to leave out under the ``accept`` policy.
+        ignore_columns: Per table (exact name), columns that never reach the lake.
+    """
+
+    policy: Policy
+    accept: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    ignore_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.policy not in ("accept", "drop"):
+            raise ConfigError(f"filter policy must be accept or drop, not {self.policy!r}")
+        if self.policy == "accept" and self.accept:
+            raise ConfigError("the accept policy takes drop patterns, not accept patterns")
+        if self.policy == "drop" and self.drop:
+            raise ConfigError("the drop policy takes accept patterns, not drop patterns")
+
+    @classmethod
+    def of_tables(cls, tables: Sequence[str]) -> TableFilter:
+        """Capture exactly ``tables``."""
+        return cls("drop", accept=tuple(tables))
+
+    def captures(self, table: str) -> bool:
+        """True when changes of ``table`` go to the lake."""
+        if self.policy == "accept":
+            return not any(fnmatchcase(table, pattern) for pattern in self.drop)
+        return any(fnmatchcase(table, pattern) for pattern in self.accept)
+
+    def select(self, tables: Sequence[str]) -> list[str]:
+        """The captured tables among ``tables``, in their order."""
+        return [table for table in tables if self.captures(table)]
+
+    def strip(self, change: RowChange) -> RowChange:
+        """``change`` without the ignored columns of its table."""
+        ignored = self.ignore_columns.get(change.table)
+        if not ignored:
+            return change
+        return replace(
+            change, after=_without(change.after, ignored), before=_without(change.before, ignored)
+        )
+
+    def strip_row(self, table: str, row: dict[str, object]) -> dict[str, object]:
+        """A snapshot row without the ignored columns of ``table``."""
+        ignored = self.ignore_columns.get(table)
+        return row if not ignored else _without(row, ignored) or {}
+
+
+def _without(
+    image: Mapping[str, object] | None, ignored: frozenset[str]
+) -> dict[str, object] | None:
+    if image is None:
+        return None
+    return {column: value for column, value in image.items() if column not in ignored}

@@ -1,0 +1,344 @@
+"""The pipeline: log reader -> transaction buffer -> full-width rebuild -> lake sink.
+
+One loop, on the caller's thread, pulls raw changes from a connector's ``LogReader``:
+reading is never ahead of writing, so a slow sink slows reading (back pressure) and memory
+is bounded by the buffer's budget plus one batch. Every ``batch_max_events`` events or
+``batch_max_seconds`` (and whenever the log is idle), the batch of whole committed
+transactions is written to the lake exactly once, the row image store is flushed and a
+checkpoint is recorded (``cdc_core.checkpoint``), in that order.
+
+Embedding::
+
+    pipeline = Pipeline(config, reader, snapshots)
+    pipeline.run()                      # until pipeline.stop(), e.g. from a signal handler
+    pipeline.run_until(position)        # or until the lake holds everything up to position
+    for transaction in pipeline.iter_transactions(): ...   # or consume what it writes
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+
+from cdc_core.buffer import BufferConfig, TransactionBuffer
+from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.errors import ConfigError
+from cdc_core.events import Commit, CommittedTransaction, RawChange, RowChange
+from cdc_core.filters import TableFilter
+from cdc_core.image_store import RowImageStore
+from cdc_core.initial_load import load_tables
+from cdc_core.metrics import MetricsTracker, PipelineMetrics
+from cdc_core.position import Position
+from cdc_core.rebuild import FetchMissing, RebuildConfig, Rebuilder
+from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.source import Idle, LogReader, SnapshotReader, TableDescription
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """One pipeline's section of the configuration.
+
+    Args:
+        name: Names the pipeline's app transactions and progress file in the lake.
+        lake: The lake's root directory.
+        state_dir: Checkpoints, spill segments and the row image store (one pipeline's).
+        tables: Which tables are captured and which columns ignored.
+        memory_budget_bytes: The transaction buffer's memory budget.
+        batch_max_events: Write a batch once it holds this many events...
+        batch_max_seconds: ...or once it is this old.
+        max_transaction_age: Warn about a transaction open longer (never drops it).
+        max_transaction_changes: Warn about a transaction with more changes.
+        fetch_missing: Per table, a hook reading a row the image store does not know.
+    """
+
+    name: str
+    lake: Path
+    state_dir: Path
+    tables: TableFilter
+    memory_budget_bytes: int = 256 << 20
+    batch_max_events: int = 50_000
+    batch_max_seconds: float = 2.0
+    max_transaction_age: timedelta | None = None
+    max_transaction_changes: int | None = None
+    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"pipeline name {self.name!r} must be letters, digits, - and _")
+        if self.batch_max_events < 1 or self.batch_max_seconds <= 0:
+            raise ConfigError("batch_max_events and batch_max_seconds must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedTransaction:
+    """A committed transaction as the lake received it: full-width events, in order."""
+
+    txid: str
+    commit_pos: Position
+    events: tuple[tuple[str, LakeEvent], ...]  # (table, event)
+
+
+TransactionCallback = Callable[[EmittedTransaction], None]
+
+
+class Pipeline:
+    """Replicates a source's captured tables into the lake, exactly once.
+
+    Args:
+        config: The pipeline's configuration.
+        reader: The source's log reader.
+        snapshots: Reads the initial snapshot of tables not loaded yet (``None``: tables
+            start empty at the log position the pipeline starts from).
+        tables: The captured tables (``None``: the filter's accept patterns; a pipeline
+            with the ``accept`` policy needs the source's table list here).
+        on_transaction: Called with each transaction once it is durable in the lake.
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        reader: LogReader,
+        snapshots: SnapshotReader | None = None,
+        *,
+        tables: list[str] | None = None,
+        on_transaction: TransactionCallback | None = None,
+    ) -> None:
+        self.config = config
+        self.reader = reader
+        self.snapshots = snapshots
+        self.tables = config.tables.select(tables if tables is not None else _listed(config))
+        self._callbacks = [on_transaction] if on_transaction else []
+        self._stop = threading.Event()
+        self._metrics = MetricsTracker()
+        self._sink = LakeSink(config.lake, config.name)
+        self._descriptions: dict[str, TableDescription] = {}
+        self._pending: dict[str, TableBatch] = {}
+        self._pending_transactions: list[EmittedTransaction] = []
+        self._pending_events = 0
+        self._batch_started = time.monotonic()
+        self._last_commit: Position | None = None
+
+    # -- public API -------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the loop to finish: it flushes, checkpoints and returns (thread-safe)."""
+        self._stop.set()
+
+    def metrics(self) -> PipelineMetrics:
+        """Events/s, lag, open transactions and spilled bytes, as of now."""
+        return self._metrics.snapshot()
+
+    def run(self) -> Position | None:
+        """Replicate until ``stop()``; returns the position the lake has reached."""
+        return self._run(None)
+
+    def run_until(self, position: Position) -> Position | None:
+        """Replicate until everything committed at or before ``position`` is in the lake."""
+        return self._run(position)
+
+    def run_until_caught_up(self) -> Position | None:
+        """Replicate everything committed at the source when called, then return."""
+        return self._run(self.reader.end_position())
+
+    def iter_transactions(self, until: Position | None = None) -> Iterator[EmittedTransaction]:
+        """Run on this thread, yielding each transaction once it is durable in the lake."""
+        ready: list[EmittedTransaction] = []
+        self._callbacks.append(ready.append)
+        for _ in self._iter_flushes(until):
+            yield from ready
+            ready.clear()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _run(self, until: Position | None) -> Position | None:
+        reached = None
+        for position in self._iter_flushes(until):
+            reached = position
+        return reached
+
+    def _iter_flushes(self, until: Position | None) -> Iterator[Position | None]:
+        """The loop; yields the lake position after each durable batch."""
+        self.config.state_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = read_checkpoint(self.config.state_dir) or Checkpoint(
+            self.config.name, None, None, None
+        )
+        self._check_owner(checkpoint)
+        with RowImageStore(self.config.state_dir / "images") as store:
+            self._store = store
+            checkpoint = load_tables(self, checkpoint)
+            yield from self._stream(checkpoint, until)
+
+    def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
+        for table in self.tables:
+            self.describe(table)  # fails early on a missing table; keys for the rebuild
+        buffer = self._open_buffer(checkpoint)
+        self._rebuilder = Rebuilder(self._store, self._rebuild_config())
+        self._checkpoint, self._buffer = checkpoint, buffer
+        start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
+        if _reached(checkpoint.lake_position, until):
+            return
+        logger.info("pipeline %s reading the log from %s", self.config.name, start)
+        for item in self.reader.iter_changes(start):
+            if isinstance(item, Idle):
+                yield from self._flush(item.position)
+            elif self._feed(item, until):
+                yield from self._flush(None)
+            if self._stop.is_set() or _reached(self._checkpoint.lake_position, until):
+                break
+        self._flush_last()
+        yield self._checkpoint.lake_position
+
+    def _feed(self, item: RawChange, until: Position | None) -> bool:
+        """Feed one raw change; True when the batch should be written now."""
+        if isinstance(item, RowChange):
+            if not self.config.tables.captures(item.table):
+                return False
+            item = self.config.tables.strip(item)
+        for transaction in self._buffer.feed(item):
+            self._collect(transaction)
+        return isinstance(item, Commit) and (self._batch_full() or _reached(item.position, until))
+
+    def _flush_last(self) -> None:
+        """Write what is pending at the position of the last commit fed."""
+        for _ in self._flush(None):
+            pass
+
+    def _open_buffer(self, checkpoint: Checkpoint) -> TransactionBuffer:
+        buffer_config = BufferConfig(
+            self.config.memory_budget_bytes,
+            self.config.state_dir / "spill",
+            self.config.max_transaction_age,
+            self.config.max_transaction_changes,
+        )
+        if checkpoint.buffer is None:
+            return TransactionBuffer(buffer_config)
+        return TransactionBuffer.restore(buffer_config, checkpoint.buffer)
+
+    def _rebuild_config(self) -> RebuildConfig:
+        keys = {table: d.key for table, d in self._descriptions.items() if d.key}
+        return RebuildConfig(key_columns=keys, fetch_missing_by_table=self.config.fetch_missing)
+
+    def _collect(self, transaction: CommittedTransaction) -> None:
+        """Rebuild a committed transaction's changes and add them to the pending batch."""
+        self._last_commit = transaction.commit_pos
+        events = []
+        in_lake = self._checkpoint.lake_position
+        for committed in self._rebuilder.iter_rebuilt(transaction):
+            change = committed.change
+            if in_lake is not None and transaction.commit_pos <= in_lake:
+                continue  # re-read after a restart; the lake has it
+            loaded_at = self._checkpoint.loaded.get(change.table)
+            if loaded_at is not None and transaction.commit_pos <= loaded_at:
+                continue  # already in the table's initial snapshot
+            event = LakeEvent.of_change(change, committed.seq, transaction)
+            self._batch_of(change.table).events.append(event)
+            events.append((change.table, event))
+        self._pending_events += len(events)
+        self._pending_transactions.append(
+            EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events))
+        )
+        self._metrics.committed(transaction, len(events))
+
+    def _batch_of(self, table: str) -> TableBatch:
+        batch = self._pending.get(table)
+        if batch is None:
+            if table not in self.tables:
+                self.tables.append(table)  # a new table the accept policy captures
+            batch = self._pending[table] = TableBatch(self.describe(table))
+        return batch
+
+    def describe(self, table: str) -> TableDescription:
+        """The table's lake description (asked of the reader once, minus ignored columns)."""
+        found = self._descriptions.get(table)
+        if found is None:
+            found = self._descriptions[table] = self._strip(self.reader.describe(table))
+        return found
+
+    def _strip(self, description: TableDescription) -> TableDescription:
+        ignored = self.config.tables.ignore_columns.get(description.table, frozenset())
+        if not ignored:
+            return description
+        kept = [f for f in description.schema if f.name not in ignored]
+        import pyarrow as pa
+
+        return replace(description, schema=pa.schema(kept))
+
+    def _batch_full(self) -> bool:
+        age = time.monotonic() - self._batch_started
+        return self._pending_events >= self.config.batch_max_events or (
+            age >= self.config.batch_max_seconds
+        )
+
+    def _flush(self, idle_at: Position | None) -> Iterator[Position | None]:
+        """Write the pending batch, flush the store, checkpoint; yields the lake position."""
+        position = self._flush_position(idle_at)
+        previous = self._checkpoint.lake_position
+        if position is None or (previous is not None and position <= previous):
+            return
+        self._refresh_descriptions()
+        written = self._sink.write(self._pending.values(), position, self.tables)
+        self._store.flush()
+        self._record_checkpoint(position)
+        self._metrics.flushed(written, position, self._buffer)
+        for transaction in self._pending_transactions:
+            for callback in self._callbacks:
+                callback(transaction)
+        self._pending, self._pending_transactions, self._pending_events = {}, [], 0
+        self._batch_started = time.monotonic()
+        yield position
+
+    def _flush_position(self, idle_at: Position | None) -> Position | None:
+        """The position the lake reaches with this batch: the last commit, or the idle
+        point when no transaction is open (every commit up to it has been read)."""
+        last = self._last_commit
+        if idle_at is not None and not self._buffer.open_transactions():
+            return max(idle_at, last) if last is not None else idle_at
+        return last
+
+    def _refresh_descriptions(self) -> None:
+        """Re-describe tables whose events carry a column their description lacks."""
+        for table, batch in self._pending.items():
+            known = set(batch.description.schema.names)
+            if any(set(event.row) - known for event in batch.events):
+                self._descriptions.pop(table, None)
+                batch.description = self.describe(table)
+                logger.info("table %s changed columns at the source; lake schema follows", table)
+
+    def _record_checkpoint(self, position: Position) -> None:
+        state = self._buffer.checkpoint_state()
+        checkpoint = replace(
+            self._checkpoint,
+            lake_position=position,
+            resume_at=self._buffer.safe_restart_position() or position,
+            buffer=state,
+        )
+        write_checkpoint(self.config.state_dir, checkpoint)
+        self._buffer.release_checkpoint(state)
+        self._checkpoint = checkpoint
+
+    def _check_owner(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.pipeline != self.config.name:
+            raise ConfigError(
+                f"state directory {self.config.state_dir} belongs to pipeline"
+                f" {checkpoint.pipeline!r}, not {self.config.name!r}; give each pipeline its"
+                " own state_dir"
+            )
+
+
+def _listed(config: PipelineConfig) -> list[str]:
+    if config.tables.policy == "accept":
+        raise ConfigError(
+            f"pipeline {config.name} uses the accept policy: pass the source's tables"
+        )
+    return list(config.tables.accept)
+
+
+def _reached(position: Position | None, until: Position | None) -> bool:
+    return until is not None and position is not None and position >= until

@@ -1,0 +1,54 @@
+"""Which connector reads the log of a connection: the CDC side of the connector registry.
+
+A product with a log reader registers a factory under its URL schemes; ``replcheck cdc run``
+asks ``log_source_for`` for the reader and snapshot reader of a pipeline's source.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from cdc_core.errors import ConfigError
+from cdc_core.source import LogReader, SnapshotReader
+
+
+@dataclass(frozen=True, slots=True)
+class LogSource:
+    """A source's log reader, its snapshot reader (if it has one) and its tables."""
+
+    reader: LogReader
+    snapshots: SnapshotReader | None
+    tables: Callable[[], list[str]]  # every table the source has now (schema.table)
+
+
+LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
+"""Builds a log source from a URL, a password and the tables to capture."""
+
+_FACTORIES: dict[str, LogSourceFactory] = {}
+
+BUILTIN_LOG_SOURCES = ("connectors.synthetic.log_reader",)
+
+
+def register_log_source(schemes: Sequence[str], factory: LogSourceFactory) -> None:
+    """Make ``factory`` the log source of URLs with these schemes."""
+    for scheme in schemes:
+        _FACTORIES[scheme] = factory
+
+
+def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
+    """The log source serving ``url`` (by its scheme, before any ``+driver``).
+
+    Raises:
+        ConfigError: No product with a log reader serves the scheme.
+    """
+    for module in BUILTIN_LOG_SOURCES:
+        importlib.import_module(module)
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in _FACTORIES:
+        known = ", ".join(sorted(_FACTORIES))
+        raise ConfigError(
+            f"no log reader for URL scheme {scheme!r}: a pipeline's source must be one of {known}"
+        )
+    return _FACTORIES[scheme](url, password, tables)

@@ -1,0 +1,1 @@
+"""A generated, deterministic source log for tests, benchmarks and demos of the pipeline."""

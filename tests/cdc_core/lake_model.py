@@ -1,0 +1,61 @@
+"""The reference model of what a pipeline must write, and readers of what it wrote."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable
+from connectors.synthetic.workload import COLUMNS, ExpectedEvent, Workload
+
+
+def read_delta(path: Path) -> list[dict[str, Any]]:
+    """Every row of a Delta table's newest version."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+
+
+def changelog_events(lake: Path, table: str) -> Counter[tuple[object, ...]]:
+    """The changelog's stream events as a multiset: duplicates show as counts above 1."""
+    rows = read_delta(LakeTable(lake, table).changelog)
+    return Counter(
+        (row[OP], row[COMMIT_POS], row[SEQ], *(row[c] for c in COLUMNS))
+        for row in rows
+        if row[OP] != "r"
+    )
+
+
+def expected_events(workload: Workload, table: str) -> Counter[tuple[object, ...]]:
+    """What the changelog must hold: each committed change exactly once."""
+    return Counter(_key(event) for event in workload.expected() if event.table == table)
+
+
+def _key(event: ExpectedEvent) -> tuple[object, ...]:
+    return (event.op, event.commit_pos, event.seq, *(event.row[c] for c in COLUMNS))
+
+
+def mirror_rows(lake: Path, table: str) -> dict[object, dict[str, object]]:
+    """The mirror, by key, without bookkeeping columns."""
+    rows = read_delta(LakeTable(lake, table).mirror)
+    found = {}
+    for row in rows:
+        assert row["id"] not in found, f"key {row['id']} twice in the mirror of {table}"
+        found[row["id"]] = {c: v for c, v in row.items() if c not in META_COLUMNS}
+    return found
+
+
+def final_state(workload: Workload, table: str) -> dict[object, dict[str, object]]:
+    """The table's state after the whole log: initial rows with every commit applied."""
+    state: dict[object, dict[str, object]] = {
+        row["id"]: row for row in workload.initial_rows(table)
+    }
+    for event in workload.expected():
+        if event.table != table:
+            continue
+        if event.op == "d":
+            state.pop(event.row["id"])
+        else:
+            state[event.row["id"]] = dict(event.row)
+    return state
