@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from cdc_core.errors import ConfigError, TerminalError
+from merkle.options import TimeRounding
 from merkle.types import LogicalType
 
 if TYPE_CHECKING:
@@ -27,6 +28,9 @@ class Capabilities:
 
     has_log: bool  # a transaction log replcheck can read (CDC, positions)
     shared_snapshot: bool  # one consistent snapshot can be shared by parallel readers
+    # How the product reduces a finer time it is given to a column's precision (measured,
+    # see the product's types.py); None: unknown, or the product never rounds.
+    timestamp_rounding: TimeRounding | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +158,10 @@ class Connector(ABC):
     ) -> Iterator[pa.RecordBatch]:
         """Rows of one partition as Arrow batches typed by ``merkle``'s logical types, read
         in ``snapshot`` when given, else in a consistent snapshot of the partition's own."""
+
+    def timestamp_rounding(self) -> TimeRounding | None:
+        """How this server rounds stored times (a product may refine its capability)."""
+        return self.capabilities.timestamp_rounding
 
     @contextmanager
     def shared_snapshot(self) -> Iterator[Snapshot | None]:

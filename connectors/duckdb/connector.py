@@ -23,7 +23,7 @@ from connectors.base import (
     missing_table,
     register,
 )
-from connectors.duckdb.types import logical_type
+from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ class DuckDBConnector(Connector):
 
     name = "duckdb"
     schemes = ("duckdb",)
-    capabilities = Capabilities(has_log=False, shared_snapshot=False)
+    capabilities = Capabilities(
+        has_log=False, shared_snapshot=False, timestamp_rounding=TIMESTAMP_ROUNDING
+    )
 
     @property
     def path(self) -> str:

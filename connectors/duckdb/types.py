@@ -8,6 +8,12 @@ from __future__ import annotations
 import re
 
 from merkle import types as lt
+from merkle.options import TimeRounding
+
+# A cast to TIMESTAMP_MS / TIMESTAMP_S (also on insert) rounds epoch microseconds half away
+# from zero, so before 1970 an exact half goes to the earlier instant; measured on DuckDB
+# 2.0 (tests/merkle/test_rounding_rules.py), not stated in DuckDB's documentation.
+TIMESTAMP_ROUNDING = TimeRounding.HALF_AWAY_FROM_1970
 
 _INTEGERS = {
     "TINYINT",

@@ -28,8 +28,9 @@ from connectors.base import (
     register,
 )
 from connectors.mariadb.position import to_position
-from connectors.mariadb.types import is_wide_integer, logical_type
+from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
 from merkle import types as lt
+from merkle.options import TimeRounding
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +55,10 @@ class MariaDBConnector(Connector):
 
     name = "mariadb"
     schemes = ("mysql", "mariadb")
-    capabilities = Capabilities(has_log=True, shared_snapshot=False)
+    # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
+    capabilities = Capabilities(
+        has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
+    )
 
     def _connect(self) -> pymysql.connections.Connection[Any]:
         import pymysql
@@ -79,6 +83,13 @@ class MariaDBConnector(Connector):
         with connection.cursor() as cursor:
             cursor.execute("SET time_zone = '+00:00'")
         return connection
+
+    def timestamp_rounding(self) -> TimeRounding:
+        """The global sql_mode's rule: the best evidence of how stored times were rounded."""
+        with self._connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT @@GLOBAL.sql_mode")
+            row = cursor.fetchone()
+        return timestamp_rounding(str(row[0]) if row else "")
 
     def _database(self) -> str:
         from sqlalchemy.engine import make_url

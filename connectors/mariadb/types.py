@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from merkle import types as lt
+from merkle.options import TimeRounding
 
 _PATTERN = re.compile(r"^([a-z]+)(?:\((\d+)(?:,(\d+))?\))?(.*)$")
 _INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
@@ -24,6 +25,18 @@ _STRINGS = {
     "inet6",
 }
 _BYTES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def timestamp_rounding(sql_mode: str) -> TimeRounding:
+    """How the server reduces fractional seconds for ``sql_mode`` (its global value).
+
+    MariaDB truncates unless ``TIME_ROUND_FRACTIONAL`` is set, then rounds half up
+    (https://mariadb.com/kb/en/sql-mode/#time_round_fractional). Both act on the wall
+    clock, which is ``truncate`` / ``round`` for every DATETIME and TIMESTAMP; a negative
+    TIME goes toward zero instead (measured on MariaDB 10.11), which no rule matches.
+    """
+    modes = {mode.strip().upper() for mode in sql_mode.split(",")}
+    return TimeRounding.ROUND if "TIME_ROUND_FRACTIONAL" in modes else TimeRounding.TRUNCATE
 
 
 def is_wide_integer(column_type: str) -> bool:

@@ -26,7 +26,14 @@ from connectors.base import (
     register,
 )
 from connectors.postgres.snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
-from connectors.postgres.types import arrow_type, logical_type, quote, select_expression, to_arrow
+from connectors.postgres.types import (
+    TIMESTAMP_ROUNDING,
+    arrow_type,
+    logical_type,
+    quote,
+    select_expression,
+    to_arrow,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -81,7 +88,9 @@ class PostgresConnector(Connector):
 
     name = "postgres"
     schemes = ("postgresql",)
-    capabilities = Capabilities(has_log=True, shared_snapshot=True)
+    capabilities = Capabilities(
+        has_log=True, shared_snapshot=True, timestamp_rounding=TIMESTAMP_ROUNDING
+    )
 
     @property
     def where(self) -> str:

@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import TerminalError
 from connectors.base import SourceColumn, arrow_type_of
 from merkle import types as lt
+from merkle.options import TimeRounding
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+# timestamp(p) keeps int64 microseconds since 2000-01-01 and rounds them half away from
+# zero (AdjustTimestampForTypmod in src/backend/utils/adt/timestamp.c), so before 2000 an
+# exact half goes to the earlier instant; measured on PostgreSQL 15 (tests/merkle/
+# test_rounding_rules.py). time(p) counts from midnight and is never negative.
+TIMESTAMP_ROUNDING = TimeRounding.HALF_AWAY_FROM_2000
 
 MAX_ARROW_PRECISION = 38  # decimal128, and Spark's DecimalType
 # Unconstrained numeric is read as decimal(38,18), the type merkle.golden gives Spark for
