@@ -20,14 +20,15 @@ from connectors.base import (
     Connector,
     Partition,
     Snapshot,
-    SourceColumn,
     TableSchema,
     arrow_type_of,
     missing_table,
     register,
 )
 from connectors.oracle import sql
-from connectors.oracle.types import OracleColumn, logical_type
+from connectors.oracle.contents import schema_from_dictionary
+from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
+from connectors.oracle.snapshot import OracleSnapshotReader
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -76,13 +77,21 @@ class OracleConnector(Connector):
             key = tuple(row[0] for row in cursor.fetchall())
         if not rows:
             raise missing_table(table, f"Oracle schema {owner}")
-        columns = []
-        for column_name, data_type, precision, scale, nullable in rows:
-            column = OracleColumn(column_name, data_type, precision, scale)
-            columns.append(
-                SourceColumn(column_name, column.native_type, logical_type(column), nullable == "Y")
-            )
-        return TableSchema(table, tuple(columns), key)
+        return schema_from_dictionary(table, rows, key)
+
+    def log_reader(
+        self, tables: Sequence[str], config: LogMinerConfig | None = None
+    ) -> OracleLogReader:
+        """A LogMiner reader of ``tables`` (named ``OWNER.TABLE`` in its changes)."""
+        schemas = {}
+        for table in tables:
+            owner, name = sql.split_table(table, self._owner())
+            schemas[f"{owner}.{name}"] = self.reflect(f"{owner}.{name}")
+        return OracleLogReader(self._connect, schemas, config)
+
+    def snapshot_reader(self) -> OracleSnapshotReader:
+        """Snapshots of tables AS OF one SCN, for the initial load and re-syncs."""
+        return OracleSnapshotReader(self)
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
         owner, name = sql.split_table(table, self._owner())

@@ -1,0 +1,325 @@
+"""V$LOGMNR_CONTENTS rows to raw changes: the code the live reader and the replay share.
+
+``ContentsRow`` is one row of the view (the columns ``CONTENTS_COLUMNS`` lists; Oracle
+Database Reference, "V$LOGMNR_CONTENTS"). ``ChangeAssembler`` turns rows, in the order the
+view returns them (redo order, so SCNs never decrease), into ``cdc_core.events`` raw changes:
+
+- ``OPERATION_CODE`` 6 START -> ``Begin``; 7 COMMIT -> ``Commit`` at the commit's SCN, its
+  ``TIMESTAMP`` (server wall clock) as ``commit_ts``; 36 ROLLBACK -> ``Rollback``.
+- 1 INSERT, 2 DELETE, 3 UPDATE -> ``RowChange`` located by ``ROW_ID``, images typed by
+  ``redo_values.row_images``; a delete's before-image also takes its ``SQL_UNDO`` (an
+  insert of the whole old row, whatever the supplemental logging).
+- ``ROLLBACK = 1`` on a DML row: the redo of undoing an earlier change of the same
+  transaction (rollback to savepoint, failed statement, or a full rollback replayed row by
+  row) -> ``PartialRollback`` of the latest change to that ROWID.
+- ``CSF = 1``: SQL_REDO/SQL_UNDO longer than 4000 bytes continue in the next row(s); the
+  pieces are joined into one statement ("CSF: Continuation SQL flag", same reference).
+- Row movement (an update of a partitioned table's partition key with ROW MOVEMENT
+  enabled) is redone as a delete from the old partition and an insert into the new one in
+  one redo record: a DELETE immediately followed by an INSERT of the same table, transaction,
+  SCN and ``RS_ID`` becomes one update with ``new_locator`` = the new ROWID.
+- 5 DDL of a captured table: ``TRUNCATE`` -> a ``t`` change; a column change ->
+  ``DictionaryMismatchError``; other DDL (indexes, grants) is ignored.
+- 34 MISSING_SCN -> ``MissingLogError``; LOB locator operations and 255 UNSUPPORTED rows
+  of a captured table, and ``STATUS = 2`` rows -> errors naming the table and the SCN.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.source import TableDescription
+from connectors.base import SourceColumn, TableSchema, arrow_type_of
+from connectors.oracle.errors import (
+    DictionaryMismatchError,
+    MissingLogError,
+    RedoParseError,
+    UnsupportedRedoError,
+)
+from connectors.oracle.position import scn_position
+from connectors.oracle.redo_parser import parse_redo
+from connectors.oracle.redo_values import row_images
+from connectors.oracle.types import OracleColumn, logical_type
+
+logger = logging.getLogger(__name__)
+
+CONTENTS_COLUMNS = (
+    "SCN", "TIMESTAMP", "XID", "OPERATION_CODE", "OPERATION", "SEG_OWNER", "TABLE_NAME",
+    "ROW_ID", "CSF", "ROLLBACK", "RS_ID", "SSN", "STATUS", "INFO", "SQL_REDO", "SQL_UNDO",
+)  # fmt: skip
+"""The V$LOGMNR_CONTENTS columns read, in query order (also the replay file's keys)."""
+
+INSERT, DELETE, UPDATE, DDL, START, COMMIT = 1, 2, 3, 5, 6, 7
+MISSING_SCN, ROLLBACK, UNSUPPORTED = 34, 36, 255
+LOB_OPERATIONS = frozenset({9, 10, 11, 29})  # SELECT_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE
+_DML = {INSERT: "c", DELETE: "d", UPDATE: "u"}
+_TIMESTAMP_TEXT = "%Y-%m-%d %H:%M:%S"
+NULL_ROWID = "AAAAAAAAAAAAAAAAAA"  # what LogMiner shows where a row has no ROWID (IOTs)
+_COLUMN_DDL = re.compile(
+    r"^\s*(alter\s+table\s+\S+\s+(add|modify|drop\s+(column|unused|\()|rename\s+column"
+    r"|set\s+unused)|drop\s+table|rename\s)",
+    re.IGNORECASE,
+)
+_NOT_COLUMN_DDL = re.compile(
+    r"\b(add|drop)\s+(constraint|primary|unique|foreign|check|supplemental|partition)",
+    re.IGNORECASE,
+)
+_TRUNCATE = re.compile(r"^\s*truncate\s+table\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ContentsRow:
+    """One V$LOGMNR_CONTENTS row, as much of it as replcheck reads."""
+
+    scn: int
+    timestamp: dt.datetime
+    xid: str
+    operation_code: int
+    operation: str | None = None
+    seg_owner: str | None = None
+    table_name: str | None = None
+    row_id: str | None = None
+    csf: int = 0
+    rollback: int = 0
+    rs_id: str | None = None
+    ssn: int | None = None
+    status: int = 0
+    info: str | None = None
+    sql_redo: str | None = None
+    sql_undo: str | None = None
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ContentsRow:
+        """A row from ``{column: value}`` (a cursor row zipped with ``CONTENTS_COLUMNS``, or a
+        replay file line). ``XID`` may be bytes (RAW) or hex text; ``TIMESTAMP`` a datetime
+        or ``YYYY-MM-DD HH24:MI:SS`` text."""
+        unknown = set(record) - set(CONTENTS_COLUMNS) - {"COMMIT_SCN", "THREAD#"}
+        if unknown:
+            raise RedoParseError(f"unknown V$LOGMNR_CONTENTS columns {sorted(unknown)}")
+        stamp, xid = record["TIMESTAMP"], record["XID"]
+        texts = ("OPERATION", "SEG_OWNER", "TABLE_NAME", "ROW_ID", "RS_ID", "INFO")
+        return cls(
+            scn=int(record["SCN"]),
+            timestamp=stamp if isinstance(stamp, dt.datetime) else _timestamp(stamp),
+            xid=xid.hex().upper() if isinstance(xid, bytes) else str(xid).upper(),
+            operation_code=int(record["OPERATION_CODE"]),
+            **{name.lower(): record.get(name) for name in texts},
+            csf=int(record.get("CSF") or 0),
+            rollback=int(record.get("ROLLBACK") or 0),
+            ssn=None if record.get("SSN") is None else int(record["SSN"]),
+            status=int(record.get("STATUS") or 0),
+            sql_redo=record.get("SQL_REDO"),
+            sql_undo=record.get("SQL_UNDO"),
+        )
+
+    def to_record(self) -> dict[str, object]:
+        """The replay file's JSON object for this row (the inverse of ``from_record``)."""
+        record: dict[str, object] = {name: getattr(self, name.lower()) for name in CONTENTS_COLUMNS}
+        record["TIMESTAMP"] = self.timestamp.strftime(_TIMESTAMP_TEXT)
+        return record
+
+    @property
+    def table(self) -> str:
+        """``OWNER.TABLE``, the name ``RowChange.table`` carries."""
+        return f"{self.seg_owner}.{self.table_name}"
+
+
+def _timestamp(text: object) -> dt.datetime:
+    try:
+        return dt.datetime.strptime(str(text), _TIMESTAMP_TEXT)
+    except ValueError as exc:
+        raise RedoParseError(f"TIMESTAMP {text!r} is not YYYY-MM-DD HH24:MI:SS") from exc
+
+
+def schema_from_dictionary(
+    table: str, rows: Iterable[tuple[str, str, int | None, int | None, str]], key: tuple[str, ...]
+) -> TableSchema:
+    """A ``TableSchema`` from ALL_TAB_COLUMNS rows ``(name, data_type, precision, scale,
+    nullable)`` in column order, as ``sql.COLUMNS`` selects them."""
+    columns = []
+    for name, data_type, precision, scale, nullable in rows:
+        column = OracleColumn(name, data_type, precision, scale)
+        columns.append(
+            SourceColumn(name, column.native_type, logical_type(column), nullable == "Y")
+        )
+    return TableSchema(table, tuple(columns), key)
+
+
+class ChangeAssembler:
+    """Turns V$LOGMNR_CONTENTS rows into raw changes (see the module docstring).
+
+    Args:
+        tables: The captured tables by ``OWNER.TABLE``; rows of other tables are skipped.
+        server_zone: The zone of the server's wall clock, which ``TIMESTAMP`` is in.
+
+    Feed rows in view order with ``feed``; call ``flush`` at the end of each mining window
+    (a held DELETE waits for the row after it, which may be the INSERT of a row movement).
+    """
+
+    def __init__(self, tables: Mapping[str, TableSchema], server_zone: dt.tzinfo) -> None:
+        self.tables = dict(tables)
+        self.server_zone = server_zone
+        self._pieces: list[ContentsRow] = []
+        self._held: tuple[ContentsRow, RowChange] | None = None
+
+    def feed(self, row: ContentsRow) -> list[RawChange]:
+        """The raw changes ``row`` completes (none while a CSF statement continues)."""
+        whole = self._join(row)
+        if whole is None:
+            return []
+        held, self._held = self._held, None
+        if held is not None and _moves(held[0], whole):
+            return [self._moved(held[1], whole)]
+        out: list[RawChange] = [held[1]] if held is not None else []
+        change = self._change(whole)
+        if isinstance(change, RowChange) and change.op == "d" and whole.rollback == 0:
+            self._held = (whole, change)
+        elif change is not None:
+            out.append(change)
+        return out
+
+    def flush(self) -> list[RawChange]:
+        """The change still held back, if any (call at the end of a mining window)."""
+        held, self._held = self._held, None
+        return [] if held is None else [held[1]]
+
+    # -- CSF continuations -----------------------------------------------------------------
+    def _join(self, row: ContentsRow) -> ContentsRow | None:
+        if self._pieces and not _continues(self._pieces[0], row):
+            raise UnsupportedRedoError(
+                f"a CSF continuation of SCN {self._pieces[0].scn} is followed by an unrelated"
+                " row; mine whole SCN ranges (the contents query must not split a statement)",
+                {"scn": row.scn, "xid": row.xid},
+            )
+        if row.csf:
+            self._pieces.append(row)
+            return None
+        if not self._pieces:
+            return row
+        pieces, self._pieces = [*self._pieces, row], []
+        return replace(
+            row,
+            sql_redo="".join(piece.sql_redo or "" for piece in pieces),
+            sql_undo="".join(piece.sql_undo or "" for piece in pieces),
+        )
+
+    # -- one whole row -----------------------------------------------------------------------
+    def _change(self, row: ContentsRow) -> RawChange | None:
+        position = scn_position(row.scn)
+        code = row.operation_code
+        if code == START:
+            return Begin(row.xid, position)
+        if code == COMMIT:
+            return Commit(row.xid, position, self._commit_ts(row))
+        if code == ROLLBACK:
+            return Rollback(row.xid, position)
+        if code == MISSING_SCN:
+            raise MissingLogError(row.scn, "LogMiner reports MISSING_SCN: a redo log is missing")
+        schema = self.tables.get(row.table)
+        if schema is None:
+            return None
+        if code in _DML:
+            return self._dml(row, schema)
+        if code == DDL:
+            return self._ddl(row)
+        if code in LOB_OPERATIONS or code == UNSUPPORTED:
+            raise _unsupported(row, f"operation {row.operation or code}")
+        return None  # INTERNAL, SELECT_FOR_UPDATE ...: no row change
+
+    def _commit_ts(self, row: ContentsRow) -> dt.datetime:
+        return row.timestamp.replace(tzinfo=self.server_zone).astimezone(dt.UTC)
+
+    def _dml(self, row: ContentsRow, schema: TableSchema) -> RawChange:
+        _check_status(row)
+        if not row.row_id or row.row_id == NULL_ROWID:
+            raise _unsupported(row, "a row without ROWID (index-organized table)")
+        position = scn_position(row.scn)
+        if row.rollback:
+            return PartialRollback(row.xid, position, row.table, row.row_id)
+        op = _DML[row.operation_code]
+        redo = _statement(row.sql_redo, row, op)
+        images = row_images(redo, schema, row.scn)
+        before = images.before
+        if op == "d" and row.sql_undo:
+            undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn)
+            before = (before or {}) | (undo.after or {})
+        return RowChange(row.xid, position, op, row.table, row.row_id, images.after, before)  # type: ignore[arg-type]
+
+    def _ddl(self, row: ContentsRow) -> RawChange | None:
+        text = row.sql_redo or ""
+        if _TRUNCATE.match(text):
+            return RowChange(row.xid, scn_position(row.scn), "t", row.table, None)
+        if _COLUMN_DDL.match(text) and not _NOT_COLUMN_DDL.search(text):
+            verb = " ".join(text.split()[:2]).upper()
+            raise DictionaryMismatchError(row.table, row.scn, f"DDL {verb}")
+        logger.debug("ignoring DDL on table %s at SCN %s", row.table, row.scn)
+        return None
+
+    def _moved(self, delete: RowChange, insert: ContentsRow) -> RowChange:
+        _check_status(insert)
+        statement = _statement(insert.sql_redo, insert, "c")
+        images = row_images(statement, self.tables[insert.table], insert.scn)
+        return replace(delete, op="u", after=images.after, new_locator=insert.row_id)
+
+
+def _moves(delete: ContentsRow, row: ContentsRow) -> bool:
+    """Whether ``row`` is the INSERT half of the row movement whose DELETE is ``delete``."""
+    return (
+        row.operation_code == INSERT
+        and row.rollback == 0
+        and (row.xid, row.scn, row.table) == (delete.xid, delete.scn, delete.table)
+        and row.rs_id is not None
+        and row.rs_id == delete.rs_id
+    )
+
+
+def _continues(first: ContentsRow, row: ContentsRow) -> bool:
+    return (row.scn, row.xid, row.rs_id, row.ssn) == (first.scn, first.xid, first.rs_id, first.ssn)
+
+
+def _statement(text: str | None, row: ContentsRow, op: str) -> Any:
+    if not text:
+        raise _unsupported(row, "a row change without SQL text")
+    statement = parse_redo(text)
+    if statement.op != op:
+        raise RedoParseError(
+            f"LogMiner SQL of table {row.table} at SCN {row.scn} is not the expected {op!r}",
+            {"table": row.table, "scn": row.scn},
+        )
+    return statement
+
+
+def _check_status(row: ContentsRow) -> None:
+    # STATUS 2: "the SQL is not valid"; INFO/SQL_REDO then say why (Oracle Database Utilities,
+    # "LogMiner", "Supplemental Logging" and "Options for DDL_DICT_TRACKING").
+    if row.status != 2:
+        return
+    if "dictionary" in (row.info or "").lower() or (row.sql_redo or "").startswith("Dictionary"):
+        raise DictionaryMismatchError(row.table, row.scn, f"LogMiner INFO: {row.info}")
+    raise _unsupported(row, f"a redo record LogMiner cannot render (INFO: {row.info})")
+
+
+def _unsupported(row: ContentsRow, what: str) -> UnsupportedRedoError:
+    return UnsupportedRedoError(
+        f"table {row.table} has {what} at SCN {row.scn}; replcheck cannot capture it: exclude"
+        " the table, or re-snapshot it after the change",
+        {"table": row.table, "scn": row.scn, "xid": row.xid},
+    )
+
+
+def description_of(schema: TableSchema) -> TableDescription:
+    """The lake's view of a captured table: its hashable columns and its primary key."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field(column.name, arrow_type_of(column.ltype), nullable=column.nullable)
+        for column in schema.columns
+        if column.ltype is not None
+    ]
+    return TableDescription(schema.table, pa.schema(fields), schema.primary_key)

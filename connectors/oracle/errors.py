@@ -1,0 +1,123 @@
+"""The errors of Oracle LogMiner CDC, each saying what to run to fix it.
+
+Every error carries structured context (table, SCN, XID) and never a row value: SQL_REDO
+and SQL_UNDO hold row values, so they are never quoted in a message.
+
+``from_driver_error`` maps the ORA- codes LogMiner sessions fail with to these errors
+(Oracle Database Error Messages reference; "LogMiner" chapter of Oracle Database Utilities).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cdc_core.errors import ReplcheckError, TerminalError, TransientError
+
+PRIVILEGE_FIX = (
+    "as a DBA run: GRANT CREATE SESSION, LOGMINING, SELECT ANY TRANSACTION,"
+    " FLASHBACK ANY TABLE TO <user>; GRANT EXECUTE ON DBMS_LOGMNR TO <user>;"
+    " GRANT SELECT ON V_$DATABASE, V_$LOG, V_$LOGFILE, V_$ARCHIVED_LOG, V_$STANDBY_LOG,"
+    " V_$LOGMNR_CONTENTS, V_$LOGMNR_LOGS TO <user>"
+)
+"""The grants a LogMiner reader needs (Oracle Database Utilities, "LogMiner", "Requirements
+for Using LogMiner": LOGMINING since 12c, EXECUTE on DBMS_LOGMNR, SELECT on the V$ views)."""
+
+
+class OracleLogError(TerminalError):
+    """Root of the Oracle connector's terminal errors."""
+
+
+class NotArchiveLogError(OracleLogError):
+    """The database runs in NOARCHIVELOG mode: redo is overwritten before it can be mined."""
+
+    def __init__(self, log_mode: str) -> None:
+        super().__init__(
+            f"the Oracle database is in {log_mode} mode, so redo logs are overwritten before"
+            " replcheck can mine them; as SYSDBA run: SHUTDOWN IMMEDIATE; STARTUP MOUNT;"
+            " ALTER DATABASE ARCHIVELOG; ALTER DATABASE OPEN;",
+            {"log_mode": log_mode},
+        )
+
+
+class SupplementalLoggingError(OracleLogError):
+    """Minimal supplemental logging is off: LogMiner cannot rebuild row changes reliably."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "minimal supplemental logging is off, so LogMiner cannot reconstruct chained and"
+            " migrated rows; run: ALTER DATABASE ADD SUPPLEMENTAL LOG DATA; (optionally also"
+            " ALTER TABLE <owner>.<table> ADD SUPPLEMENTAL LOG DATA (PRIMARY KEY) COLUMNS;)",
+            {"supplemental_log_data_min": "NO"},
+        )
+
+
+class LogMinerPrivilegeError(OracleLogError):
+    """The user lacks a privilege a LogMiner session needs."""
+
+    def __init__(self, action: str, detail: str) -> None:
+        super().__init__(
+            f"cannot {action}: {detail}; {PRIVILEGE_FIX}", {"action": action, "detail": detail}
+        )
+
+
+class DictionaryMismatchError(OracleLogError):
+    """A captured table's definition changed (DDL): its redo no longer matches the dictionary."""
+
+    def __init__(self, table: str, scn: int, what: str) -> None:
+        super().__init__(
+            f"table {table} changed its definition at SCN {scn} ({what}); LogMiner's online"
+            " catalog only describes the table as it is now. Re-snapshot the table (initial load"
+            f" AS OF SCN at or after {scn}) and restart capture from that snapshot's SCN, or mine"
+            " with a flat-file dictionary built before the DDL (dictionary: flat_file)",
+            {"table": table, "scn": scn},
+        )
+
+
+class MissingLogError(OracleLogError):
+    """The redo needed for an SCN is neither online nor archived any more."""
+
+    def __init__(self, scn: int, detail: str) -> None:
+        super().__init__(
+            f"the redo log covering SCN {scn} is gone ({detail}); restore it (RMAN: RESTORE"
+            f" ARCHIVELOG FROM SCN {scn};) or re-snapshot the captured tables and restart capture"
+            " at the snapshot's SCN; keep archived logs longer than the longest capture outage",
+            {"scn": scn, "detail": detail},
+        )
+
+
+class UnsupportedRedoError(OracleLogError):
+    """A redo record of a captured table that replcheck cannot turn into a row change."""
+
+
+class RedoParseError(OracleLogError):
+    """SQL_REDO/SQL_UNDO text that is not the statement shape LogMiner generates."""
+
+
+# ORA- codes (Oracle Database Error Messages): privileges, then missing or unreadable logs.
+_PRIVILEGE_CODES = frozenset({1031, 942, 6550})  # no privilege; view unseen; PLS-00201
+_MISSING_LOG_CODES = frozenset({308, 1284, 1289, 1291, 1292, 1371})
+
+
+def from_driver_error(
+    code: int, message: str, action: str, context: Mapping[str, object] | None = None
+) -> ReplcheckError:
+    """The replcheck error for an ORA- error raised while doing ``action``.
+
+    Args:
+        code: The ORA- number (``oracledb``'s ``error.code``).
+        message: The driver's message (never holds row values for these statements).
+        action: What replcheck was doing, for the message ("start LogMiner").
+        context: Structured facts to attach (SCN, log file).
+    """
+    facts = dict(context or {})
+    if code in _PRIVILEGE_CODES:
+        error: ReplcheckError = LogMinerPrivilegeError(action, f"ORA-{code:05d}: {message}")
+    elif code in _MISSING_LOG_CODES:
+        scn = facts.get("scn")
+        error = MissingLogError(
+            scn if isinstance(scn, int) else -1, f"ORA-{code:05d} while trying to {action}"
+        )
+    else:
+        error = TransientError(f"Oracle failed to {action}: ORA-{code:05d}: {message}")
+    error.context.update(facts)
+    return error

@@ -1,0 +1,10 @@
+"""Oracle positions: the SCN (system change number) is the log position (DESIGN.md)."""
+
+from __future__ import annotations
+
+from cdc_core.position import Position
+
+
+def scn_position(scn: int) -> Position:
+    """The position of SCN ``scn``; its text is the decimal SCN, as Oracle prints it."""
+    return Position(scn, str(scn))
