@@ -1,0 +1,219 @@
+"""The binlog connection: server checks, mysql-replication's stream, and its errors.
+
+Everything that talks to the server for the log reader is here, so the reader itself only
+sees events. Server errors become replcheck errors that name the fix:
+
+- 1236 (``ER_MASTER_FATAL_ERROR_READING_BINLOG``: the file or position is not there any more,
+  https://mariadb.com/kb/en/mariadb-error-code-reference/) -> ``BinlogPurgedError``;
+- 1227 / 1044 / 1045 (access denied) -> ``ReplicationPrivilegeError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.config import mask_url
+from cdc_core.errors import TransientError
+from connectors.mariadb.errors import (
+    BinlogPurgedError,
+    BinlogSetupError,
+    ReplicationPrivilegeError,
+)
+
+if TYPE_CHECKING:
+    from connectors.mariadb.log_reader import MariaDBSourceConfig
+
+ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED = 1044, 1045, 1227
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+_ACCESS_DENIED = (ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """How to reach the server, as the binlog connections need it."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    database: str
+    server_id: int
+    heartbeat_s: float
+    display: str  # the URL without its password, for messages
+
+    @classmethod
+    def from_url(
+        cls, url: str, password: str | None, config: MariaDBSourceConfig
+    ) -> StreamSettings:
+        """Settings of a SQLAlchemy URL (``mysql+pymysql://user@host:port/database``)."""
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        return cls(
+            host=parsed.host or "127.0.0.1",
+            port=parsed.port or 3306,
+            user=parsed.username or "",
+            password=password if password is not None else parsed.password,
+            database=parsed.database or "",
+            server_id=config.server_id,
+            heartbeat_s=config.heartbeat_s,
+            display=mask_url(url),
+        )
+
+    def connection(self) -> dict[str, Any]:
+        """pymysql connection arguments (the password stays out of every message)."""
+        # A dead connection must be noticed: heartbeats arrive every heartbeat_s.
+        read_timeout = max(30, int(4 * self.heartbeat_s))
+        return {
+            "host": self.host,
+            "port": self.port,
+            "user": self.user,
+            "passwd": self.password or "",
+            "connect_timeout": 10,
+            "read_timeout": read_timeout,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFacts:
+    """The server's binlog settings and end, read before streaming."""
+
+    log_bin: bool
+    binlog_format: str
+    row_metadata: str
+    log_file: str
+    offset: int
+
+    @property
+    def basename(self) -> str:
+        """The binlog files' base name (``mariadb-bin`` of ``mariadb-bin.000003``)."""
+        return self.log_file.rpartition(".")[0]
+
+    def check(self, source: str) -> None:
+        """Raise ``BinlogSetupError`` unless the binlog carries named row images."""
+        if not self.log_bin or not self.log_file:
+            raise BinlogSetupError.binlog_off(source)
+        if self.binlog_format.upper() != "ROW":
+            raise BinlogSetupError.not_row_format(source, self.binlog_format)
+        if self.row_metadata.upper() != "FULL":
+            raise BinlogSetupError.metadata_not_full(source, self.row_metadata)
+
+
+def server_facts(settings: StreamSettings) -> ServerFacts:
+    """Read the binlog settings and ``SHOW MASTER STATUS``.
+
+    Raises:
+        ReplicationPrivilegeError: The user may not see the binlog status.
+        TransientError: The server cannot be reached.
+    """
+    import pymysql
+
+    try:
+        connection = pymysql.connect(**settings.connection())
+    except pymysql.err.OperationalError as exc:
+        raise _translate(exc, settings, "") from exc
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT @@global.log_bin, @@global.binlog_format, @@global.binlog_row_metadata"
+        )
+        log_bin, binlog_format, row_metadata = cursor.fetchone()
+        try:
+            cursor.execute("SHOW MASTER STATUS")
+        except pymysql.err.MySQLError as exc:
+            raise _translate(exc, settings, "") from exc
+        status = cursor.fetchone()
+    log_file, offset = (str(status[0]), int(status[1])) if status else ("", 0)
+    return ServerFacts(bool(log_bin), str(binlog_format), str(row_metadata), log_file, offset)
+
+
+def _translate(exc: Exception, settings: StreamSettings, position: str) -> Exception:
+    """The replcheck error of a server error (or the error itself when it is none of ours)."""
+    code = exc.args[0] if exc.args else None
+    detail = str(exc.args[-1]) if exc.args else str(exc)
+    if code in _ACCESS_DENIED:
+        return ReplicationPrivilegeError.missing(settings.display, settings.user, detail)
+    if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+        return BinlogPurgedError.at(settings.display, position, detail)
+    if code in (2003, 2013, 2006):
+        return TransientError(
+            f"lost the binlog connection to {settings.display}: {detail}",
+            {"source": settings.display, "position": position},
+        )
+    return exc
+
+
+def _event_classes() -> list[type]:
+    from pymysqlreplication import event, row_event
+
+    return [
+        event.MariadbGtidEvent,
+        event.GtidEvent,
+        event.QueryEvent,
+        event.XidEvent,
+        event.XAPrepareEvent,
+        event.RotateEvent,
+        event.FormatDescriptionEvent,
+        event.HeartbeatLogEvent,
+        event.StopEvent,
+        event.MariadbGtidListEvent,
+        event.MariadbBinLogCheckPointEvent,
+        row_event.TableMapEvent,
+        row_event.WriteRowsEvent,
+        row_event.UpdateRowsEvent,
+        row_event.DeleteRowsEvent,
+    ]
+
+
+class BinlogStream:
+    """mysql-replication's ``BinLogStreamReader``, opened at a file and offset."""
+
+    def __init__(self, settings: StreamSettings, schemas: Sequence[str]) -> None:
+        self.settings = settings
+        self.schemas = list(schemas)
+        self._reader: Any = None
+
+    def events(self, log_file: str, offset: int, position: str) -> Iterator[Any]:
+        """Events from ``log_file:offset`` on, forever (blocking, with heartbeats).
+
+        Raises:
+            BinlogPurgedError: The server no longer has the binlog at ``position``.
+            ReplicationPrivilegeError: The user lacks REPLICATION SLAVE.
+        """
+        import pymysql
+        from pymysqlreplication import BinLogStreamReader
+
+        self.close()
+        self._reader = BinLogStreamReader(
+            connection_settings=self.settings.connection(),
+            server_id=self.settings.server_id,
+            # Not is_mariadb=True: with it, log_file/log_pos are ignored (GTID auto-position).
+            is_mariadb=False,
+            log_file=log_file,
+            log_pos=offset,
+            resume_stream=True,
+            blocking=True,
+            slave_heartbeat=self.settings.heartbeat_s,
+            only_events=_event_classes(),
+            only_schemas=self.schemas,
+            enable_logging=False,
+        )
+        try:
+            while True:
+                event = self._reader.fetchone()
+                if event is None:  # the server ended the dump (it was shut down)
+                    raise TransientError(
+                        f"the server {self.settings.display} ended the binlog stream",
+                        {"source": self.settings.display, "position": position},
+                    )
+                yield event
+        except pymysql.err.MySQLError as exc:
+            raise _translate(exc, self.settings, position) from exc
+
+    def close(self) -> None:
+        """Close the connections (idempotent)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None

@@ -1,0 +1,115 @@
+"""What can go wrong reading a MariaDB/MySQL binlog, each error naming the fix.
+
+Server settings: https://mariadb.com/kb/en/replication-and-binary-log-system-variables/ ;
+privileges: https://mariadb.com/kb/en/grant/#global-privileges .
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cdc_core.errors import ConfigError, TerminalError
+
+
+class BinlogSetupError(ConfigError):
+    """The server does not write a binlog replcheck can read (off, not ROW, no metadata)."""
+
+    @classmethod
+    def binlog_off(cls, source: str) -> BinlogSetupError:
+        """The server runs without ``log_bin``."""
+        return cls(
+            "the server does not write a binary log, so changes cannot be captured; start"
+            " it with log_bin (e.g. --log-bin=mariadb-bin), binlog_format=ROW and"
+            " binlog_row_metadata=FULL",
+            {"source": source, "setting": "log_bin"},
+        )
+
+    @classmethod
+    def not_row_format(cls, source: str, value: str) -> BinlogSetupError:
+        """``binlog_format`` is STATEMENT or MIXED."""
+        return cls(
+            f"binlog_format is {value}, but replcheck reads row images; run SET GLOBAL"
+            " binlog_format = 'ROW' and set binlog_format=ROW in the server's configuration",
+            {"source": source, "setting": "binlog_format", "value": value},
+        )
+
+    @classmethod
+    def metadata_not_full(cls, source: str, value: str) -> BinlogSetupError:
+        """``binlog_row_metadata`` is not FULL."""
+        return cls(
+            f"binlog_row_metadata is {value}: row events then carry no column names, so"
+            " columns cannot be told apart after an ALTER TABLE; run SET GLOBAL"
+            " binlog_row_metadata = 'FULL' and set binlog_row_metadata=FULL in the server's"
+            " configuration",
+            {"source": source, "setting": "binlog_row_metadata", "value": value},
+        )
+
+
+class BinlogMetadataError(BinlogSetupError):
+    """A table map in the log has no column names (written without FULL row metadata)."""
+
+    @classmethod
+    def for_table(cls, table: str) -> BinlogMetadataError:
+        """Rows of ``table`` were logged while ``binlog_row_metadata`` was not FULL."""
+        return cls(
+            f"the binlog has rows of table {table} without column names (they would read as"
+            " UNKNOWN_COLn): they were written while binlog_row_metadata was not FULL. Set"
+            " binlog_row_metadata=FULL on the server, then take a new snapshot and stream"
+            " from its position",
+            {"table": table, "setting": "binlog_row_metadata"},
+        )
+
+
+class ReplicationPrivilegeError(TerminalError):
+    """The user may not read the binlog."""
+
+    @classmethod
+    def missing(cls, source: str, user: str, detail: str) -> ReplicationPrivilegeError:
+        """``user`` lacks REPLICATION SLAVE / REPLICATION CLIENT (BINLOG MONITOR)."""
+        return cls(
+            f"user {user!r} may not read the binary log ({detail}); run GRANT REPLICATION"
+            f" SLAVE, REPLICATION CLIENT ON *.* TO '{user}'@'%' (REPLICATION CLIENT is called"
+            " BINLOG MONITOR since MariaDB 10.5)",
+            {"source": source, "user": user},
+        )
+
+
+class BinlogPurgedError(TerminalError):
+    """The binlog at the position to resume from is gone (server error 1236)."""
+
+    @classmethod
+    def at(cls, source: str, position: str, detail: str) -> BinlogPurgedError:
+        """The server cannot send the log from ``position``."""
+        return cls(
+            f"the binary log at {position} is no longer on the server ({detail}); the"
+            " changes since then are lost to replication: take a new snapshot of the tables"
+            " and stream from its position (and keep binlogs longer: binlog_expire_logs_seconds)",
+            {"source": source, "position": position},
+        )
+
+
+class KeyConfigError(ConfigError):
+    """A configured row key does not fit the table."""
+
+    @classmethod
+    def conflicts(
+        cls, table: str, configured: Sequence[str], primary: Sequence[str]
+    ) -> KeyConfigError:
+        """A key is configured for a table that has a different primary key."""
+        return cls(
+            f"table {table} has the primary key {list(primary)}, but the key"
+            f" {list(configured)} is configured for it; the binlog locates rows by the primary"
+            " key, so remove the configured key",
+            {"table": table},
+        )
+
+    @classmethod
+    def missing(
+        cls, table: str, configured: Sequence[str], missing: Sequence[str]
+    ) -> KeyConfigError:
+        """A configured key names columns the table does not have."""
+        return cls(
+            f"the key {list(configured)} configured for table {table} names columns"
+            f" {list(missing)} the table does not have; fix the configured key",
+            {"table": table},
+        )

@@ -1,0 +1,347 @@
+"""MariaDB's binlog as raw changes (``cdc_core.source.LogReader``).
+
+Reads the binlog with mysql-replication as a replica would (COM_BINLOG_DUMP from a file and
+offset) and turns its events into ``Begin``/``RowChange``/``Commit``/``Rollback`` in log
+order, plus ``Idle`` while the log is quiet.
+
+Positions (``connectors/mariadb/position.py``, ``file number << 32 | offset``):
+
+- ``Begin``: the end of the transaction's GTID event;
+- ``RowChange``: the start of its rows event (all rows of one event share it);
+- ``Commit``/``Rollback``: the end of the XID event, ``COMMIT`` query or ``XA COMMIT``/``XA
+  ROLLBACK`` query -- what ``binlog_snapshot_position`` reports after that transaction.
+
+So positions never go backwards, a ``Commit`` never shares its position with the next
+``Begin``, and every change can be found again from its position alone.
+
+Traps of mysql-replication, avoided here (each has a test in tests/connectors/mariadb/):
+
+- With ``is_mariadb=True`` it ignores ``log_file``/``log_pos`` and asks for GTID
+  auto-positioning (``__set_mariadb_settings`` sends an empty file name). We pass
+  ``is_mariadb=False``: the plain file+offset dump, which MariaDB serves too.
+- Starting a dump in the middle of a transaction silently drops its rows up to the next
+  table map, and knows neither the transaction's id nor its tables. A start that is not a
+  transaction boundary re-reads the binlog file from its first event and yields only what
+  lies at or after the start.
+- ``blocking=False`` ends (or reconnects in a loop) at the end of the log; we block and ask
+  the server for heartbeats, which become ``Idle`` markers.
+- Without ``binlog_row_metadata=FULL`` columns read as ``UNKNOWN_COLn``: checked at start
+  and for every table map (``BinlogMetadataError``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_core.config import Secret
+from cdc_core.errors import ConfigError
+from cdc_core.events import Begin, Commit, RawChange, Rollback
+from cdc_core.position import Position
+from cdc_core.source import Idle, TableDescription
+from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
+from connectors.mariadb.position import split_position, to_position, to_text
+from connectors.mariadb.row_changes import row_changes
+from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl, qualify
+
+logger = logging.getLogger(__name__)
+
+# MariaDB GTID event flags (https://mariadb.com/kb/en/gtid_event/).
+FL_STANDALONE, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_COMPLETED_XA = 1, 2, 64, 128
+_IGNORED_QUERIES = ("BEGIN", "SAVEPOINT", "XA END", "XA START", "ROLLBACK TO")
+
+
+@dataclass(frozen=True, slots=True)
+class MariaDBSourceConfig:
+    """A MariaDB/MySQL source of the CDC pipeline.
+
+    Args:
+        url: SQLAlchemy URL (``mysql+pymysql://user@host:port/database``), no password.
+        tables: The captured tables, ``schema.table`` or a table of the URL's database.
+        password: The user's password.
+        keys: Per table without a primary key, the columns that identify a row.
+        server_id: The replica id this reader registers with; unique among the server's
+            replicas.
+        heartbeat_s: How often the server reports that the log is quiet (``Idle``).
+    """
+
+    url: str
+    tables: tuple[str, ...]
+    password: Secret | None = None
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    server_id: int = 0x5EC0
+    heartbeat_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            raise ConfigError("a MariaDB source needs at least one table to capture")
+        if not 1 <= self.server_id < 2**32:
+            raise ConfigError(f"server_id must be in 1..2**32-1, not {self.server_id}")
+        if self.heartbeat_s <= 0:
+            raise ConfigError("heartbeat_s must be positive")
+
+
+@dataclass(slots=True)
+class _Transaction:
+    """The binlog event group being read."""
+
+    txid: str
+    begin_pos: Position
+    standalone: bool
+    begun: bool = False  # a Begin was yielded (lazily, at its first captured change)
+
+
+class MariaDBLogReader:
+    """Reads a MariaDB server's binlog as raw changes of the captured tables.
+
+    Args:
+        config: The source.
+    """
+
+    def __init__(self, config: MariaDBSourceConfig) -> None:
+        from connectors.mariadb.connector import MariaDBConnector
+
+        self.config = config
+        password = config.password.reveal() if config.password is not None else None
+        self._connector = MariaDBConnector(config.url, password)
+        self.settings = StreamSettings.from_url(config.url, password, config)
+        database = self.settings.database
+        self.tables = tuple(qualify(table, database) for table in config.tables)
+        self.keys = {qualify(t, database): tuple(k) for t, k in config.keys.items()}
+        self._streams: list[BinlogStream] = []
+
+    def describe(self, table: str) -> TableDescription:
+        """The table's current columns (as the lake stores them) and key."""
+        from connectors.mariadb.snapshot import describe_table
+
+        return describe_table(self._connector, qualify(table, self.settings.database), self.keys)
+
+    def end_position(self) -> Position:
+        """The binlog's end now (``SHOW MASTER STATUS``)."""
+        facts = server_facts(self.settings)
+        return _position(facts.log_file, facts.offset)
+
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+        """Raw changes from ``start`` on (see ``cdc_core.source.LogReader``).
+
+        Raises:
+            BinlogSetupError: The server's binlog settings cannot be read (names the fix).
+            ReplicationPrivilegeError: The user may not read the binlog.
+            BinlogPurgedError: The binlog at ``start`` is gone.
+        """
+        facts = server_facts(self.settings)
+        facts.check(self.settings.display)
+        if start is None:
+            start = _position(facts.log_file, facts.offset)
+        log_file, offset = split_position(start.value, facts.basename)
+        session = _Session(self, start, SchemaTracker(frozenset(self.tables), self.keys))
+        stream = BinlogStream(self.settings, self._schemas())
+        self._streams.append(stream)
+        try:
+            yield from session.run(stream, log_file, max(offset, 4))
+        finally:
+            stream.close()
+            self._streams.remove(stream)
+
+    def close(self) -> None:
+        """Close every open binlog connection."""
+        for stream in list(self._streams):
+            stream.close()
+        self._streams.clear()
+
+    def _schemas(self) -> list[str]:
+        return sorted({table.split(".", 1)[0] for table in self.tables})
+
+
+def _position(log_file: str, offset: int) -> Position:
+    return Position(to_position(log_file, offset), to_text(log_file, offset))
+
+
+def _utc(timestamp: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC)
+
+
+class _Session:
+    """One ``iter_changes`` call: the event-group state between binlog events."""
+
+    def __init__(self, reader: MariaDBLogReader, start: Position, tracker: SchemaTracker) -> None:
+        self.reader = reader
+        self.start = start
+        self.tracker = tracker
+        self.log_file = ""
+        self.read_to: Position = start
+        self.txn: _Transaction | None = None
+
+    def run(self, stream: BinlogStream, log_file: str, offset: int) -> Iterator[RawChange | Idle]:
+        events = stream.events(log_file, offset, self.start.text)
+        boundary = offset <= 4
+        for event in events:
+            kind = type(event).__name__
+            if kind == "RotateEvent":
+                self._rotate(event)
+                continue
+            if kind == "HeartbeatLogEvent":
+                yield Idle(self.read_to)
+                continue
+            if not event.packet.log_pos:
+                continue  # an artificial event the server sends at the start of a dump
+            if not boundary:
+                if not _starts_group(kind):
+                    yield from self._rescan(stream, log_file)
+                    return
+                boundary = True
+            yield from self._event(kind, event)
+
+    def _rescan(self, stream: BinlogStream, log_file: str) -> Iterator[RawChange | Idle]:
+        """The start is inside an event group: read its file from the top, yield from start."""
+        logger.info(
+            "position %s is inside a transaction; re-reading %s from its start",
+            self.start,
+            log_file,
+        )
+        stream.close()
+        for event in stream.events(log_file, 4, self.start.text):
+            kind = type(event).__name__
+            if kind == "RotateEvent":
+                self._rotate(event)
+            elif kind == "HeartbeatLogEvent":
+                yield Idle(max(self.read_to, self.start))
+            elif event.packet.log_pos:
+                yield from self._event(kind, event)
+
+    def _rotate(self, event: Any) -> None:
+        self.log_file = event.next_binlog
+        if event.timestamp:  # a real rotation: table ids may be reused in the next file
+            self.tracker.forget_table_ids()
+
+    def _event(self, kind: str, event: Any) -> Iterator[RawChange]:
+        end = event.packet.log_pos
+        begin = end - event.packet.event_size
+        at, after = self._at(begin), self._at(end)
+        if kind == "MariadbGtidEvent":
+            self.txn = _gtid_transaction(event, after)
+        elif kind == "TableMapEvent":
+            self.tracker.on_table_map(event)
+        elif kind in ("WriteRowsEvent", "UpdateRowsEvent", "DeleteRowsEvent"):
+            yield from self._rows(event, at)
+        elif kind == "XidEvent":
+            yield from self._finish(after, event.timestamp, commit=True)
+        elif kind == "QueryEvent":
+            yield from self._query(event, at, after)
+        elif kind == "XAPrepareEvent":
+            self.txn = None  # prepared: stays open until its XA COMMIT / XA ROLLBACK group
+        if self.log_file:
+            self.read_to = max(self.read_to, after)
+
+    def _at(self, offset: int) -> Position:
+        return _position(self.log_file, offset)
+
+    def _emit(self, change: RawChange) -> Iterator[RawChange]:
+        if change.position >= self.start:
+            yield change
+
+    def _begin(self) -> Iterator[RawChange]:
+        txn = self.txn
+        if txn is not None and not txn.begun:
+            txn.begun = True
+            yield from self._emit(Begin(txn.txid, txn.begin_pos))
+
+    def _rows(self, event: Any, at: Position) -> Iterator[RawChange]:
+        layout = self.tracker.layout(event.table_id)
+        if layout is None or self.txn is None or at < self.start:
+            return  # not captured, or before the start: not even decoded
+        yield from self._begin()
+        yield from row_changes(event, layout, self.txn.txid, at)
+
+    def _finish(self, at: Position, timestamp: int, *, commit: bool) -> Iterator[RawChange]:
+        txn, self.txn = self.txn, None
+        if txn is None or not txn.begun:
+            return
+        end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
+        yield from self._emit(end)
+
+    def _query(self, event: Any, at: Position, after: Position) -> Iterator[RawChange]:
+        query = event.query.strip()
+        upper = query[:16].upper()
+        if upper == "COMMIT":
+            yield from self._finish(after, event.timestamp, commit=True)
+        elif upper == "ROLLBACK":
+            yield from self._finish(after, event.timestamp, commit=False)
+        elif upper.startswith(("XA COMMIT", "XA ROLLBACK")):
+            yield from self._complete_xa(upper.startswith("XA COMMIT"), after, event.timestamp)
+        elif not upper.startswith(_IGNORED_QUERIES):
+            yield from self._ddl(event, query, at, after)
+
+    def _complete_xa(self, commit: bool, at: Position, timestamp: int) -> Iterator[RawChange]:
+        # The prepared transaction's rows may lie before this reader's start (a restart
+        # between XA PREPARE and XA COMMIT): always report the outcome; a buffer that
+        # does not hold the transaction ignores it.
+        txn, self.txn = self.txn, None
+        if txn is None:
+            return
+        end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
+        yield from self._emit(end)
+
+    def _ddl(self, event: Any, query: str, at: Position, after: Position) -> Iterator[RawChange]:
+        schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+        change = parse_ddl(query, schema)
+        if change is None:
+            return
+        captured = [table for table in change.tables if self.tracker.captures(table)]
+        if not captured:
+            return
+        logger.info("%s of captured tables %s at %s", change.kind, captured, at)
+        if change.kind == "rename":
+            logger.warning(
+                "captured tables %s renamed to %s: changes under the new names are"
+                " captured only if the new names are configured",
+                list(change.tables),
+                list(change.renamed_to),
+            )
+        if change.kind == "truncate" and self.txn is not None:
+            yield from self._truncate(captured, at, after, event.timestamp)
+
+    def _truncate(
+        self, tables: list[str], at: Position, after: Position, timestamp: int
+    ) -> Iterator[RawChange]:
+        from cdc_core.events import RowChange
+
+        assert self.txn is not None
+        yield from self._begin()
+        for table in tables:
+            yield from self._emit(RowChange(self.txn.txid, at, "t", table, None))
+        yield from self._finish(after, timestamp, commit=True)
+
+
+def _starts_group(kind: str) -> bool:
+    """Whether an event can be the first one read at a transaction boundary."""
+    return kind in (
+        "MariadbGtidEvent",
+        "GtidEvent",
+        "FormatDescriptionEvent",
+        "MariadbGtidListEvent",
+        "MariadbBinLogCheckPointEvent",
+        "StopEvent",
+    )
+
+
+def _gtid_transaction(event: Any, after: Position) -> _Transaction:
+    """The event group a MariaDB GTID event opens; XA groups are named by their XID."""
+    flags = event.flags
+    txid = event.gtid
+    if flags & (FL_PREPARED_XA | FL_COMPLETED_XA):
+        rest = event.packet.read(event.event_size - event.packet.read_bytes)
+        txid = _xa_txid(rest, 8 if flags & FL_GROUP_COMMIT_ID else 0)
+    return _Transaction(txid, after, standalone=bool(flags & FL_STANDALONE))
+
+
+def _xa_txid(rest: bytes, at: int) -> str:
+    """``xa-<formatID>-<gtrid hex>-<bqual hex>``: the same for XA PREPARE and its outcome."""
+    format_id = struct.unpack_from("<I", rest, at)[0]
+    gtrid_length, bqual_length = rest[at + 4], rest[at + 5]
+    data = rest[at + 6 : at + 6 + gtrid_length + bqual_length]
+    return f"xa-{format_id}-{data[:gtrid_length].hex()}-{data[gtrid_length:].hex()}"

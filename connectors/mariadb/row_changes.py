@@ -1,0 +1,61 @@
+"""One binlog rows event as ``RowChange`` values.
+
+Insert events carry an after-image, delete events a before-image, update events both; with
+``binlog_row_image=MINIMAL`` a before-image holds only the primary key and an after-image
+only the columns the statement set, and with ``NOBLOB`` unchanged BLOB/TEXT columns are
+left out (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_image).
+Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Mapping
+from typing import Any
+
+from cdc_core.errors import TerminalError
+from cdc_core.events import ABSENT, RowChange
+from cdc_core.position import Position
+from connectors.mariadb.binlog_values import iter_images
+from connectors.mariadb.schema_tracker import TableLayout
+
+
+def row_changes(
+    event: Any, layout: TableLayout, txid: str, position: Position
+) -> Iterator[RowChange]:
+    """The changes of a mysql-replication rows event whose header has been read.
+
+    The rows are decoded here from the event's remaining bytes (``binlog_values``), never
+    by mysql-replication.
+    """
+    kind = type(event).__name__
+    data = event.packet.read(event.event_size - event.packet.read_bytes)
+    bitmaps = [event.columns_present_bitmap]
+    if kind == "UpdateRowsEvent":
+        bitmaps.append(event.columns_present_bitmap2)
+    for images in iter_images(layout.codecs, bitmaps, data):
+        if kind == "WriteRowsEvent":
+            after = images[0]
+            yield RowChange(
+                txid, position, "c", layout.table, _locator(layout, after, position), after
+            )
+        elif kind == "UpdateRowsEvent":
+            before, after = images
+            locator = _locator(layout, before, position)
+            yield RowChange(txid, position, "u", layout.table, locator, after, before)
+        else:
+            before = images[0]
+            locator = _locator(layout, before, position)
+            yield RowChange(txid, position, "d", layout.table, locator, None, before)
+
+
+def _locator(layout: TableLayout, image: Mapping[str, object], position: Position) -> Hashable:
+    key = tuple(image.get(column, ABSENT) for column in layout.key)
+    if any(value is ABSENT for value in key):
+        missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]
+        raise TerminalError(
+            f"a row of table {layout.table} at {position} does not carry its key columns"
+            f" {missing} ({layout.key_source}); give the table a primary key or configure a"
+            " key the binlog's row images carry",
+            {"table": layout.table, "position": position.text},
+        )
+    return key

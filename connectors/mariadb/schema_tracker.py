@@ -1,0 +1,246 @@
+"""The schema in force at each binlog position: table maps and the DDL between them.
+
+With ``binlog_row_metadata=FULL`` every table map event carries the table's column names,
+types, signedness, character sets, ENUM/SET values and primary key *as they were when the
+row events after it were written* (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_metadata).
+So rows are decoded with the layout of the table map their event refers to by table id,
+never with ``information_schema`` (which holds today's schema, not the schema at the
+event) and never with "the last table map seen" (a trigger's statement maps several tables
+before its row events). DDL statements in the log (ALTER, RENAME, TRUNCATE, DROP, CREATE
+... SELECT) are recognised here: TRUNCATE becomes a ``t`` change, the others invalidate what
+``describe`` cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from connectors.mariadb.binlog_values import ColumnCodec, decoder_of, kept_type
+from connectors.mariadb.errors import BinlogMetadataError, KeyConfigError
+
+logger = logging.getLogger(__name__)
+
+KeySource = Literal["primary key", "configured key", "all columns"]
+
+
+@dataclass(frozen=True, slots=True)
+class TableLayout:
+    """How the rows of one table map are decoded and located.
+
+    Args:
+        table: ``schema.table``.
+        codecs: One per column of the table map, in column order.
+        key: The columns whose values, in this order, form a row's locator.
+        key_source: Where ``key`` came from.
+    """
+
+    table: str
+    codecs: tuple[ColumnCodec, ...]
+    key: tuple[str, ...]
+    key_source: KeySource
+
+
+DdlKind = Literal["truncate", "rename", "alter", "drop", "create"]
+
+
+@dataclass(frozen=True, slots=True)
+class DdlChange:
+    """A DDL statement of the log, as far as replication cares.
+
+    Args:
+        kind: What the statement does.
+        tables: The tables it acts on (``schema.table``).
+        renamed_to: For ``rename``, the new name of each table in ``tables``.
+    """
+
+    kind: DdlKind
+    tables: tuple[str, ...]
+    renamed_to: tuple[str, ...] = ()
+
+
+_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+_QUALIFIED = rf"({_NAME}(?:\s*\.\s*{_NAME})?)"
+_COMMENTS = re.compile(r"/\*.*?\*/|#[^\n]*|--\s[^\n]*", re.S)
+_TRUNCATE = re.compile(rf"^TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
+_RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
+_RENAME_PAIR = re.compile(rf"{_QUALIFIED}\s+(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+{_QUALIFIED}", re.I)
+_ALTER = re.compile(
+    rf"^ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}(.*)$",
+    re.I | re.S,
+)
+_ALTER_RENAME = re.compile(rf"\bRENAME\s+(?:TO\s+|AS\s+)?{_QUALIFIED}\s*(?:,|$)", re.I)
+_DROP = re.compile(r"^DROP\s+(?:TEMPORARY\s+)?TABLES?\s+(?:IF\s+EXISTS\s+)?(.*)$", re.I | re.S)
+_CREATE = re.compile(
+    rf"^CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_QUALIFIED}", re.I
+)
+
+
+def _unquote(name: str) -> str:
+    name = name.strip()
+    if name.startswith("`"):
+        return name[1:-1].replace("``", "`")
+    return name
+
+
+def qualify(name: str, default_schema: str) -> str:
+    """``schema.table`` of a possibly quoted, possibly unqualified SQL table name."""
+    parts = re.findall(_NAME, name)
+    if len(parts) == 2:
+        return f"{_unquote(parts[0])}.{_unquote(parts[1])}"
+    return f"{default_schema}.{_unquote(parts[0])}"
+
+
+def parse_ddl(query: str, default_schema: str) -> DdlChange | None:
+    """The DDL change a query event makes, or ``None`` for anything else."""
+    sql = _COMMENTS.sub(" ", query).strip()
+    if match := _TRUNCATE.match(sql):
+        return DdlChange("truncate", (qualify(match[1], default_schema),))
+    if match := _RENAME.match(sql):
+        pairs = _RENAME_PAIR.findall(match[1])
+        olds = tuple(qualify(old, default_schema) for old, _ in pairs)
+        return DdlChange("rename", olds, tuple(qualify(new, default_schema) for _, new in pairs))
+    if match := _ALTER.match(sql):
+        table = qualify(match[1], default_schema)
+        if renamed := _ALTER_RENAME.search(match[2]):
+            return DdlChange("rename", (table,), (qualify(renamed[1], default_schema),))
+        return DdlChange("alter", (table,))
+    if match := _DROP.match(sql):
+        names = re.findall(_QUALIFIED, match[1].split(" RESTRICT")[0].split(" CASCADE")[0])
+        return DdlChange("drop", tuple(qualify(name, default_schema) for name in names))
+    if match := _CREATE.match(sql):
+        return DdlChange("create", (qualify(match[1], default_schema),))
+    return None
+
+
+@dataclass(slots=True)
+class SchemaTracker:
+    """Table layouts by table id, for the captured tables only.
+
+    Args:
+        tables: The captured tables, ``schema.table``.
+        keys: Per table, a configured key for tables without a primary key.
+    """
+
+    tables: frozenset[str]
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    _layouts: dict[int, tuple[object, TableLayout]] = field(default_factory=dict)
+    _warned: set[str] = field(default_factory=set)
+
+    def captures(self, table: str) -> bool:
+        """Whether changes of ``table`` are read."""
+        return table in self.tables
+
+    def on_table_map(self, event: Any) -> TableLayout | None:
+        """The layout of a table map event; ``None`` for a table that is not captured.
+
+        Raises:
+            BinlogMetadataError: The table map has no column names.
+            KeyConfigError: A configured key names columns the table does not have.
+        """
+        table = f"{event.schema}.{event.table}"
+        if not self.captures(table):
+            return None
+        fingerprint = _fingerprint(event)
+        cached = self._layouts.get(event.table_id)
+        if cached is not None and cached[0] == fingerprint:
+            return cached[1]
+        layout = self._build(table, event)
+        self._layouts[event.table_id] = (fingerprint, layout)
+        return layout
+
+    def layout(self, table_id: int) -> TableLayout | None:
+        """The layout the last table map with ``table_id`` set; ``None`` if not captured."""
+        cached = self._layouts.get(table_id)
+        return cached[1] if cached else None
+
+    def forget_table_ids(self) -> None:
+        """Table ids are per server run: a new binlog file may reuse them for other tables."""
+        self._layouts.clear()
+
+    def _build(self, table: str, event: Any) -> TableLayout:
+        names = [column.name for column in event.columns]
+        if any(not name for name in names):
+            raise BinlogMetadataError.for_table(table)
+        codecs = tuple(_codec(table, column) for column in event.columns)
+        kept = [codec.name for codec in codecs if codec.kept]
+        key, source = choose_key(table, kept, _primary_key(event, names), self.keys.get(table))
+        if source != "primary key" and table not in self._warned:
+            self._warned.add(table)
+            logger.warning(key_warning(table, key, source))
+        return TableLayout(table, codecs, key, source)
+
+
+def choose_key(
+    table: str,
+    columns: Sequence[str],
+    primary: Sequence[str],
+    configured: Sequence[str] | None,
+) -> tuple[tuple[str, ...], KeySource]:
+    """The columns that locate a row: the primary key, else the configured key, else all.
+
+    Raises:
+        KeyConfigError: A key is configured for a table whose primary key differs (the
+            binlog's MINIMAL before-image carries only the primary key), or it names
+            columns the table does not have.
+    """
+    configured = tuple(configured or ())
+    if primary:
+        if configured and configured != tuple(primary):
+            raise KeyConfigError.conflicts(table, configured, primary)
+        return tuple(primary), "primary key"
+    if configured:
+        missing = [column for column in configured if column not in columns]
+        if missing:
+            raise KeyConfigError.missing(table, configured, missing)
+        return configured, "configured key"
+    return tuple(columns), "all columns"
+
+
+def key_warning(table: str, key: Sequence[str], source: KeySource) -> str:
+    """What to tell the user about a table located without a primary key."""
+    if source == "configured key":
+        return (
+            f"table {table} has no primary key; rows are located by the configured key {list(key)}"
+        )
+    return (
+        f"table {table} has no primary key and no configured key; rows are located by all"
+        " their columns (two equal rows cannot be told apart: configure a key for the table)"
+    )
+
+
+def _codec(table: str, column: Any) -> ColumnCodec:
+    from connectors.mariadb.binlog_values import UnsupportedColumnError
+
+    decode = decoder_of(column)
+    if decode is None:
+        raise UnsupportedColumnError(
+            f"column {column.name} of table {table} has binlog type {column.type}, which"
+            " replcheck cannot decode; exclude the table",
+            {"table": table, "column": column.name},
+        )
+    return ColumnCodec(column.name, decode, kept_type(column.type))
+
+
+def _primary_key(event: Any, names: Sequence[str]) -> tuple[str, ...]:
+    metadata = getattr(event, "optional_metadata", None)
+    indexes = list(getattr(metadata, "simple_primary_key_list", None) or [])
+    if not indexes:
+        with_prefix = getattr(metadata, "primary_keys_with_prefix", None) or {}
+        indexes = list(with_prefix)
+    return tuple(names[index] for index in indexes)
+
+
+def _fingerprint(event: Any) -> object:
+    """What a layout depends on; table maps repeat before every statement."""
+    return (
+        event.schema,
+        event.table,
+        tuple(
+            tuple(sorted(column.data.items(), key=lambda item: item[0])) for column in event.columns
+        ),
+        tuple(getattr(event.optional_metadata, "simple_primary_key_list", None) or ()),
+    )
