@@ -38,7 +38,8 @@ Payload per logical type (all text is ASCII unless stated):
 - ``string``: UTF-8. With ``trim_char``, trailing U+0020 of ``char`` columns are dropped;
   with ``case_insensitive``, the text is lower-cased (Unicode default mapping).
 - ``bytes``: the bytes themselves.
-- ``boolean``: ``1`` or ``0``.
+- ``boolean``: ``1`` or ``0``; an integer is true when it is not zero, as MariaDB reads its
+  BOOLEAN, which is TINYINT(1) (https://mariadb.com/kb/en/boolean/).
 - ``date``: days since 1970-01-01 as a signed decimal integer.
 - ``time``: microseconds since midnight (signed: MySQL TIME is a duration); a value may be
   given as a ``time``, a ``timedelta`` or an integer count of microseconds.
@@ -312,7 +313,7 @@ def _bytes(ltype: BytesType, options: ComparisonOptions) -> PayloadEncoder:
 @_encoder_for.register
 def _boolean(ltype: BooleanType, options: ComparisonOptions) -> PayloadEncoder:
     def encode(value: Any) -> bytes:
-        if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        if isinstance(value, int):  # bool is an int too
             return b"1" if value else b"0"
         raise _type_error(ltype, value)
 

@@ -8,8 +8,8 @@ engines: ``replcheck check-contract``) holds one row per line::
 
 Values by logical type: ``integer`` a JSON number; ``decimal`` a string; ``float`` a string
 read by ``float()`` (so ``nan``, ``inf``, ``-0.0`` work); ``string``/``char``/``json`` a
-string; ``bytes`` hex; ``boolean`` a bool; ``date`` ISO; ``time`` ISO time of day, or
-``{"duration_micros": n}``; ``timestamp`` naive ISO; ``timestamp_tz`` ISO with offset;
+string; ``bytes`` hex; ``boolean`` a bool, or an integer (a TINYINT(1)); ``date`` ISO;
+``time`` ISO time of day, or ``{"duration_micros": n}``; ``timestamp`` naive ISO; ``timestamp_tz`` ISO with offset;
 ``uuid`` a string, or ``{"bytes": hex}``; ``interval`` ``{"micros": n}`` or
 ``{"months": n}``; ``null`` is SQL NULL.
 """
@@ -143,7 +143,7 @@ def to_python(ltype: LogicalType, value: Any) -> Any:
         FloatType: float,
         StringType: str,
         JsonType: str,
-        BooleanType: bool,
+        BooleanType: _boolean,
         BytesType: bytes.fromhex,
         DateType: dt.date.fromisoformat,
         TimestampType: dt.datetime.fromisoformat,
@@ -164,6 +164,11 @@ def to_python(ltype: LogicalType, value: Any) -> Any:
     raise TypeError(f"no vector codec for {ltype}")
 
 
+def _boolean(value: bool | int) -> bool | int:
+    """A JSON ``true``/``false``, or an integer as a TINYINT(1) column hands it over."""
+    return value
+
+
 def spark_type_of(ltype: LogicalType, value: Any) -> Any:
     """The Spark type a reader would produce for this logical type and value shape."""
     from pyspark.sql import types as T
@@ -182,6 +187,8 @@ def spark_type_of(ltype: LogicalType, value: Any) -> Any:
         return T.BinaryType() if isinstance(value, dict) else T.StringType()
     if isinstance(ltype, IntervalType):
         return T.LongType() if value is not None and "months" in value else T.DayTimeIntervalType()
+    if isinstance(ltype, BooleanType) and type(value) is int:
+        return T.LongType()  # a TINYINT(1) compared as boolean
     simple = {
         StringType: T.StringType(),
         JsonType: T.StringType(),

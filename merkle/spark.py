@@ -254,6 +254,8 @@ def payload_column(
     elif isinstance(ltype, BooleanType):
         if isinstance(dtype, T.BooleanType):
             return _text(F.when(value, F.lit("1")).when(~value, F.lit("0")))  # NULL stays NULL
+        if isinstance(dtype, T.IntegralType):  # a TINYINT(1): true when not zero
+            return _text(F.when(value != 0, F.lit("1")).when(value == 0, F.lit("0")))
     elif isinstance(ltype, DateType):
         if isinstance(dtype, T.DateType):
             return _text(F.unix_date(value).cast("string"))

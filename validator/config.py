@@ -13,7 +13,8 @@ A minimal file::
         columns: {exclude: [etl_loaded_at], map: {customer: customer_id}, sensitive: [email]}
         options: {timestamp_precision: 3, float_digits: 12, trim_char: true}
 
-``columns.map`` maps source column names to target column names. ``options`` takes the
+``columns.map`` maps source column names to target column names; ``columns.boolean`` lists
+integer columns compared as booleans (MariaDB's BOOLEAN is TINYINT(1)). ``options`` takes the
 keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` (tree size).
 """
 
@@ -59,11 +60,13 @@ class TableRef:
 
 @dataclass(frozen=True, slots=True)
 class ColumnRules:
-    """Which columns take part, how source names map to target names, which are sensitive."""
+    """Which columns take part, how source names map to target names, which are sensitive,
+    and which integer columns hold booleans (source names)."""
 
     exclude: tuple[str, ...] = ()
     rename: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     sensitive: tuple[str, ...] = ()
+    boolean: tuple[str, ...] = ()
 
     def target_name(self, source_name: str) -> str:
         """The target's name for a source column."""
@@ -162,7 +165,7 @@ def _read_table(
 def _read_columns(section: Section | None) -> ColumnRules:
     if section is None:
         return ColumnRules()
-    section.check_keys(["exclude", "map", "sensitive"])
+    section.check_keys(["exclude", "map", "sensitive", "boolean"])
     rename = section.optional_child("map")
     mapping = {}
     if rename is not None:
@@ -172,6 +175,7 @@ def _read_columns(section: Section | None) -> ColumnRules:
         exclude=section.names("exclude"),
         rename=MappingProxyType(mapping),
         sensitive=section.names("sensitive"),
+        boolean=section.names("boolean"),
     )
 
 

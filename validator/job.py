@@ -18,12 +18,13 @@ from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
 from cdc_core.lake import LakeTable, changelog_files, high_water_mark
 from connectors.base import Connector, TableSchema, connector_for
+from merkle.options import TimeRounding
 from validator.compare import CompareSettings, Side, compare_sides
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.lake_target import lake_state_at
 from validator.positions import SourcePositions, read_positions, wait_for_lake
 from validator.recheck import LiveTable, can_recheck, confirm
-from validator.reconcile import Reconciled, logical_type_of_arrow, reconcile
+from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 from validator.result import (
     SCHEMA_VERSION,
     ComparisonResult,
@@ -65,6 +66,11 @@ def _target_types(connection: ConnectionConfig, table: str) -> dict[str, Any]:
         return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
     reflected = _connector(connection).reflect(table)
     return {c.name: c.ltype for c in reflected.columns}
+
+
+def _target_rounding(connection: ConnectionConfig) -> TimeRounding | None:
+    """How the target's product rounds stored times (unknown for a lake's writer)."""
+    return None if connection.lake is not None else _connector(connection).timestamp_rounding()
 
 
 def _lake_side(
@@ -137,6 +143,8 @@ def run_comparison(
         rules.exclude,
         rules.sensitive,
         comparison.options,
+        boolean=rules.boolean,
+        rounding=SideRounding(connector.timestamp_rounding(), _target_rounding(target_connection)),
     )
     names = reconciled.layout.names
     source, positions = _read_source_once(spark, connector, schema, names, key)

@@ -4,23 +4,37 @@ For each column pair the less precise logical type wins (with a warning), a side
 stores a richer type as text (JSON or UUID kept as a string in the lake) is read as the
 richer type, and incompatible pairs or columns missing on one side become schema
 differences — reported, never a crash — and are left out of the row hash.
+
+Integer columns the comparison lists under ``columns.boolean`` are compared as booleans
+(MariaDB's BOOLEAN is TINYINT(1)). When one side keeps a time at a lower precision than
+the other, that side's product rounded it when it was stored, so unless the comparison
+names a ``timestamp_rounding``, the other side is reduced by the same product's rule.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdc_core.errors import ConfigError
 from merkle import types as lt
 from merkle.layout import ColumnSpec, RowLayout
-from merkle.options import ComparisonOptions
+from merkle.options import DEFAULT_ROUNDING, ComparisonOptions, TimeRounding
 from validator.result import SchemaDifference
 
 log = logging.getLogger(__name__)
 
 _TEXTUAL = (lt.JsonType, lt.UuidType)
+_TEMPORAL = (lt.TimeType, lt.TimestampType, lt.TimestampTzType)
+
+
+@dataclass(frozen=True, slots=True)
+class SideRounding:
+    """How each side's product rounds the times it stores (None: unknown or never)."""
+
+    source: TimeRounding | None = None
+    target: TimeRounding | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,30 +84,92 @@ def reconcile(
     exclude: Sequence[str],
     sensitive: Sequence[str],
     options: ComparisonOptions,
+    *,
+    boolean: Sequence[str] = (),
+    rounding: SideRounding = SideRounding(),
 ) -> Reconciled:
-    """Build the row layout of a comparison from both sides' columns (in source order)."""
+    """Build the row layout of a comparison from both sides' columns (in source order).
+
+    ``boolean`` lists source columns whose integers are compared as booleans; ``rounding``
+    says how each side's product rounds stored times (see ``choose_rounding``).
+    """
+    _check_boolean_names(boolean, source)
     specs: list[ColumnSpec] = []
     names: dict[str, str] = {}
     differences: list[SchemaDifference] = []
+    rounded_by: dict[str, TimeRounding | None] = {}
     for name, source_type in source.items():
         if name in exclude:
             continue
         target_name = rename.get(name, name)
-        problem, ltype = _pair(name, source_type, target.get(target_name), target_name in target)
+        target_type = target.get(target_name)
+        if name in boolean:
+            source_type = _as_boolean(name, source_type, "source")
+            target_type = _as_boolean(name, target_type, "target")
+        problem, ltype = _pair(name, source_type, target_type, target_name in target)
         if problem is not None:
             differences.append(SchemaDifference(name, problem))
             continue
-        assert ltype is not None
+        assert ltype is not None and source_type is not None and target_type is not None
         specs.append(ColumnSpec(name, ltype, sensitive=name in sensitive))
         names[name] = target_name
+        if _fraction_digits(source_type) != _fraction_digits(target_type):
+            coarser = _fraction_digits(source_type) < _fraction_digits(target_type)
+            rounded_by[name] = rounding.source if coarser else rounding.target
     claimed = {rename.get(name, name) for name in source}  # matched, even if not comparable
     extra = sorted(set(target) - claimed)
     differences += [SchemaDifference(name, "extra in target") for name in extra]
     missing_keys = [k for k in key if k not in names]
     if missing_keys:
         raise ConfigError(f"key columns {missing_keys} are not comparable on both sides")
-    layout = RowLayout(tuple(specs), tuple(key), options)
+    layout = RowLayout(tuple(specs), tuple(key), choose_rounding(options, rounded_by))
     return Reconciled(layout, names, tuple(differences))
+
+
+def _fraction_digits(ltype: lt.LogicalType) -> int:
+    """Fractional-second digits a side keeps (an integer time is lake microseconds)."""
+    if isinstance(ltype, _TEMPORAL):
+        return ltype.precision
+    return lt.MAX_FRACTION_DIGITS
+
+
+def choose_rounding(
+    options: ComparisonOptions, rounded_by: Mapping[str, TimeRounding | None]
+) -> ComparisonOptions:
+    """``options`` with the rounding rule in effect: the configured one, else the rule of
+    the product that stored the lower precision (``rounded_by``: column -> that rule)."""
+    if options.timestamp_rounding is not None:
+        return options
+    rules = {column: rule for column, rule in rounded_by.items() if rule is not None}
+    if not rules:
+        return replace(options, timestamp_rounding=DEFAULT_ROUNDING)
+    chosen = next(iter(rules.values()))
+    if len(set(rules.values())) > 1:
+        log.warning(
+            "times were rounded by products with different rules (%s); comparing with %s, so"
+            " exact halves may differ: set options.timestamp_rounding or split the comparison",
+            ", ".join(f"{column}: {rule}" for column, rule in rules.items()),
+            chosen,
+        )
+    else:
+        log.info("comparing times rounded as %s, as the product that stored them", chosen)
+    return replace(options, timestamp_rounding=chosen)
+
+
+def _check_boolean_names(boolean: Sequence[str], source: Mapping[str, object]) -> None:
+    unknown = sorted(set(boolean) - set(source))
+    if unknown:
+        raise ConfigError(f"columns.boolean lists columns the source does not have: {unknown}")
+
+
+def _as_boolean(name: str, ltype: lt.LogicalType | None, side: str) -> lt.LogicalType | None:
+    """A column listed in ``columns.boolean``: its integers are booleans on this side."""
+    if ltype is None or isinstance(ltype, lt.BooleanType | lt.IntegerType):
+        return None if ltype is None else lt.BooleanType()
+    raise ConfigError(
+        f"columns.boolean lists {name}, which is {ltype} on the {side} side; only integer"
+        " columns (such as MariaDB's TINYINT(1)) can be compared as boolean"
+    )
 
 
 def _pair(
@@ -109,7 +185,13 @@ def _pair(
         return f"type not supported on the {side} side", None
     ltype = reconcile_pair(source_type, target_type)
     if ltype is None:
-        return f"incompatible types {source_type} (source) and {target_type} (target)", None
+        problem = f"incompatible types {source_type} (source) and {target_type} (target)"
+        if {type(source_type), type(target_type)} == {lt.IntegerType, lt.BooleanType}:
+            problem += (
+                "; MariaDB keeps BOOLEAN as TINYINT(1): to compare it as a boolean, list it"
+                f" in the comparison's columns: {{boolean: [{name}]}}"
+            )
+        return problem, None
     if ltype not in (source_type, target_type) or source_type != target_type:
         log.warning(
             "column %s: comparing %s (source) with %s (target) as %s",

@@ -89,6 +89,7 @@ def bytes_cases() -> Iterator[Case]:
 
 def boolean_cases() -> Iterator[Case]:
     yield from _single("boolean", [True, False, None])
+    yield from _single("boolean", [1, 0, 127, -128, 2])  # TINYINT(1): not zero is true
 
 
 def date_cases() -> Iterator[Case]:

@@ -7,8 +7,8 @@ import pytest
 
 from cdc_core.errors import ConfigError
 from merkle import types as lt
-from merkle.options import ComparisonOptions
-from validator.reconcile import logical_type_of_arrow, reconcile, reconcile_pair
+from merkle.options import ComparisonOptions, TimeRounding
+from validator.reconcile import SideRounding, logical_type_of_arrow, reconcile, reconcile_pair
 
 
 @pytest.mark.parametrize(
@@ -83,3 +83,111 @@ def test_lake_arrow_types_map_to_logical_types() -> None:
     assert logical_type_of_arrow(pa.float32()) == lt.FloatType(32)
     assert logical_type_of_arrow(pa.int32()) == lt.IntegerType()
     assert logical_type_of_arrow(pa.list_(pa.int32())) is None
+
+
+def _one_column(
+    source: lt.LogicalType,
+    target: lt.LogicalType,
+    rounding: SideRounding | None = None,
+    options: ComparisonOptions | None = None,
+) -> tuple[ComparisonOptions, tuple[str, ...]]:
+    """The options the layout of ``id`` + column ``c`` gets, and its schema problems."""
+    result = reconcile(
+        {"id": lt.IntegerType(), "c": source},
+        {"id": lt.IntegerType(), "c": target},
+        ["id"],
+        {},
+        [],
+        [],
+        options or ComparisonOptions(),
+        rounding=rounding or SideRounding(),
+    )
+    return result.layout.options, tuple(d.problem for d in result.schema_differences)
+
+
+PG_DUCK = SideRounding(TimeRounding.HALF_AWAY_FROM_2000, TimeRounding.HALF_AWAY_FROM_1970)
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "expected"),
+    [
+        (lt.TimestampType(3), lt.TimestampType(6), TimeRounding.HALF_AWAY_FROM_2000),
+        (lt.TimestampType(6), lt.TimestampType(3), TimeRounding.HALF_AWAY_FROM_1970),
+        (lt.TimestampTzType(6), lt.TimestampTzType(0), TimeRounding.HALF_AWAY_FROM_1970),
+        (lt.TimeType(3), lt.IntegerType(), TimeRounding.HALF_AWAY_FROM_2000),  # lake micros
+        (lt.TimestampType(3), lt.TimestampType(3), TimeRounding.ROUND),  # nobody rounded
+    ],
+)
+def test_the_side_that_stored_fewer_digits_names_the_rounding_rule(
+    source: lt.LogicalType, target: lt.LogicalType, expected: TimeRounding
+) -> None:
+    options, _ = _one_column(source, target, rounding=PG_DUCK)
+    assert options.timestamp_rounding is expected
+
+
+def test_an_unknown_rule_falls_back_to_round_and_the_config_wins() -> None:
+    unknown = SideRounding(TimeRounding.HALF_AWAY_FROM_2000, None)
+    options, _ = _one_column(lt.TimestampType(6), lt.TimestampType(3), rounding=unknown)
+    assert options.timestamp_rounding is TimeRounding.ROUND
+    configured = ComparisonOptions(timestamp_rounding=TimeRounding.TRUNCATE)
+    options, _ = _one_column(
+        lt.TimestampType(3), lt.TimestampType(6), rounding=PG_DUCK, options=configured
+    )
+    assert options.timestamp_rounding is TimeRounding.TRUNCATE
+
+
+def test_columns_rounded_by_different_products_warn(caplog: pytest.LogCaptureFixture) -> None:
+    result = reconcile(
+        {"id": lt.IntegerType(), "a": lt.TimestampType(3), "b": lt.TimestampType(6)},
+        {"id": lt.IntegerType(), "a": lt.TimestampType(6), "b": lt.TimestampType(3)},
+        ["id"],
+        {},
+        [],
+        [],
+        ComparisonOptions(),
+        rounding=PG_DUCK,
+    )
+    assert result.layout.options.timestamp_rounding is TimeRounding.HALF_AWAY_FROM_2000
+    assert "a: half_away_from_2000, b: half_away_from_1970" in caplog.text
+
+
+def test_a_boolean_integer_column_compares_with_a_boolean() -> None:
+    _, problems = _one_column(lt.IntegerType(), lt.BooleanType())
+    assert problems == (
+        "incompatible types integer (source) and boolean (target); MariaDB keeps BOOLEAN as"
+        " TINYINT(1): to compare it as a boolean, list it in the comparison's columns:"
+        " {boolean: [c]}",
+    )
+    result = reconcile(
+        {"id": lt.IntegerType(), "c": lt.IntegerType()},
+        {"id": lt.IntegerType(), "c": lt.BooleanType()},
+        ["id"],
+        {},
+        [],
+        [],
+        ComparisonOptions(),
+        boolean=["c"],
+    )
+    assert result.schema_differences == ()
+    assert result.layout.columns[1].ltype == lt.BooleanType()
+
+
+@pytest.mark.parametrize(
+    ("boolean", "message"),
+    [
+        (["nope"], r"columns.boolean lists columns the source does not have: \['nope'\]"),
+        (["s"], "columns.boolean lists s, which is string on the source side"),
+    ],
+)
+def test_boolean_columns_must_exist_and_hold_integers(boolean: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        reconcile(
+            {"id": lt.IntegerType(), "s": lt.StringType()},
+            {"id": lt.IntegerType(), "s": lt.BooleanType()},
+            ["id"],
+            {},
+            [],
+            [],
+            ComparisonOptions(),
+            boolean=boolean,
+        )
