@@ -9,9 +9,9 @@ engines: ``replcheck check-contract``) holds one row per line::
 Values by logical type: ``integer`` a JSON number; ``decimal`` a string; ``float`` a string
 read by ``float()`` (so ``nan``, ``inf``, ``-0.0`` work); ``string``/``char``/``json`` a
 string; ``bytes`` hex; ``boolean`` a bool, or an integer (a TINYINT(1)); ``date`` ISO;
-``time`` ISO time of day, or ``{"duration_micros": n}``; ``timestamp`` naive ISO; ``timestamp_tz`` ISO with offset;
-``uuid`` a string, or ``{"bytes": hex}``; ``interval`` ``{"micros": n}`` or
-``{"months": n}``; ``null`` is SQL NULL.
+``time`` ISO time of day, or ``{"duration_micros": n}``; ``timestamp`` naive ISO;
+``timestamp_tz`` ISO with offset; ``uuid`` a string, or ``{"bytes": hex}``; ``interval``
+``{"micros": n}`` or ``{"months": n}``; ``null`` is SQL NULL.
 """
 
 from __future__ import annotations
