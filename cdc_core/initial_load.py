@@ -12,7 +12,6 @@ checkpoint is recognised as a finished load.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -64,7 +63,7 @@ def _settle_unfinished(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint
             loaded[table] = position
             continue
         logger.warning("removing the unfinished initial load of %s to start it over", table)
-        shutil.rmtree(lake_table.root, ignore_errors=True)
+        pipeline._sink.remove_table(table)
     if loaded == checkpoint.loaded and not checkpoint.loading:
         return checkpoint
     return replace(checkpoint, loaded=loaded, loading={})

@@ -21,6 +21,7 @@ losslessly (e.g. INT widened to BIGINT), otherwise the sink stops with ``SchemaC
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
@@ -126,6 +127,14 @@ class LakeSink:
     def table(self, name: str) -> LakeTable:
         """Where source table ``name`` lives in this lake."""
         return LakeTable(self.lake, name)
+
+    def remove_table(self, name: str) -> None:
+        """Delete a table's changelog and mirror (an initial load that did not finish)."""
+        root = self.table(name).root
+        for path in list(self._tables):
+            if path.is_relative_to(root):
+                del self._tables[path]
+        shutil.rmtree(root, ignore_errors=True)
 
     def written_position(self, path: Path) -> int | None:
         """The position this pipeline's commits to the Delta table at ``path`` reached."""
