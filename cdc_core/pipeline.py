@@ -27,15 +27,22 @@ from pathlib import Path
 
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError
-from cdc_core.events import Commit, CommittedTransaction, RawChange, RowChange
+from cdc_core.events import (
+    Commit,
+    CommittedTransaction,
+    PartialRollback,
+    RawChange,
+    RowChange,
+)
 from cdc_core.filters import TableFilter
 from cdc_core.image_store import RowImageStore
 from cdc_core.initial_load import load_tables
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.position import Position
 from cdc_core.rebuild import FetchMissing, RebuildConfig, Rebuilder
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
 from cdc_core.source import Idle, LogReader, SnapshotReader, TableDescription
 
 logger = logging.getLogger(__name__)
@@ -118,7 +125,7 @@ class Pipeline:
         self._stop = threading.Event()
         self._metrics = MetricsTracker()
         self._sink = LakeSink(config.lake, config.name)
-        self._descriptions: dict[str, TableDescription] = {}
+        self._descriptions = TableDescriptions(reader, config.tables.ignore_columns)
         self._pending: dict[str, TableBatch] = {}
         self._pending_transactions: list[EmittedTransaction] = []
         self._pending_events = 0
@@ -197,10 +204,11 @@ class Pipeline:
 
     def _feed(self, item: RawChange, until: Position | None) -> bool:
         """Feed one raw change; True when the batch should be written now."""
-        if isinstance(item, RowChange):
+        if isinstance(item, RowChange | PartialRollback):
             if not self.config.tables.captures(item.table):
                 return False
-            item = self.config.tables.strip(item)
+            if isinstance(item, RowChange):
+                item = self.config.tables.strip(item)
         for transaction in self._buffer.feed(item):
             self._collect(transaction)
         return isinstance(item, Commit) and (self._batch_full() or _reached(item.position, until))
@@ -222,7 +230,7 @@ class Pipeline:
         return TransactionBuffer.restore(buffer_config, checkpoint.buffer)
 
     def _rebuild_config(self) -> RebuildConfig:
-        keys = {table: d.key for table, d in self._descriptions.items() if d.key}
+        keys = self._descriptions.keys()
         return RebuildConfig(key_columns=keys, fetch_missing_by_table=self.config.fetch_missing)
 
     def _collect(self, transaction: CommittedTransaction) -> None:
@@ -255,20 +263,8 @@ class Pipeline:
         return batch
 
     def describe(self, table: str) -> TableDescription:
-        """The table's lake description (asked of the reader once, minus ignored columns)."""
-        found = self._descriptions.get(table)
-        if found is None:
-            found = self._descriptions[table] = self._strip(self.reader.describe(table))
-        return found
-
-    def _strip(self, description: TableDescription) -> TableDescription:
-        ignored = self.config.tables.ignore_columns.get(description.table, frozenset())
-        if not ignored:
-            return description
-        kept = [f for f in description.schema if f.name not in ignored]
-        import pyarrow as pa
-
-        return replace(description, schema=pa.schema(kept))
+        """The table's lake description (without ignored columns)."""
+        return self._descriptions.get(table)
 
     def _batch_full(self) -> bool:
         age = time.monotonic() - self._batch_started
@@ -282,8 +278,7 @@ class Pipeline:
         previous = self._checkpoint.lake_position
         if position is None or (previous is not None and position <= previous):
             return
-        self._refresh_descriptions()
-        written = self._sink.write(self._pending.values(), position, self.tables)
+        written = self._write_batch(position)
         self._store.flush()
         self._record_checkpoint(position)
         self._metrics.flushed(written, position, self._buffer)
@@ -302,14 +297,18 @@ class Pipeline:
             return max(idle_at, last) if last is not None else idle_at
         return last
 
-    def _refresh_descriptions(self) -> None:
-        """Re-describe tables whose events carry a column their description lacks."""
-        for table, batch in self._pending.items():
-            known = set(batch.description.schema.names)
-            if any(set(event.row) - known for event in batch.events):
-                self._descriptions.pop(table, None)
-                batch.description = self.describe(table)
-                logger.info("table %s changed columns at the source; lake schema follows", table)
+    def _write_batch(self, position: Position) -> int:
+        """Write the pending batch; once more with fresh descriptions if it did not fit."""
+        for batch in self._pending.values():
+            rows = (event.row for event in batch.events)
+            batch.description = self._descriptions.fitting(batch.description.table, rows)
+        try:
+            return self._sink.write(self._pending.values(), position, self.tables)
+        except StaleDescriptionError as exc:
+            batch = self._pending[exc.table]
+            carried = {column for event in batch.events for column in event.row}
+            batch.description = self._descriptions.refresh(exc.table, carried)
+            return self._sink.write(self._pending.values(), position, self.tables)
 
     def _record_checkpoint(self, position: Position) -> None:
         state = self._buffer.checkpoint_state()

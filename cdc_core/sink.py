@@ -57,6 +57,14 @@ class SchemaChangeError(TerminalError):
     """A source column changed type in a way the lake's column cannot hold losslessly."""
 
 
+class StaleDescriptionError(Exception):
+    """A batch's values do not fit its table description: describe the table again."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(f"the description of table {table} does not fit its events")
+        self.table = table
+
+
 @dataclass(frozen=True, slots=True)
 class LakeEvent:
     """One change as the lake stores it: the full row image plus its bookkeeping.
@@ -283,7 +291,10 @@ class LakeSink:
         import pyarrow as pa
 
         schema = pa.schema([*description.schema, *meta_fields()])
-        data = pa.Table.from_pylist([_fit_values(record, schema) for record in records], schema)
+        try:
+            data = pa.Table.from_pylist([_fit_values(record) for record in records], schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise StaleDescriptionError(description.table) from exc
         delta = self._open(path)
         if delta is None:
             return data
@@ -306,7 +317,7 @@ def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, l
     return truncated, list(latest.values())
 
 
-def _fit_values(record: dict[str, object], schema: pa.Schema) -> dict[str, object]:
+def _fit_values(record: dict[str, object]) -> dict[str, object]:
     """Times as the lake stores them: int64 microseconds (Delta has no time type)."""
     for name, value in record.items():
         if isinstance(value, time):

@@ -1,0 +1,73 @@
+"""The columns the lake stores per table, kept in step with the source's schema changes.
+
+The pipeline asks the log reader for a table's description once and again whenever a batch
+does not fit it: a row carries a column the description lacks (a column was added), or a
+value does not convert to the described type (a column was retyped). A column the new
+description lacks but older events of the batch still carry (dropped after them) keeps its
+old field, so no value of the batch is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from cdc_core.source import LogReader, TableDescription
+
+logger = logging.getLogger(__name__)
+
+
+class TableDescriptions:
+    """A cache of table descriptions, without the columns the filter ignores.
+
+    Args:
+        reader: Describes tables as the source has them now.
+        ignore_columns: Per table, columns that never reach the lake.
+    """
+
+    def __init__(self, reader: LogReader, ignore_columns: Mapping[str, frozenset[str]]) -> None:
+        self._reader = reader
+        self._ignore = ignore_columns
+        self._known: dict[str, TableDescription] = {}
+
+    def get(self, table: str) -> TableDescription:
+        """The table's description (asked of the reader the first time)."""
+        found = self._known.get(table)
+        if found is None:
+            found = self._known[table] = self._strip(self._reader.describe(table))
+        return found
+
+    def keys(self) -> dict[str, tuple[str, ...]]:
+        """Per described table with key columns, the key."""
+        return {table: d.key for table, d in self._known.items() if d.key}
+
+    def fitting(self, table: str, rows: Iterable[Mapping[str, object]]) -> TableDescription:
+        """A description holding every column of ``rows`` (re-described when needed)."""
+        current = self.get(table)
+        carried = {column for row in rows for column in row}
+        if carried <= set(current.schema.names):
+            return current
+        return self.refresh(table, carried)
+
+    def refresh(self, table: str, carried: set[str]) -> TableDescription:
+        """Ask the reader again; keep old fields of ``carried`` columns the source dropped."""
+        import pyarrow as pa
+
+        old = self.get(table)
+        new = self._strip(self._reader.describe(table))
+        kept = [f for f in old.schema if f.name in carried and f.name not in new.schema.names]
+        if kept:
+            new = replace(new, schema=pa.schema([*new.schema, *kept]))
+        self._known[table] = new
+        logger.info("table %s changed columns at the source; the lake schema follows", table)
+        return new
+
+    def _strip(self, description: TableDescription) -> TableDescription:
+        import pyarrow as pa
+
+        ignored = self._ignore.get(description.table, frozenset())
+        if not ignored:
+            return description
+        kept = [f for f in description.schema if f.name not in ignored]
+        return replace(description, schema=pa.schema(kept))

@@ -1,0 +1,72 @@
+"""A hand-written log for pipeline tests: transactions and table descriptions that change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from cdc_core.errors import TerminalError
+from cdc_core.events import Begin, Commit, RawChange, RowChange
+from cdc_core.position import Position
+from cdc_core.source import Idle, TableDescription, TableSnapshot
+
+
+class ScriptedSource:
+    """A log built step by step: ``commit`` appends a transaction; ``alter`` changes a
+    table's columns from the next transaction on (``describe`` answers the current ones)."""
+
+    def __init__(self, descriptions: Mapping[str, TableDescription]) -> None:
+        self.descriptions = dict(descriptions)
+        self.log: list[RawChange] = []
+        self.counter = 0
+
+    def _next(self) -> Position:
+        self.counter += 10
+        return Position.of(self.counter)
+
+    def commit(self, changes: Sequence[tuple[str, str, dict[str, object] | None]]) -> Position:
+        """Append one transaction of (op, table, image) changes; returns its commit_pos."""
+        txid = f"t{len(self.log)}"
+        self.log.append(Begin(txid, self._next()))
+        for op, table, image in changes:
+            key = self.descriptions[table].key
+            locator = tuple(image[c] for c in key) if image and key else (self.counter,)
+            after = None if op in ("d", "t") else image
+            before = image if op == "d" else None
+            self.log.append(RowChange(txid, self._next(), op, table, locator, after, before))  # type: ignore[arg-type]
+        position = self._next()
+        self.log.append(Commit(txid, position, datetime(2026, 1, 1, tzinfo=UTC)))
+        return position
+
+    def alter(self, table: str, schema: pa.Schema) -> None:
+        """Change a table's columns (as a DDL statement would)."""
+        self.descriptions[table] = TableDescription(table, schema, self.descriptions[table].key)
+
+    def describe(self, table: str) -> TableDescription:
+        if table not in self.descriptions:
+            raise TerminalError(f"table {table!r} not found in the scripted source")
+        return self.descriptions[table]
+
+    def end_position(self) -> Position:
+        return Position.of(self.counter)
+
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+        for change in self.log:
+            if start is None or change.position >= start:
+                yield change
+        while True:
+            yield Idle(self.end_position())
+
+    @contextmanager
+    def snapshot(
+        self, tables: Sequence[str], keys: object = None
+    ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
+        """Every table is empty before the log's first transaction."""
+        empty = (TableSnapshot(self.descriptions[t], iter([])) for t in tables)
+        yield Position.of(0), empty
+
+    def close(self) -> None:
+        pass
