@@ -71,7 +71,7 @@ class StreamSettings:
             "host": self.host,
             "port": self.port,
             "user": self.user,
-            "passwd": self.password or "",
+            "password": self.password or "",
             "connect_timeout": 10,
             "read_timeout": read_timeout,
         }
