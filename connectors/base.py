@@ -191,6 +191,7 @@ def connector_for(url: str, password: str | None = None) -> Connector:
 
 BUILTIN_CONNECTORS = (
     "connectors.duckdb.connector",
+    "connectors.hana.connector",
     "connectors.mariadb.connector",
     "connectors.oracle.connector",
     "connectors.postgres.connector",

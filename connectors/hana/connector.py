@@ -1,0 +1,208 @@
+"""SAP HANA as a snapshot source: catalog reflection and snapshot reads with hdbcli.
+
+The URL is SQLAlchemy's (sqlalchemy-hana): ``hana+hdbcli://user@host:port[/TENANT]
+[?currentSchema=SHOP&encrypt=true]``; query parameters go to ``hdbcli.dbapi.connect``
+unchanged, a tenant database name becomes ``databaseName`` (default port 30013, else
+30015). Each partition reads in its own REPEATABLE READ transaction and reports that
+snapshot's commit ID as its position (``connectors.hana.sql``). hdbcli is imported only
+when a connection is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.errors import ConfigError, TerminalError, TransientError
+from connectors.base import (
+    POSITION_COLUMN,
+    Capabilities,
+    Connector,
+    Partition,
+    Snapshot,
+    TableSchema,
+    arrow_type_of,
+    missing_table,
+    register,
+)
+from connectors.hana import sql
+from connectors.hana.types import source_columns
+from merkle import types as lt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+BATCH_ROWS = 20_000
+INSTALL_HINT = "pip install 'replcheck[hana]'"
+URL_EXAMPLE = "hana+hdbcli://user@host:30015/?currentSchema=SHOP"
+AUTHENTICATION_FAILED = 10  # hdbcli errorcode: "authentication failed"
+SYSTEM_DB_PORT, TENANT_PORT = 30015, 30013  # sqlalchemy-hana's defaults
+
+
+@register
+class HanaConnector(Connector):
+    """SAP HANA databases, read with hdbcli in one snapshot per partition."""
+
+    name = "hana"
+    schemes = ("hana",)
+    # replcheck reads no HANA log; a snapshot still knows its commit ID (read_partition).
+    capabilities = Capabilities(has_log=False, shared_snapshot=False)
+
+    def connect_args(self) -> dict[str, Any]:
+        """Keyword arguments of ``hdbcli.dbapi.connect`` for this URL (password included)."""
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.url)
+        if not url.host:
+            raise ConfigError(f"a HANA URL looks like {URL_EXAMPLE}, not {url!r}")
+        args: dict[str, Any] = {
+            "address": url.host,
+            "port": url.port or (TENANT_PORT if url.database else SYSTEM_DB_PORT),
+            "user": url.username or "",
+            "password": self.password or url.password or "",
+        }
+        if url.database:
+            args["databaseName"] = url.database
+        args.update({key: str(value) for key, value in url.query.items()})
+        return args
+
+    @property
+    def where(self) -> str:
+        """The server, for messages: host and port, never the password."""
+        args = self.connect_args()
+        return f"HANA {args['address']}:{args['port']}"
+
+    def _connect(self) -> Any:
+        try:
+            from hdbcli import dbapi
+        except ImportError as exc:
+            raise TerminalError(f"the HANA connector needs hdbcli: {INSTALL_HINT}") from exc
+        try:
+            return dbapi.connect(**self.connect_args())
+        except dbapi.Error as exc:
+            problem = exc.errortext
+            if exc.errorcode == AUTHENTICATION_FAILED:
+                problem = "authentication failed (check user and password)"
+            raise TransientError(f"cannot connect to {self.where}: {problem}") from exc
+
+    @staticmethod
+    def _split(cursor: Any, table: str) -> tuple[str, str]:
+        if "." in table:
+            return sql.split_table(table, "")
+        cursor.execute(sql.CURRENT_SCHEMA)
+        (current,) = cursor.fetchone()
+        return sql.split_table(table, str(current))
+
+    def reflect(self, table: str) -> TableSchema:
+        with (
+            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(connection.cursor()) as cursor,
+        ):
+            schema, name = self._split(cursor, table)
+            cursor.execute(sql.COLUMNS, (schema, name))
+            rows = cursor.fetchall()
+            cursor.execute(sql.PRIMARY_KEY, (schema, name))
+            key = tuple(str(row[0]) for row in cursor.fetchall())
+        if not rows:
+            raise missing_table(table, f"{self.where}, schema {schema}")
+        return TableSchema(table, source_columns(rows), key)
+
+    def key_range(self, table: str, column: str) -> tuple[int, int] | None:
+        with (
+            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(connection.cursor()) as cursor,
+        ):
+            schema, name = self._split(cursor, table)
+            cursor.execute(sql.key_range(schema, name, column))
+            low, high = cursor.fetchone()
+        return None if low is None else (int(low), int(high))
+
+    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+        import pyarrow as pa
+
+        fields = []
+        for name in columns:
+            ltype = table.column(name).ltype
+            if ltype is None:
+                native = table.column(name).native_type
+                raise TerminalError(f"column {name} ({native}) cannot be read")
+            fields.append(pa.field(name, arrow_type_of(ltype)))
+        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
+
+    def read_partition(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        snapshot: Snapshot | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        schema = self.arrow_schema(table, columns)
+        converters = [_converter(table.column(c).ltype) for c in columns]
+        with (
+            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(connection.cursor()) as cursor,
+        ):
+            located = self._split(cursor, table.table)  # still in autocommit: no snapshot yet
+            query, params = sql.partition_select(*located, columns, partition)
+            connection.setautocommit(False)
+            try:
+                position = _begin_snapshot(cursor)
+                cursor.execute(query, params)
+                while rows := cursor.fetchmany(BATCH_ROWS):
+                    yield _batch(rows, converters, schema, position)
+            finally:
+                connection.rollback()  # read only: nothing to keep
+
+
+def _begin_snapshot(cursor: Any) -> int:
+    """Open the partition's snapshot; its commit ID is the partition's position."""
+    cursor.execute(sql.BEGIN_SNAPSHOT)
+    cursor.execute(sql.SNAPSHOT_POSITION)  # the transaction's first read fixes its snapshot
+    return int(cursor.fetchone()[0])
+
+
+def _batch(
+    rows: Sequence[Sequence[Any]],
+    converters: Sequence[Callable[[Any], Any]],
+    schema: pa.Schema,
+    position: int,
+) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    arrays = [
+        pa.array([None if r[i] is None else convert(r[i]) for r in rows], schema.field(i).type)
+        for i, convert in enumerate(converters)
+    ]
+    arrays.append(pa.array([position] * len(rows), pa.int64()))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _converter(ltype: lt.LogicalType | None) -> Callable[[Any], Any]:
+    """How one hdbcli value becomes the Python value its Arrow type takes."""
+    if isinstance(ltype, lt.IntegerType):
+        return int  # BIGINT may arrive as a Decimal
+    if isinstance(ltype, lt.TimeType):
+        return _time_micros
+    if isinstance(ltype, lt.StringType | lt.BytesType):
+        return _read_lob
+    if isinstance(ltype, lt.DecimalType):
+        return lambda value: value if isinstance(value, decimal.Decimal) else decimal.Decimal(value)
+    return lambda value: value
+
+
+def _time_micros(value: dt.time | dt.timedelta) -> int:
+    """Microseconds since midnight, as times travel to Arrow and Spark."""
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(microseconds=1)
+    seconds = value.hour * 3600 + value.minute * 60 + value.second
+    return seconds * 1_000_000 + value.microsecond
+
+
+def _read_lob(value: Any) -> Any:
+    """A LOB's whole content (CLOB, NCLOB, BLOB arrive as hdbcli LOB objects)."""
+    if hasattr(value, "read"):
+        value = value.read()
+    return bytes(value) if isinstance(value, memoryview | bytearray) else value

@@ -1,0 +1,57 @@
+"""The SQL the HANA snapshot reader sends, as pure functions (tested without a server).
+
+A partition reads in its own transaction at isolation level REPEATABLE READ, which gives
+the whole transaction one MVCC snapshot (SAP HANA SQL Reference, "SET TRANSACTION"); the
+snapshot's commit ID (``CURRENT_MVCC_SNAPSHOT_TIMESTAMP()``) is the partition's position.
+HANA cannot share a snapshot between sessions, so each partition reports its own.
+Parameters use hdbcli's ``qmark`` style.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from connectors.base import Partition
+
+BEGIN_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+SNAPSHOT_POSITION = "SELECT CURRENT_MVCC_SNAPSHOT_TIMESTAMP() FROM DUMMY"
+CURRENT_SCHEMA = "SELECT CURRENT_SCHEMA FROM DUMMY"
+COLUMNS = (
+    "SELECT COLUMN_NAME, DATA_TYPE_NAME, LENGTH, SCALE, IS_NULLABLE FROM SYS.TABLE_COLUMNS"
+    " WHERE SCHEMA_NAME = ? AND TABLE_NAME = ? ORDER BY POSITION"
+)
+PRIMARY_KEY = (
+    "SELECT COLUMN_NAME FROM SYS.CONSTRAINTS"
+    " WHERE SCHEMA_NAME = ? AND TABLE_NAME = ? AND IS_PRIMARY_KEY = 'TRUE' ORDER BY POSITION"
+)
+
+
+def quote(identifier: str) -> str:
+    """A quoted identifier (exact case), as the catalog stores it."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def split_table(table: str, default_schema: str) -> tuple[str, str]:
+    """``SCHEMA.TABLE`` -> (schema, table); unquoted names are upper case in HANA."""
+    schema, _, name = table.rpartition(".")
+    return (schema or default_schema).upper(), name.upper()
+
+
+def snapshot_select(schema: str, table: str, columns: Sequence[str], where: str) -> str:
+    """``SELECT cols FROM "SCHEMA"."TABLE" [WHERE ...]``, run inside the snapshot."""
+    select = ", ".join(quote(name) for name in columns)
+    return f"SELECT {select} FROM {quote(schema)}.{quote(table)}{where}"
+
+
+def key_range(schema: str, table: str, column: str) -> str:
+    """Min and max of an integer key column."""
+    quoted = quote(column)
+    return f"SELECT MIN({quoted}), MAX({quoted}) FROM {quote(schema)}.{quote(table)}"
+
+
+def partition_select(
+    schema: str, table: str, columns: Sequence[str], partition: Partition
+) -> tuple[str, list[object]]:
+    """The SELECT of one partition and its ``?`` parameters."""
+    where, params = partition.predicate(quote, "?")
+    return snapshot_select(schema, table, columns, where), params
