@@ -179,6 +179,8 @@ class Rebuilder:
     def _new_locator(self, change: RowChange, after: Mapping[str, object]) -> Hashable:
         if change.new_locator is not None:
             return change.new_locator
+        if isinstance(change.locator, str):
+            return change.locator  # a physical row id (ROWID): it moves only by new_locator
         columns = self.config.key_columns.get(change.table)
         if columns is None:
             return change.locator
