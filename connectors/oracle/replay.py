@@ -21,9 +21,10 @@ File formats (UTF-8):
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -31,7 +32,7 @@ from zoneinfo import ZoneInfo
 from cdc_core.errors import ConfigError
 from cdc_core.events import RawChange
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription
+from cdc_core.source import Idle, TableDescription, TableSnapshot
 from connectors.base import TableSchema
 from connectors.oracle.contents import (
     ChangeAssembler,
@@ -148,3 +149,21 @@ class ReplayLogReader:
 
     def close(self) -> None:
         """Nothing to release: the file is opened per ``iter_changes``."""
+
+
+class ReplaySnapshotReader:
+    """A ``SnapshotReader`` for a recording that starts from empty tables: every table is
+    empty at the SCN just before the recording's first row (what a pipeline loads before
+    it replays the recording)."""
+
+    def __init__(self, reader: ReplayLogReader) -> None:
+        self.reader = reader
+
+    @contextlib.contextmanager
+    def snapshot(
+        self, tables: Sequence[str], keys: Mapping[str, Sequence[tuple[object, ...]]] | None = None
+    ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
+        """Empty tables at the SCN before the recording's first row."""
+        first = next(iter_contents(self.reader.config.contents), None)
+        position = scn_position(max(first.scn - 1, 0) if first else 0)
+        yield position, iter([TableSnapshot(self.reader.describe(t), iter(())) for t in tables])
