@@ -154,3 +154,21 @@ def test_unknown_comparison_names_the_known_ones(tmp_path: Path) -> None:
         ConfigError, match="no comparison named 'customers'; the config has: orders"
     ):
         config.comparison("customers")
+
+
+def test_boolean_columns_and_the_rounding_rule_load(tmp_path: Path) -> None:
+    text = ISSUE_EXAMPLE.replace("sensitive: [email]}", "sensitive: [email], boolean: [active]}")
+    text = text.replace(
+        "trim_char: true}", "trim_char: true, timestamp_rounding: half_away_from_2000}"
+    )
+    orders = load_validator_config(write(tmp_path, text), environ={}).comparison("orders")
+    assert orders.columns.boolean == ("active",)
+    assert orders.options.timestamp_rounding == "half_away_from_2000"
+    unset = load_validator_config(write(tmp_path, ISSUE_EXAMPLE), environ={})
+    assert unset.comparison("orders").options.timestamp_rounding is None  # chosen per run
+
+
+def test_an_unknown_rounding_rule_names_the_rules(tmp_path: Path) -> None:
+    text = ISSUE_EXAMPLE.replace("trim_char: true}", "trim_char: true, timestamp_rounding: up}")
+    with pytest.raises(ConfigError, match=r"comparisons\[0\]\.options.*'up'.*half_away_from_2000"):
+        load(tmp_path, text)
