@@ -69,7 +69,7 @@ def test_restart_inside_a_transaction_knows_its_id_and_its_tables(case: BinlogCa
     start = reader.end_position()
     _workload(case)
     changes = read_until_end(reader, start)
-    inside = [c for c in changes if isinstance(c, RowChange) and c.table.endswith(".q")][0]
+    inside = next(c for c in changes if isinstance(c, RowChange) and c.table.endswith(".q"))
     again = read_until_end(reader, inside.position)
     assert isinstance(again[0], RowChange) and again[0].txid == inside.txid
     assert again[0] == inside  # decoded although its table map precedes the start
@@ -140,6 +140,7 @@ def test_mysql_replication_with_is_mariadb_ignores_the_start_position(
     finally:
         stream.close()
     assert sent_from != (log_file, offset)
-    assert sent_from == ("mariadb-bin.000001", 4)  # the oldest binlog: start ignored
+    # The oldest binlog the server still has: the start position was ignored.
+    assert sent_from[1] == 4 and sent_from[0] < log_file
     ours = [c.locator for c in read_until_end(reader, start) if isinstance(c, RowChange)]
     assert ours == [(2,)]
