@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,7 +125,7 @@ class MariaDBLogReader:
         facts = server_facts(self.settings)
         return _position(facts.log_file, facts.offset)
 
-    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+    def iter_changes(self, start: Position | None) -> Generator[RawChange | Idle, None, None]:
         """Raw changes from ``start`` on (see ``cdc_core.source.LogReader``).
 
         Raises:

@@ -47,7 +47,7 @@ def test_statement_format_is_refused_with_the_fix(full_case: BinlogCase) -> None
     with (
         _global(full_case, "binlog_format", "STATEMENT"),
         pytest.raises(
-            BinlogSetupError, match="binlog_format is STATEMENT.*SET GLOBAL binlog_format = 'ROW'"
+            BinlogSetupError, match=r"binlog_format is STATEMENT.*SET GLOBAL binlog_format = 'ROW'"
         ),
     ):
         _first(reader)
@@ -67,7 +67,7 @@ def test_minimal_row_metadata_is_refused_and_its_nameless_rows_too(
         # A new connection logs with the new setting: these rows carry no column names.
         with contextlib.closing(case.server.connect(case.database)) as other:
             other.cursor().execute("INSERT INTO t VALUES (1, 1)")
-    with pytest.raises(BinlogMetadataError, match="UNKNOWN_COLn.*binlog_row_metadata=FULL"):
+    with pytest.raises(BinlogMetadataError, match=r"UNKNOWN_COLn.*binlog_row_metadata=FULL"):
         read_until_end(reader, start)
 
 
@@ -135,10 +135,11 @@ class _NoBinlogMariaDB(private_servers._MariaDBProcess):
 
 def test_a_server_without_binlog_is_refused_with_the_fix() -> None:
     server = private_servers._start_on_free_port(lambda: _NoBinlogMariaDB("FULL"))
+    assert isinstance(server, _NoBinlogMariaDB)
     try:
         handle = server.handle()
         config = MariaDBSourceConfig(url=handle.url("test"), tables=("t",))
-        with pytest.raises(BinlogSetupError, match="does not write a binary log.*--log-bin"):
+        with pytest.raises(BinlogSetupError, match=r"does not write a binary log.*--log-bin"):
             _first(MariaDBLogReader(config))
     finally:
         server.stop()
