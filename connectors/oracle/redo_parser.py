@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from connectors.oracle.errors import RedoParseError
 
@@ -100,8 +100,9 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Token:
+class _Token(NamedTuple):
+    # A NamedTuple, not a frozen dataclass: tokens are made by the million and a frozen
+    # dataclass's __init__ costs several times more (bench/bench_oracle_redo.py).
     kind: str
     text: str
     at: int
