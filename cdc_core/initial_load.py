@@ -93,6 +93,7 @@ def _load_table(pipeline: Pipeline, snapshot: TableSnapshot, position: Position)
             store.put(table, locator, position, event.row, event.seq)
         rows += len(events)
         pipeline._sink.write_snapshot(description, [event for event, _ in events], position)
+    store.flush()  # the images are durable before the lake marks the load finished
     pipeline._sink.finish_snapshot(description, position)
     logger.info("initial load of %s: %s rows at position %s", table, rows, position)
 
@@ -107,7 +108,10 @@ def _iter_chunks(
     seq = 1  # seq 0 is the truncate that hides older images
     for batch in snapshot.batches:
         for row in batch.to_pylist():
-            locator = tuple(row[column] for column in key) if key else row.pop(LOCATOR_COLUMN)
+            if LOCATOR_COLUMN in row:  # a physical row id, as the log locates rows
+                locator = row.pop(LOCATOR_COLUMN)
+            else:
+                locator = tuple(row[column] for column in key)
             row = pipeline.config.tables.strip_row(table, row)
             chunk.append((LakeEvent("r", row, position.value, seq, None, None), locator))
             seq += 1

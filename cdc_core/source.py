@@ -108,8 +108,9 @@ LOCATOR_COLUMN = "_locator"
 class TableSnapshot:
     """One table read in a consistent snapshot: its description and row batches.
 
-    The batches hold the description's columns; a table with no key columns (located by a
-    physical row id) also carries each row's locator in ``LOCATOR_COLUMN``.
+    The batches hold the description's columns. When the log locates rows by a physical row
+    id (an Oracle ROWID), the batches also carry it in ``LOCATOR_COLUMN``; otherwise a row's
+    locator is the tuple of its key columns.
     """
 
     description: TableDescription

@@ -36,10 +36,24 @@ def spec_of_url(url: str) -> WorkloadSpec:
     known = {f.name: f.type for f in fields(WorkloadSpec)}
     values: dict[str, object] = {}
     for name, text in parse_qsl(urlsplit(url).query, strict_parsing=False):
+        if name == "pace":
+            continue  # the reader's, see pace_of_url
         if name not in known:
             raise ConfigError(f"synthetic URL parameter {name!r} unknown; known: {sorted(known)}")
         values[name] = _parse(name, text, str(known[name]))
     return WorkloadSpec(**values)  # type: ignore[arg-type]
+
+
+def pace_of_url(url: str) -> float | None:
+    """The ``pace`` parameter: at most this many changes per second (None: no limit)."""
+    for name, text in parse_qsl(urlsplit(url).query):
+        if name == "pace":
+            pace = _parse(name, text, "float")
+            assert isinstance(pace, float)
+            if pace <= 0:
+                raise ConfigError("synthetic URL parameter pace must be positive")
+            return pace
+    return None
 
 
 def _parse(name: str, text: str, kind: str) -> object:
@@ -66,10 +80,17 @@ def table_schema() -> pa.Schema:
 
 
 class SyntheticSource:
-    """Log reader and snapshot reader over a generated ``Workload``."""
+    """Log reader and snapshot reader over a generated ``Workload``.
 
-    def __init__(self, workload: Workload) -> None:
+    Args:
+        workload: The generated log.
+        pace: Yield at most this many changes per second, like a source written to at that
+            rate (None: as fast as the pipeline reads).
+    """
+
+    def __init__(self, workload: Workload, pace: float | None = None) -> None:
         self.workload = workload
+        self.pace = pace
 
     def describe(self, table: str) -> TableDescription:
         """Every synthetic table has the same columns, keyed by ``id``."""
@@ -87,10 +108,14 @@ class SyntheticSource:
     def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
         """The log from ``start`` (inclusive) on, then ``Idle`` markers forever."""
         end = self.workload.snapshot_position()
+        began, sent = time.monotonic(), 0
         for change, _ in self.workload.iter_log():
             end = change.position
             if start is not None and change.position >= start:
                 yield change
+                sent += 1
+                if self.pace is not None and sent % 100 == 0:
+                    time.sleep(max(0.0, began + sent / self.pace - time.monotonic()))
         while True:
             yield Idle(end)
             time.sleep(IDLE_PAUSE_S)
@@ -121,7 +146,7 @@ class SyntheticSource:
 
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
     """The ``LogSource`` of a ``synthetic:`` URL."""
-    source = SyntheticSource(Workload(spec_of_url(url)))
+    source = SyntheticSource(Workload(spec_of_url(url)), pace_of_url(url))
     return LogSource(source, source, lambda: list(source.workload.spec.table_names))
 
 

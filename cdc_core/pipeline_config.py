@@ -1,0 +1,167 @@
+"""The ``pipelines:`` section of the configuration file (shared with the validator's).
+
+```yaml
+connections:
+  shop_src: {url: "mysql+pymysql://repl@127.0.0.1:3306/shop", password: {env: SHOP_PW}}
+  lake:     {lake: /data/lake}
+pipelines:
+  - name: shop
+    source: shop_src                  # a connection with a url
+    target: lake                      # a connection with a lake
+    tables: [shop.orders, shop.customers]
+    # or, instead of tables, a policy (globs over schema.table):
+    # filter: {policy: accept, drop: ["shop.audit_*"]}
+    # filter: {policy: drop, accept: ["shop.*"]}
+    ignore_columns: {shop.orders: [internal_note]}
+    state_dir: /var/lib/replcheck/shop      # checkpoints, spill segments, row image store
+    buffer: {memory_budget_mb: 256, max_transaction_age_s: 3600, max_transaction_changes: 1000000}
+    batch: {max_events: 50000, max_seconds: 2}
+```
+Unknown keys are errors naming the key and line; ``REPLCHECK__PIPELINES__0__STATE_DIR``
+style environment variables and ``--set`` flags override the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from cdc_core.config import (
+    ConnectionConfig,
+    Section,
+    apply_overrides,
+    environment_overrides,
+    read_config_file,
+    read_connections,
+)
+from cdc_core.filters import TableFilter
+from cdc_core.pipeline import PipelineConfig
+
+TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
+_PIPELINE_KEYS = (
+    "name",
+    "source",
+    "target",
+    "tables",
+    "filter",
+    "ignore_columns",
+    "state_dir",
+    "buffer",
+    "batch",
+)
+
+_BUFFER_KEYS = ("memory_budget_mb", "max_transaction_age_s", "max_transaction_changes")
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSetup:
+    """A pipeline's configuration and the connection of its source."""
+
+    config: PipelineConfig
+    source: ConnectionConfig
+
+
+def load_pipeline_config(
+    path: Path,
+    name: str,
+    overrides: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PipelineSetup:
+    """Read the pipeline called ``name`` from a config file, with overrides applied."""
+    environ = os.environ if environ is None else environ
+    document = read_config_file(path)
+    apply_overrides(document, environment_overrides(environ))
+    apply_overrides(document, overrides or {})
+    root = Section(document, "", str(path))
+    root.check_keys(TOP_LEVEL_KEYS, required=("connections", "pipelines"))
+    connections = read_connections(root, environ)
+    sections = list(root.items("pipelines"))
+    for section in sections:
+        section.check_keys(_PIPELINE_KEYS, required=("name", "source", "target", "state_dir"))
+        if section.require("name", str) == name:
+            return _read_pipeline(section, connections)
+    names = [section.require("name", str) for section in sections]
+    raise root.error("pipelines", f"has no pipeline named {name!r} (it has {names})")
+
+
+def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]) -> PipelineSetup:
+    source = _connection(section, "source", connections, lake=False)
+    target = _connection(section, "target", connections, lake=True)
+    assert target.lake is not None
+    buffer = _numbers(section, "buffer", _BUFFER_KEYS)
+    batch = _numbers(section, "batch", ("max_events", "max_seconds"))
+    age = buffer.get("max_transaction_age_s")
+    config = PipelineConfig(
+        name=section.require("name", str),
+        lake=target.lake,
+        state_dir=Path(section.require("state_dir", str)),
+        tables=_read_filter(section),
+        memory_budget_bytes=int(buffer.get("memory_budget_mb", 256) * (1 << 20)),
+        batch_max_events=int(batch.get("max_events", 50_000)),
+        batch_max_seconds=float(batch.get("max_seconds", 2.0)),
+        max_transaction_age=timedelta(seconds=age) if age is not None else None,
+        max_transaction_changes=_optional_int(buffer.get("max_transaction_changes")),
+    )
+    return PipelineSetup(config, source)
+
+
+def _connection(
+    section: Section, key: str, connections: Mapping[str, ConnectionConfig], *, lake: bool
+) -> ConnectionConfig:
+    name = section.require(key, str)
+    if name not in connections:
+        raise section.error(key, f"names connection {name!r}, which is not in 'connections'")
+    connection = connections[name]
+    if connection.is_lake != lake:
+        wanted = "a lake connection ({lake: PATH})" if lake else "a database connection (url)"
+        raise section.error(key, f"must be {wanted}; {name!r} is not")
+    return connection
+
+
+def _numbers(section: Section, key: str, allowed: tuple[str, ...]) -> dict[str, float]:
+    child = section.optional_child(key)
+    if child is None:
+        return {}
+    child.check_keys(allowed)
+    values = {name: child.get(name, float) for name in allowed}
+    for name, value in values.items():
+        if value is not None and value <= 0:
+            raise child.error(name, "must be positive")
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _optional_int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _read_filter(section: Section) -> TableFilter:
+    tables = section.names("tables") if "tables" in section.data else None
+    policy = section.optional_child("filter")
+    if (tables is None) == (policy is None):
+        raise section.error(None, "give exactly one of 'tables' (a list) or 'filter' (a policy)")
+    ignored = _ignored_columns(section)
+    if tables is not None:
+        return TableFilter("drop", accept=tables, ignore_columns=ignored)
+    assert policy is not None
+    policy.check_keys(("policy", "accept", "drop"), required=("policy",))
+    kind = policy.require("policy", str)
+    if kind not in ("accept", "drop"):
+        raise policy.error("policy", f"must be accept or drop, not {kind!r}")
+    other = "drop" if kind == "accept" else "accept"
+    wrong = kind  # the accept policy lists what it drops, and the other way round
+    if wrong in policy.data:
+        raise policy.error(wrong, f"the {kind} policy takes {other!r} patterns, not {wrong!r}")
+    patterns = policy.names(other) if other in policy.data else ()
+    if kind == "accept":
+        return TableFilter("accept", drop=patterns, ignore_columns=ignored)
+    return TableFilter("drop", accept=patterns, ignore_columns=ignored)
+
+
+def _ignored_columns(section: Section) -> dict[str, frozenset[str]]:
+    child = section.optional_child("ignore_columns")
+    if child is None:
+        return {}
+    return {table: frozenset(child.names(table)) for table in child.data}
