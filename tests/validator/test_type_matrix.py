@@ -12,7 +12,11 @@ second half. Six pairs are validated in one ``validate`` call, and for each pair
 
 Known product problems are strict xfails on the single (pair, case) they affect, with the
 cause; see ``KNOWN_FALSE_DIFFERENCES`` and ``KNOWN_MISSED_CHANGES``. Pairs have no
-``timestamp_precision``: reconciliation compares DATETIME(6) with TIMESTAMP(3) at 3 digits.
+``timestamp_precision``: reconciliation compares DATETIME(6) with TIMESTAMP(3) at 3 digits,
+rounding the finer side by the rule of the product that stored the coarser one
+(PostgreSQL counts from 2000, DuckDB from 1970). MariaDB's TINYINT(1) is compared with
+booleans through ``columns.boolean``. A control comparison (``CONTROL``) of MariaDB with
+PostgreSQL configured with neither shows what each one prevents.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from cdc_core.lake import (
     append_changelog,
     meta_fields,
 )
+from merkle.canonical import reduce_micros
+from merkle.options import TimeRounding
 from tests.private_servers import MariaDBServer, PostgresServer, drop_postgres_database
 from tests.validator.type_matrix import (
     CASES,
@@ -62,31 +68,16 @@ PAIRS = (
 )
 Pair = tuple[str, str]
 
-_POSTGRES_HALF = (
-    "PostgreSQL rounds an exact half of a millisecond before 2000-01-01 to the earlier"
-    " millisecond (AdjustTimestampForTypmod: half away from zero from its own epoch), the"
-    " contract to the later one (merkle/canonical.py:reduce_micros, merkle/spark.py:"
-    "_reduce_micros); no timestamp_rounding option matches"
-)
-_DUCKDB_HALF = (
-    "DuckDB's TIMESTAMP_MS rounds an exact half of a millisecond before 1970 to the earlier"
-    " millisecond (half away from zero from the epoch), the contract to the later one"
-    " (merkle/canonical.py:reduce_micros, merkle/spark.py:_reduce_micros); no"
-    " timestamp_rounding option matches"
-)
 # (source, target, column) -> why replcheck reports a difference the data does not have.
-KNOWN_FALSE_DIFFERENCES: dict[tuple[str, str, str], str] = {
-    ("mariadb", "postgres", "c_datetime6_vs_ms_half"): _POSTGRES_HALF,
-    ("postgres", "lake", "c_datetime6_vs_ms_half"): _POSTGRES_HALF,
-    ("mariadb", "duckdb", "c_datetime6_vs_ms_half"): _DUCKDB_HALF,
-    ("duckdb", "lake", "c_datetime6_vs_ms_half"): _DUCKDB_HALF,
-}
+KNOWN_FALSE_DIFFERENCES: dict[tuple[str, str, str], str] = {}
 # (source, target, column) -> why replcheck misses (or cannot see) a one-unit change.
-KNOWN_MISSED_CHANGES: dict[tuple[str, str, str], str] = {
-    # +1 ms on 1999-06-15 08:30:00.0005 is .0015, which PostgreSQL stores as .001: the
-    # value the contract rounds the unchanged source to.
-    ("mariadb", "postgres", "c_datetime6_vs_ms_half"): _POSTGRES_HALF,
-}
+KNOWN_MISSED_CHANGES: dict[tuple[str, str, str], str] = {}
+
+# MariaDB vs PostgreSQL with the contract's old fixed rule (half up on the wall clock) and
+# no boolean columns: exact half milliseconds before 2000 differ, TINYINT(1) is no boolean.
+CONTROL = "mariadb_vs_postgres_control"
+BOOLEAN_COLUMN = "c_tinyint1_bool"
+HALF_COLUMN = "c_datetime6_vs_ms_half"
 
 # The lake's commits claim a position beyond any source snapshot (its high-water mark),
 # while every event sits at a small position, so the whole lake is compared.
@@ -193,8 +184,15 @@ def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
             f"    target: {{connection: {target}, table: "
             + ("shop.replica" if target == "lake" else "replica")
             + "}",
+            f"    columns: {{boolean: [{BOOLEAN_COLUMN}]}}",
             "    options: {trim_char: true}",
         ]
+    lines += [
+        f"  - name: {CONTROL}",
+        "    source: {connection: mariadb, table: matrix}",
+        "    target: {connection: postgres, table: replica}",
+        "    options: {trim_char: true, timestamp_rounding: round}",
+    ]
     lines.append("validation: {lake_wait_timeout_s: 5}")
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -346,3 +344,29 @@ def test_a_one_unit_change_is_found_in_its_column(
     first = {str(int(key) + ROWS) for key in _keys_in(cells, column, second_half=False)}
     changed = str(ROWS + change_rows()[column])
     assert _keys_in(cells, column, second_half=True) == first | {changed}
+
+
+def test_without_the_product_rule_and_boolean_columns_the_control_differs(
+    results: dict[str, dict[str, Any]],
+) -> None:
+    """The xfails this matrix used to carry come back with the old fixed rule, exactly on
+    the exact halves PostgreSQL rounds otherwise, and TINYINT(1) stays an integer."""
+    comparison = results[CONTROL]
+    assert comparison["error"] is None, comparison["error"]
+    problems = {d["column"]: d["problem"] for d in comparison["schema_differences"]}
+    assert problems.keys() == {BOOLEAN_COLUMN}
+    assert f"columns: {{boolean: [{BOOLEAN_COLUMN}]}}" in problems[BOOLEAN_COLUMN]
+    rows = [r for r in logical_rows() if r[HALF_COLUMN] is not None and r["id"] <= ROWS]
+    disagree = {
+        str(r["id"])
+        for r in rows
+        if postgres_millis(r[HALF_COLUMN]) != _half_up_millis(r[HALF_COLUMN])
+    }
+    assert disagree  # else the control could not show anything
+    assert _keys_in(changed_cells(comparison), HALF_COLUMN, second_half=False) == disagree
+
+
+def _half_up_millis(value: dt.datetime) -> dt.datetime:
+    micros = (value - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+    rounded = reduce_micros(micros, 3, TimeRounding.ROUND)
+    return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=rounded)

@@ -526,6 +526,15 @@ CASES: tuple[Case, ...] = (
         ("6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b", None, "00000000-0000-0000-0000-000000000001"),
         flip_uuid,
     ),
+    Case(  # MariaDB's BOOLEAN is TINYINT(1): compared as boolean via columns.boolean
+        "c_tinyint1_bool",
+        "TINYINT(1)",
+        "boolean",
+        "BOOLEAN",
+        pa.bool_(),
+        (True, False, None, False),
+        lambda v: not v,
+    ),
 )
 
 
