@@ -57,7 +57,7 @@ by the rule ``ComparisonOptions.rounding`` names (``u = 10**(6 - digits)``, ``m`
 microsecond count above, ``E`` the rule's epoch in the same count):
 
 - ``round``: ``floor((m + u/2) / u) * u`` (a half goes to the later instant, also before
-  1970; MariaDB with ``TIME_ROUND_FRACTIONAL``, MySQL);
+  1970; MariaDB with ``TIME_ROUND_FRACTIONAL``);
 - ``truncate``: ``floor(m / u) * u`` (MariaDB's default);
 - ``half_away_from_1970`` (DuckDB, ``E = 0``) and ``half_away_from_2000`` (PostgreSQL,
   ``E = 946684800000000`` for timestamps): with ``d = m - E``,
