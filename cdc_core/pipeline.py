@@ -46,6 +46,7 @@ from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
 from cdc_core.source import Idle, LogReader, SnapshotReader, TableDescription
 
 logger = logging.getLogger(__name__)
+RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,7 @@ class Pipeline:
         self._pending_events = 0
         self._batch_started = time.monotonic()
         self._last_commit: Position | None = None
+        self._checkpoints = 0
 
     # -- public API -------------------------------------------------------------------
 
@@ -321,6 +323,11 @@ class Pipeline:
         write_checkpoint(self.config.state_dir, checkpoint)
         self._buffer.release_checkpoint(state)
         self._checkpoint = checkpoint
+        self._checkpoints += 1
+        if self._checkpoints % RETAIN_EVERY_CHECKPOINTS == 0:
+            # A restart re-reads from this durable checkpoint at the earliest, and rebuilds
+            # only transactions committed after its position: older images are not needed.
+            self._store.retain_from(position)
 
     def _check_owner(self, checkpoint: Checkpoint) -> None:
         if checkpoint.pipeline != self.config.name:

@@ -28,7 +28,10 @@ LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
 
 _FACTORIES: dict[str, LogSourceFactory] = {}
 
-BUILTIN_LOG_SOURCES = ("connectors.synthetic.log_reader",)
+BUILTIN_LOG_SOURCES = (
+    "connectors.oracle.log_source",
+    "connectors.synthetic.log_reader",
+)
 
 
 def register_log_source(schemes: Sequence[str], factory: LogSourceFactory) -> None:
