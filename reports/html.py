@@ -94,6 +94,10 @@ def build_html_report(
             status_counts=model.status_counts(result),
             totals=model.totals_by_kind(result["comparisons"]),
             differences_total=sum(c["differences_total"] for c in result["comparisons"]),
+            expectations_checked=sum(len(model.expectations(c)) for c in result["comparisons"]),
+            expectations_failed=sum(
+                len(model.failed_expectations(c)) for c in result["comparisons"]
+            ),
             positions=model.positions(result),
             model=model,
             drift_titles=DRIFT_TITLES,

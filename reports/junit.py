@@ -1,7 +1,8 @@
 """JUnit XML for CI systems: one test suite "replcheck", one test case per comparison.
 
-A drifted comparison is a ``<failure>`` whose message counts differences by kind; a
-comparison that could not run is an ``<error>``. Built with ElementTree, so every value is
+A drifted comparison (differences, or a failed data-quality expectation) is a ``<failure>``
+whose message counts differences by kind and failed expectations; a comparison that could
+not run is an ``<error>``. Built with ElementTree, so every value is
 XML-escaped; characters XML 1.0 cannot carry at all are replaced first.
 """
 
@@ -77,6 +78,8 @@ def _failure_message(comparison: dict[str, Any]) -> str:
         message += f" ({model.describe_kinds(comparison['counts_by_kind'])})"
     if comparison["schema_differences"]:
         message += f"; {len(comparison['schema_differences'])} schema differences"
+    if model.failed_expectations(comparison):
+        message += f"; {model.describe_expectations(comparison)}"
     return message
 
 
@@ -96,6 +99,10 @@ def _at(position: str | None) -> str:
 
 def _failure_body(comparison: dict[str, Any]) -> str:
     lines = [_facts(comparison)]
+    lines += [
+        f"expectation failed: {e['description']}: {model.describe_observed(e)}"
+        for e in model.failed_expectations(comparison)
+    ]
     shown = comparison["differences"][:MAX_KEYS]
     lines += [f"{model.KIND_LABELS[d['kind']]}: {model.format_key(d['key'])}" for d in shown]
     omitted = model.omitted_count(comparison, len(shown))

@@ -1,8 +1,8 @@
 """A Markdown summary for a pull-request comment or a CI step summary.
 
-A status line, one table row per comparison, and the first differing keys of each drifted
-comparison. Values are escaped so a ``|``, a newline or Markdown syntax in a key can never
-break the table or turn into markup.
+A status line, one table row per comparison, and for each drifted comparison its failed
+data-quality expectations and first differing keys. Values are escaped so a ``|``, a
+newline or Markdown syntax in a key can never break the table or turn into markup.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def _table(comparisons: list[dict[str, Any]]) -> list[str]:
             if c["status"] == "error"
             else f"{c['differences_total']:,} ({model.describe_kinds(c['counts_by_kind'])})"
         )
+        if model.expectations(c):
+            differences += f"; {model.describe_expectations(c)}"
         lines.append(
             f"| {escape(c['name'])} | {_ICONS[c['status']]} {model.STATUS_LABELS[c['status']]} "
             f"| {c['source_rows']:,} | {c['target_rows']:,} | {differences} |"
@@ -82,12 +84,23 @@ def _details(comparison: dict[str, Any], max_rows: int) -> list[str]:
     lines += [
         f"- {escape(s['column'])}: {escape(s['problem'])}" for s in comparison["schema_differences"]
     ]
+    lines += [_failed_expectation(e) for e in model.failed_expectations(comparison)]
     shown = comparison["differences"][:max_rows]
     lines += [f"- {model.KIND_LABELS[d['kind']]}: {_describe(d)}" for d in shown]
     omitted = model.omitted_count(comparison, len(shown))
     if omitted > 0:
         lines.append(f"- … and {omitted:,} more")
     return lines
+
+
+def _failed_expectation(expectation: dict[str, Any]) -> str:
+    line = f"- expectation failed: {escape(expectation['description'])}: "
+    line += escape(model.describe_observed(expectation))
+    sample = expectation["unexpected_sample"]
+    if sample:
+        values = (model.NULL_TEXT if v is None else v for v in sample)
+        line += ", e.g. " + ", ".join(escape(v) for v in values)
+    return line
 
 
 def _describe(difference: dict[str, Any]) -> str:

@@ -98,3 +98,45 @@ def positions(result: Result) -> list[tuple[str | None, str | None]]:
 def phase_seconds(comparison: Comparison) -> float:
     """Total seconds over the comparison's timed phases."""
     return float(sum(comparison["timings"].values()))
+
+
+def expectations(comparison: Comparison) -> list[dict[str, Any]]:
+    """The comparison's checked data-quality expectations (none in older results)."""
+    checked: list[dict[str, Any]] = comparison.get("expectations") or []
+    return checked
+
+
+def failed_expectations(comparison: Comparison) -> list[dict[str, Any]]:
+    """The expectations the target did not meet."""
+    return [e for e in expectations(comparison) if not e["success"]]
+
+
+def describe_expectations(comparison: Comparison) -> str:
+    """``"2 of 5 expectations failed"``, ``"5 expectations passed"``, or ``""`` for none."""
+    checked = len(expectations(comparison))
+    failed = len(failed_expectations(comparison))
+    if not checked:
+        return ""
+    noun = "expectation" + ("" if checked == 1 else "s")
+    if failed:
+        return f"{failed:,} of {checked:,} {noun} failed"
+    return f"{'the' if checked == 1 else 'all'} {checked:,} {noun} passed"
+
+
+def describe_observed(expectation: dict[str, Any]) -> str:
+    """What was observed, in words: ``"3 of 2,000 rows unexpected (0.15%)"``, ``"1,998"``.
+
+    Sample values are not part of it (renderers mask and escape them themselves).
+    """
+    if expectation["error"] is not None:
+        return f"could not be evaluated: {expectation['error']}"
+    observed = expectation["observed_value"]
+    if observed is not None:  # a table-level expectation: the row count
+        return f"observed {rows(int(observed)) if observed.isdigit() else observed}"
+    unexpected, checked = expectation["unexpected_count"], expectation["element_count"]
+    if unexpected is None or checked is None:
+        return "passed" if expectation["success"] else "failed"
+    text = f"{unexpected:,} of {rows(checked)} unexpected"
+    if expectation["unexpected_percent"] is not None and unexpected:
+        text += f" ({expectation['unexpected_percent']:.2f}%)"
+    return text

@@ -99,11 +99,36 @@ def _print_summary(document: dict[str, Any]) -> None:
     for comparison in document["comparisons"]:
         counts = ", ".join(f"{k}: {v}" for k, v in sorted(comparison["counts_by_kind"].items()))
         detail = comparison["error"] or counts or "no differences"
+        failed = _failed_expectations(comparison)
+        if failed:
+            detail += f"; {failed} expectation(s) failed"
         typer.echo(
             f"{comparison['name']:<24} {comparison['status']:<12} "
             f"{comparison['source_rows']:>10} / {comparison['target_rows']:<10} {detail}"
         )
     typer.echo(f"overall: {document['status']} ({document['duration_s']:.1f} s)")
+
+
+def _failed_expectations(comparison: dict[str, Any]) -> int:
+    return sum(1 for e in comparison.get("expectations", []) if not e["success"])
+
+
+def gate_verdict(document: dict[str, Any], max_differences: int) -> tuple[int, str]:
+    """The gate's exit code and its one-line verdict for a result document.
+
+    Differences are tolerated up to ``max_differences`` in total; a failed data-quality
+    expectation never is.
+    """
+    if document["status"] == Status.ERROR:
+        return EXIT_ERROR, "gate FAILED: a comparison could not be validated"
+    total = sum(c["differences_total"] for c in document["comparisons"])
+    failed = sum(_failed_expectations(c) for c in document["comparisons"])
+    passed = total <= max_differences and not failed
+    verdict = f"gate {'passed' if passed else 'FAILED'}: {total} difference(s), "
+    verdict += f"{max_differences} allowed"
+    if failed:
+        verdict += f"; {failed} expectation(s) failed"
+    return (EXIT_OK if passed else EXIT_DIFFERENCES), verdict
 
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="The YAML config file.")]
@@ -141,18 +166,17 @@ def gate(
     comparison: NamesOption = [],  # noqa: B006
     set_: SetOption = [],  # noqa: B006
 ) -> None:
-    """CI gate: exit 1 when more than --max-differences differences are found, 2 on errors."""
+    """CI gate: exit 1 when more than --max-differences differences are found or an
+    expectation failed, 2 on errors."""
     from validator.outputs import write_outputs
 
     document = _run_validation(config, comparison, set_)
     write_outputs(document, out, junit, lake=_lake_of(config, set_))
     _print_summary(document)
-    total = sum(c["differences_total"] for c in document["comparisons"])
-    if document["status"] == Status.ERROR:
-        raise typer.Exit(EXIT_ERROR)
-    verdict = "passed" if total <= max_differences else "FAILED"
-    typer.echo(f"gate {verdict}: {total} difference(s), {max_differences} allowed")
-    raise typer.Exit(EXIT_OK if total <= max_differences else EXIT_DIFFERENCES)
+    code, verdict = gate_verdict(document, max_differences)
+    if code != EXIT_ERROR:
+        typer.echo(verdict)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -216,9 +240,21 @@ def report(
 
 
 @cdc_app.command("run")
-def cdc_run() -> None:
-    """Run a CDC pipeline from a source's log into the lake."""
-    _not_available("cdc run", "the CDC core issue")
+def cdc_run(
+    config: ConfigOption,
+    pipeline: Annotated[str, typer.Option(help="The pipeline's name in the config.")],
+    until_caught_up: Annotated[
+        bool, typer.Option(help="Stop once everything committed at the start is in the lake.")
+    ] = False,
+    set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
+) -> None:
+    """Run a CDC pipeline from a source's log into the lake (SIGTERM/SIGINT stop it cleanly)."""
+    from validator.cdc_command import run_pipeline
+
+    reached = run_pipeline(
+        config, pipeline, until_caught_up=until_caught_up, overrides=_overrides(set_)
+    )
+    typer.echo(f"pipeline {pipeline}: the lake holds everything up to position {reached}")
 
 
 def _configure_logging() -> None:
@@ -226,7 +262,7 @@ def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     progress = logging.StreamHandler()
     progress.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    for name in ("validator.compare", "validator.job"):
+    for name in ("validator.compare", "validator.job", "validator.cdc_command"):
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
         logger.addHandler(progress)

@@ -16,15 +16,32 @@ A minimal file::
 ``columns.map`` maps source column names to target column names; ``columns.boolean`` lists
 integer columns compared as booleans (MariaDB's BOOLEAN is TINYINT(1)). ``options`` takes the
 keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` (tree size).
+
+``expectations`` (optional) is a data-quality suite checked with Great Expectations on the
+target as materialised at the agreed position (``validator.expectations``). Columns are
+named as in the target; a failed expectation makes the comparison fail like a difference::
+
+    expectations:
+      - {kind: key_not_null_unique}                    # the comparison's key columns
+      - {kind: not_null, column: customer_id}
+      - {kind: unique, column: ref, mostly: 0.99}      # mostly: share of rows that must pass
+      - {kind: between, column: amount, min: 0, max: 10000}   # min or max may be left out
+      - {kind: in_set, column: status, values: [new, paid, shipped]}
+      - {kind: regex, column: email, pattern: '^[^@]+@[^@]+$'}
+      - {kind: row_count, tolerance: 0.5%}   # of the source's rows, or a number of rows: 10
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from cdc_core.config import (
     ConnectionConfig,
@@ -73,6 +90,67 @@ class ColumnRules:
         return self.rename.get(source_name, source_name)
 
 
+# Each expectation kind and the keys it takes besides ``kind`` (validator.expectations maps
+# them onto Great Expectations classes).
+EXPECTATION_KINDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "key_not_null_unique": (),
+        "not_null": ("column", "mostly"),
+        "unique": ("column", "mostly"),
+        "between": ("column", "min", "max", "mostly"),
+        "in_set": ("column", "values", "mostly"),
+        "regex": ("column", "pattern", "mostly"),
+        "row_count": ("tolerance",),
+    }
+)
+Bound = int | float | str | dt.date
+"""A ``between`` limit: a number, a date or timestamp (YAML or ISO text)."""
+SetValue = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationConfig:
+    """One data-quality expectation on a comparison's target (see the module docstring).
+
+    Attributes:
+        kind: One of ``EXPECTATION_KINDS``.
+        where: Where it was declared (file, line, key path), for errors found at run time.
+        column: The target column (column kinds only).
+        min_value: ``between``: lowest allowed value (inclusive), None for no limit.
+        max_value: ``between``: highest allowed value (inclusive), None for no limit.
+        values: ``in_set``: the allowed values.
+        pattern: ``regex``: the pattern every non-NULL value must match.
+        tolerance: ``row_count``: allowed distance from the source's row count.
+        tolerance_percent: ``row_count``: ``tolerance`` is a percentage of the source's rows.
+        mostly: Share of non-NULL rows that must pass (column kinds), 0 < mostly <= 1.
+    """
+
+    kind: str
+    where: str = ""
+    column: str | None = None
+    min_value: Bound | None = None
+    max_value: Bound | None = None
+    values: tuple[SetValue, ...] = ()
+    pattern: str | None = None
+    tolerance: float = 0.0
+    tolerance_percent: bool = False
+    mostly: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXPECTATION_KINDS:
+            raise ValueError(f"unknown expectation kind {self.kind!r}")
+        if ("column" in EXPECTATION_KINDS[self.kind]) != (self.column is not None):
+            raise ValueError(f"expectation {self.kind} needs a column exactly when it has one")
+        if not 0 < self.mostly <= 1 or self.tolerance < 0:
+            raise ValueError("mostly must be in (0, 1] and tolerance >= 0")
+
+    def row_count_range(self, source_rows: int) -> tuple[int, int]:
+        """``row_count``: the (lowest, highest) target row count allowed."""
+        slack = source_rows * self.tolerance / 100 if self.tolerance_percent else self.tolerance
+        # Inclusive; a fractional slack (a percentage) never widens the range by a whole row.
+        return max(0, math.ceil(source_rows - slack)), math.floor(source_rows + slack)
+
+
 @dataclass(frozen=True, slots=True)
 class ComparisonConfig:
     """One source table compared with one target table."""
@@ -85,6 +163,7 @@ class ComparisonConfig:
     options: ComparisonOptions = field(default_factory=ComparisonOptions)
     depth: int | None = None
     rows_per_leaf: int = DEFAULT_ROWS_PER_LEAF
+    expectations: tuple[ExpectationConfig, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +282,7 @@ def _read_comparison(
     section: Section, connections: Mapping[str, ConnectionConfig]
 ) -> ComparisonConfig:
     section.check_keys(
-        ["name", "source", "target", "key", "columns", "options"],
+        ["name", "source", "target", "key", "columns", "options", "expectations"],
         required=["name", "source", "target"],
     )
     options, depth, rows_per_leaf = _read_options(section.optional_child("options"))
@@ -221,7 +300,92 @@ def _read_comparison(
         options=options,
         depth=depth,
         rows_per_leaf=rows_per_leaf,
+        expectations=tuple(_read_expectation(e) for e in section.items("expectations")),
     )
+
+
+def _read_expectation(entry: Section) -> ExpectationConfig:
+    kind = entry.require("kind", str)
+    if kind not in EXPECTATION_KINDS:
+        known = ", ".join(EXPECTATION_KINDS)
+        raise entry.error("kind", f"unknown expectation kind {kind!r}; expected one of: {known}")
+    keys = EXPECTATION_KINDS[kind]
+    required = [k for k in keys if k in ("column", "values", "pattern")]
+    entry.check_keys(["kind", *keys], required=required)
+    fields: dict[str, Any] = {"kind": kind, "where": entry.where(None)}
+    if "column" in keys:
+        fields["column"] = entry.require("column", str)
+        mostly = entry.get("mostly", float, 1.0)
+        if mostly is None or not 0 < mostly <= 1:
+            raise entry.error("mostly", "must be above 0 and at most 1 (a share of the rows)")
+        fields["mostly"] = mostly
+    if kind in _EXPECTATION_READERS:
+        fields.update(_EXPECTATION_READERS[kind](entry))
+    return ExpectationConfig(**fields)
+
+
+def _read_between(entry: Section) -> dict[str, Any]:
+    low, high = _read_bound(entry, "min"), _read_bound(entry, "max")
+    if low is None and high is None:
+        raise entry.error(None, "a between expectation needs min, max or both")
+    numbers = (int, float)
+    if isinstance(low, numbers) and isinstance(high, numbers) and low > high:
+        raise entry.error("min", f"is above max ({low} > {high})")
+    return {"min_value": low, "max_value": high}
+
+
+def _read_bound(entry: Section, key: str) -> Bound | None:
+    value = entry.data.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, Bound)):
+        problem = f"must be a number, a date or a timestamp, not {type(value).__name__}"
+        raise entry.error(key, problem)
+    return value
+
+
+def _read_in_set(entry: Section) -> dict[str, Any]:
+    values = entry.data.get("values")
+    scalars = isinstance(values, list) and all(isinstance(v, SetValue) for v in values)
+    if not values or not scalars:
+        raise entry.error("values", "must be a non-empty list of texts, numbers or booleans")
+    return {"values": tuple(values)}
+
+
+def _read_regex(entry: Section) -> dict[str, Any]:
+    pattern = entry.require("pattern", str)
+    # Spark matches with Java regular expressions (RLIKE); Python's compiler rejects the
+    # common mistakes (unbalanced brackets, bad escapes) before any Spark job starts.
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise entry.error("pattern", f"is not a valid regular expression: {exc}") from exc
+    return {"pattern": pattern}
+
+
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def _read_row_count(entry: Section) -> dict[str, Any]:
+    value = entry.data.get("tolerance", 0)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return {"tolerance": float(value)}
+    match = _PERCENT.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise entry.error(
+            "tolerance",
+            "must be a whole number of rows (e.g. 10) or a percentage of the source's rows "
+            "(e.g. 0.5%)",
+        )
+    return {"tolerance": float(match.group(1)), "tolerance_percent": True}
+
+
+_EXPECTATION_READERS: Mapping[str, Callable[[Section], dict[str, Any]]] = MappingProxyType(
+    {
+        "between": _read_between,
+        "in_set": _read_in_set,
+        "regex": _read_regex,
+        "row_count": _read_row_count,
+    }
+)
 
 
 def _read_spark(section: Section | None) -> SparkConfig:

@@ -21,6 +21,7 @@ from connectors.base import Connector, TableSchema, connector_for
 from merkle.options import TimeRounding
 from validator.compare import CompareSettings, Side, compare_sides
 from validator.config import ComparisonConfig, ValidatorConfig
+from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.lake_target import lake_state_at
 from validator.positions import SourcePositions, read_positions, wait_for_lake
 from validator.recheck import LiveTable, can_recheck, confirm
@@ -31,6 +32,7 @@ from validator.result import (
     Status,
     overall_status,
     to_dict,
+    with_expectations,
 )
 from validator.sources import plan_partitions, source_frame
 
@@ -159,6 +161,7 @@ def run_comparison(
                 spark, target_connection, table, target_key
             )
             live = (target_connector, target_schema)
+        check_columns(comparison.expectations, target.frame.columns, target.label)
         target_frame = target.frame.select(
             *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
         )
@@ -176,7 +179,31 @@ def run_comparison(
     result = replace(result, schema_differences=reconciled.schema_differences)
     if live is not None and result.differences:
         result = _confirm_live(result, config, reconciled, (connector, schema), live, key)
+    if comparison.expectations:
+        result = _check_expectations(result, comparison, target, target_key)
     return result
+
+
+def _check_expectations(
+    result: ComparisonResult, comparison: ComparisonConfig, target: Side, key: Sequence[str]
+) -> ComparisonResult:
+    """Check the comparison's data-quality suite on the target (validator.expectations)."""
+    from pyspark import StorageLevel
+
+    log.info("comparison %s: expectations", comparison.name)
+    rules = comparison.columns
+    sensitive = {*rules.sensitive, *(rules.target_name(c) for c in rules.sensitive)}
+    facts = TargetFacts(
+        comparison.name, target.label, tuple(key), result.source_rows, frozenset(sensitive)
+    )
+    started = time.perf_counter()
+    # GX runs several Spark jobs over the target: materialise it once, not once per job.
+    frame = target.frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        checked = evaluate_expectations(frame, comparison.expectations, facts)
+    finally:
+        frame.unpersist()
+    return with_expectations(result, checked, time.perf_counter() - started)
 
 
 def _confirm_live(

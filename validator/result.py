@@ -8,7 +8,7 @@ columns are replaced by ``MASK`` before they ever reach this model.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -93,6 +93,38 @@ class SchemaDifference:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectationResult:
+    """One data-quality expectation checked on the target (``validator.expectations``).
+
+    Attributes:
+        kind: The configured kind (``validator.config.EXPECTATION_KINDS``).
+        expectation: Great Expectations' name for it, e.g. ``expect_column_values_to_be_unique``.
+        columns: The target columns it checks (none for the row count).
+        description: What was expected, in words.
+        success: True when the target met it.
+        observed_value: Table-level expectations: what was observed (display text).
+        element_count: Column expectations: rows checked.
+        unexpected_count: Column expectations: rows that broke it.
+        unexpected_percent: Column expectations: their share of the non-NULL rows, in %.
+        unexpected_sample: A few distinct values that broke it (display text, or ``MASK``
+            when a column is sensitive).
+        error: Why it could not be evaluated (then ``success`` is False).
+    """
+
+    kind: str
+    expectation: str
+    columns: tuple[str, ...]
+    description: str
+    success: bool
+    observed_value: str | None = None
+    element_count: int | None = None
+    unexpected_count: int | None = None
+    unexpected_percent: float | None = None
+    unexpected_sample: tuple[str | None, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ComparisonResult:
     """The outcome of one comparison."""
 
@@ -113,6 +145,7 @@ class ComparisonResult:
     counts_by_kind: Mapping[str, int] = field(default_factory=dict)
     schema_differences: tuple[SchemaDifference, ...] = ()
     in_flight: tuple[Key, ...] = ()  # live targets: keys still changing when re-checked
+    expectations: tuple[ExpectationResult, ...] = ()  # data-quality suite on the target
     timings: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
 
@@ -120,6 +153,26 @@ class ComparisonResult:
     def differences_omitted(self) -> int:
         """Differences counted but not detailed (beyond ``max_reported_rows``)."""
         return self.differences_total - len(self.differences)
+
+    @property
+    def expectations_failed(self) -> int:
+        """Expectations the target did not meet."""
+        return sum(1 for expectation in self.expectations if not expectation.success)
+
+
+def with_expectations(
+    result: ComparisonResult, expectations: tuple[ExpectationResult, ...], seconds: float
+) -> ComparisonResult:
+    """``result`` with its checked expectations and their time; a failed expectation makes an
+    in-sync comparison fail (exit code 1) exactly as a difference would."""
+    checked = replace(
+        result,
+        expectations=expectations,
+        timings={**result.timings, "expectations": round(seconds, 3)},
+    )
+    if checked.status is Status.IN_SYNC and checked.expectations_failed:
+        return replace(checked, status=Status.DIFFERENCES)
+    return checked
 
 
 def to_dict(value: Any) -> Any:
