@@ -132,20 +132,42 @@ def read_config_file(path: Path) -> LocatedDict:
 
 
 def apply_overrides(document: LocatedDict, overrides: Mapping[str, str]) -> None:
-    """Set ``a.b.c = value`` paths (values parsed as YAML scalars) in place."""
+    """Set ``a.b.c = value`` paths (values parsed as YAML scalars) in place.
+
+    In a list, a path part is an index (``pipelines.0.state_dir``) or the ``name`` of an
+    entry (``pipelines.shop.state_dir``, ``comparisons.orders.key``).
+    """
     for path, raw in overrides.items():
         parts = path.split(".")
         node: Any = document
         for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = LocatedDict()
-                child.key_lines = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {path}: {part!r} is not a mapping")
-            node = child
-        node[parts[-1]] = yaml.safe_load(raw) if raw else ""
+            node = _override_child(node, part, path)
+        if isinstance(node, list):
+            node[_list_index(node, parts[-1], path)] = yaml.safe_load(raw) if raw else ""
+        else:
+            node[parts[-1]] = yaml.safe_load(raw) if raw else ""
+
+
+def _override_child(node: Any, part: str, path: str) -> Any:
+    if isinstance(node, list):
+        return node[_list_index(node, part, path)]
+    child = node.get(part)
+    if child is None:
+        child = LocatedDict()
+        child.key_lines = {}
+        node[part] = child
+    if not isinstance(child, dict | list):
+        raise ConfigError(f"override {path}: {part!r} is not a mapping or list")
+    return child
+
+
+def _list_index(items: list[Any], part: str, path: str) -> int:
+    if part.isdigit() and int(part) < len(items):
+        return int(part)
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("name") == part:
+            return index
+    raise ConfigError(f"override {path}: no list entry {part!r} (an index or a name)")
 
 
 def environment_overrides(environ: Mapping[str, str]) -> dict[str, str]:

@@ -38,9 +38,10 @@ class KillReport:
     mismatches: list[str]
 
 
-def write_config(work: Path, url: str) -> Path:
+def write_config(work: Path, url: str, tables: list[str] | None = None) -> Path:
     """A config with one pipeline reading the synthetic ``url`` into ``work/lake``."""
-    tables = [f"synthetic.t{i}" for i in range(spec_of_url(url).tables)]
+    if tables is None:
+        tables = [f"synthetic.t{i}" for i in range(spec_of_url(url).tables)]
     config = work / "pipeline.yaml"
     config.write_text(
         "connections:\n"

@@ -23,7 +23,11 @@ def _config(tmp_path: Path, tables: list[str], **overrides: object) -> PipelineC
     settings: dict[str, object] = {"batch_max_events": 200, "memory_budget_bytes": 1 << 20}
     settings.update(overrides)
     return PipelineConfig(
-        "test", tmp_path / "lake", tmp_path / "state", TableFilter.of_tables(tables), **settings  # type: ignore[arg-type]
+        "test",
+        tmp_path / "lake",
+        tmp_path / "state",
+        TableFilter.of_tables(tables),
+        **settings,  # type: ignore[arg-type]
     )
 
 
