@@ -113,8 +113,13 @@ def _view(
     max_rows: int,
 ) -> ComparisonView:
     shown = comparison["differences"][:max_rows]
-    # An in-sync map is all grey and a failed comparison may have no tree: draw drift only.
-    has_tree = comparison["status"] == "differences" and comparison["leaves_compared"] > 0
+    # An in-sync map is all grey and a failed comparison may have no tree: draw drift only
+    # (not a comparison drifted only by failed expectations: its rows matched).
+    has_tree = (
+        comparison["status"] == "differences"
+        and comparison["leaves_compared"] > 0
+        and bool(comparison["mismatched_leaves"])
+    )
     trend = _trend(comparison, result, history)
     return ComparisonView(
         anchor=f"c{index}",
