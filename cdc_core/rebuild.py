@@ -160,10 +160,21 @@ class Rebuilder:
         """The full image just before the change: stored, from the log, or fetched."""
         stored = self.store.get(change.table, change.locator, commit_pos, seq=seq - 1)
         if stored is not None:
-            return _overlay(stored, change.before)
+            return self._complete(change, _overlay(stored, change.before), commit_pos)
         if change.before is not None and _is_full(change.before):
             return dict(change.before)
         return _overlay(self._fetch(change, commit_pos), change.before)
+
+    def _complete(
+        self, change: RowChange, image: dict[str, object], commit_pos: Position
+    ) -> dict[str, object]:
+        """Columns added to the table after the image was stored come from the hook (the
+        source fills them with their default); without a hook they stay ``ABSENT``."""
+        absent = [column for column, value in image.items() if value is ABSENT]
+        if not absent or self.config.hook_for(change.table) is None:
+            return image
+        fetched = self._fetch(change, commit_pos)
+        return image | {column: fetched.get(column, ABSENT) for column in absent}
 
     def _fetch(self, change: RowChange, commit_pos: Position) -> Mapping[str, object]:
         hook = self.config.hook_for(change.table)

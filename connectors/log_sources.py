@@ -7,20 +7,26 @@ asks ``log_source_for`` for the reader and snapshot reader of a pipeline's sourc
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from cdc_core.errors import ConfigError
+from cdc_core.rebuild import FetchMissing
 from cdc_core.source import LogReader, SnapshotReader
 
 
 @dataclass(frozen=True, slots=True)
 class LogSource:
-    """A source's log reader, its snapshot reader (if it has one) and its tables."""
+    """A source's log reader, its snapshot reader (if it has one) and its tables.
+
+    ``fetch_missing`` holds, per table, the hook completing columns the log leaves out
+    (``PipelineConfig.fetch_missing``), for products whose log can omit them.
+    """
 
     reader: LogReader
     snapshots: SnapshotReader | None
     tables: Callable[[], list[str]]  # every table the source has now (schema.table)
+    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
 
 
 LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
@@ -29,6 +35,7 @@ LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
 _FACTORIES: dict[str, LogSourceFactory] = {}
 
 BUILTIN_LOG_SOURCES = (
+    "connectors.mariadb.log_source",
     "connectors.oracle.log_source",
     "connectors.synthetic.log_reader",
 )

@@ -14,6 +14,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -41,7 +42,9 @@ def run_pipeline(
     tables = setup.config.tables
     source = log_source_for(connection.url, password, list(tables.accept))
     listed = source.tables() if tables.policy == "accept" else None
-    pipeline = Pipeline(setup.config, source.reader, source.snapshots, tables=listed)
+    # Hooks completing columns the source's log leaves out (MariaDB's MINIMAL row images).
+    config = replace(setup.config, fetch_missing={**source.fetch_missing})
+    pipeline = Pipeline(config, source.reader, source.snapshots, tables=listed)
     logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.config.lake)
     try:
         with _stop_on_signals(pipeline.stop), _progress(pipeline):

@@ -1,0 +1,77 @@
+"""Helpers of the MariaDB pipeline tests: a pipeline over a private server's database, and
+the rows of the lake's mirror and of the source, keyed alike, for exact comparison."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cdc_core.filters import TableFilter
+from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.pipeline import Pipeline, PipelineConfig
+from connectors.log_sources import LogSource, log_source_for
+from connectors.mariadb.log_source import source_config
+from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from tests.private_servers import MariaDBServer
+
+Rows = dict[tuple[Any, ...], dict[str, Any]]
+
+
+@contextlib.contextmanager
+def mariadb_pipeline(
+    server: MariaDBServer, database: str, tables: Sequence[str], work: Path, **settings: Any
+) -> Iterator[tuple[Pipeline, LogSource]]:
+    """A pipeline from ``tables`` of ``database`` into ``work/lake``, as ``cdc run`` builds it."""
+    source = log_source_for(server.url(database) + "?heartbeat_s=0.2", None, tables)
+    qualified = [f"{database}.{table}" for table in tables]
+    config = PipelineConfig(
+        "mariadb-test",
+        work / "lake",
+        work / "state",
+        TableFilter.of_tables(qualified),
+        **{"batch_max_events": 500, **settings},
+    )
+    config = replace(config, fetch_missing=dict(source.fetch_missing))
+    try:
+        yield Pipeline(config, source.reader, source.snapshots), source
+    finally:
+        source.reader.close()
+
+
+def lake_rows(lake: Path, table: str, key: Sequence[str]) -> Rows:
+    """The lake mirror of ``table``, by key, without bookkeeping columns."""
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(LakeTable(lake, table).mirror)).to_pyarrow_table().to_pylist()
+    found: Rows = {}
+    for row in rows:
+        locator = tuple(row[column] for column in key)
+        assert locator not in found, f"key {locator} twice in the mirror of {table}"
+        found[locator] = {c: v for c, v in row.items() if c not in META_COLUMNS}
+    return found
+
+
+def changelog(lake: Path, table: str) -> list[dict[str, Any]]:
+    """Every event of the lake changelog of ``table``, in commit order."""
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(LakeTable(lake, table).changelog)).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=lambda row: (row["_commit_pos"], row["_seq"]))
+
+
+def source_rows(server: MariaDBServer, database: str, table: str, key: Sequence[str]) -> Rows:
+    """The source table now, by key, read as the snapshot reader reads it."""
+    config = source_config(server.url(database), None, (table,))
+    with MariaDBSnapshotReader(config).snapshot([table]) as (_, tables):
+        rows = [row for snap in tables for batch in snap.batches for row in batch.to_pylist()]
+    return {tuple(row[column] for column in key): row for row in rows}
+
+
+def execute(server: MariaDBServer, database: str, *statements: str) -> None:
+    """Run statements on one autocommit connection."""
+    with contextlib.closing(server.connect(database)) as connection, connection.cursor() as cur:
+        for statement in statements:
+            cur.execute(statement)
