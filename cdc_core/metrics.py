@@ -22,6 +22,7 @@ class PipelineMetrics:
         events_per_second: Events written per second, averaged since the start.
         lag_seconds: Now minus the commit time of the newest transaction in the lake.
         open_transactions: Transactions begun and not yet committed or rolled back.
+        oldest_open: The oldest open transaction's id, begin position and change count.
         oldest_open_age_seconds: How long the oldest open transaction has been open.
         buffered_bytes: Estimated bytes of open transactions held in memory.
         spilled_bytes: Bytes of open transactions spilled to disk.
@@ -33,6 +34,7 @@ class PipelineMetrics:
     events_per_second: float
     lag_seconds: float | None
     open_transactions: int
+    oldest_open: tuple[str, Position, int] | None
     oldest_open_age_seconds: float | None
     buffered_bytes: int
     spilled_bytes: int
@@ -48,6 +50,7 @@ class MetricsTracker:
         self._newest_commit: datetime | None = None
         self._position: Position | None = None
         self._open = 0
+        self._oldest: tuple[str, Position, int] | None = None
         self._oldest_age: float | None = None
         self._buffered = 0
         self._spilled = 0
@@ -63,7 +66,9 @@ class MetricsTracker:
         self._position = position
         open_transactions = buffer.open_transactions()
         self._open = len(open_transactions)
-        self._oldest_age = open_transactions[0].age.total_seconds() if open_transactions else None
+        oldest = open_transactions[0] if open_transactions else None
+        self._oldest_age = oldest.age.total_seconds() if oldest else None
+        self._oldest = (oldest.txid, oldest.begin_pos, oldest.change_count) if oldest else None
         self._buffered = buffer.memory_bytes
         self._spilled = sum(info.spilled_bytes for info in open_transactions)
 
@@ -80,6 +85,7 @@ class MetricsTracker:
             self._events / elapsed,
             lag,
             self._open,
+            self._oldest,
             self._oldest_age,
             self._buffered,
             self._spilled,

@@ -292,10 +292,14 @@ class Pipeline:
         yield position
 
     def _flush_position(self, idle_at: Position | None) -> Position | None:
-        """The position the lake reaches with this batch: the last commit, or the idle
-        point when no transaction is open (every commit up to it has been read)."""
+        """The position the lake reaches with this batch: the last commit, or the idle point.
+
+        At an idle point every transaction committed up to it has been read; a transaction
+        still open there commits after it (commit_pos is past its commit record), so the
+        lake is complete up to the idle point even while transactions are open.
+        """
         last = self._last_commit
-        if idle_at is not None and not self._buffer.open_transactions():
+        if idle_at is not None:
             return max(idle_at, last) if last is not None else idle_at
         return last
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
+from cdc_core.metrics import PipelineMetrics
 from cdc_core.pipeline import Pipeline
 from cdc_core.pipeline_config import load_pipeline_config
 from cdc_core.position import Position
@@ -72,6 +73,21 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def describe_progress(figures: PipelineMetrics) -> str:
+    """One progress line: position, throughput, lag, the oldest open transaction, spill."""
+    lag = "-" if figures.lag_seconds is None else f"{figures.lag_seconds:.1f} s"
+    line = (
+        f"position {figures.position}, {figures.events} events"
+        f" ({figures.events_per_second:.0f}/s), lag {lag},"
+        f" {figures.open_transactions} open transactions"
+    )
+    if figures.oldest_open is not None:
+        txid, begin, changes = figures.oldest_open
+        age = figures.oldest_open_age_seconds or 0.0
+        line += f" (oldest {txid} from {begin}, {age:.0f} s, {changes} changes)"
+    return line + f", {figures.spilled_bytes} bytes spilled"
+
+
 @contextmanager
 def _progress(pipeline: Pipeline) -> Iterator[None]:
     """Log the pipeline's figures every few seconds from a side thread."""
@@ -79,16 +95,7 @@ def _progress(pipeline: Pipeline) -> Iterator[None]:
 
     def report() -> None:
         while not done.wait(PROGRESS_EVERY_S):
-            figures = pipeline.metrics()
-            logger.info(
-                "position %s, %s events (%.0f/s), lag %s s, %s open transactions, %s bytes spilled",
-                figures.position,
-                figures.events,
-                figures.events_per_second,
-                None if figures.lag_seconds is None else round(figures.lag_seconds, 1),
-                figures.open_transactions,
-                figures.spilled_bytes,
-            )
+            logger.info("%s", describe_progress(pipeline.metrics()))
 
     thread = threading.Thread(target=report, name="cdc-progress", daemon=True)
     thread.start()

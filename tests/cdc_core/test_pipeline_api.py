@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 
 from cdc_core.checkpoint import FILE_NAME, CheckpointCorruptError
 from cdc_core.errors import ConfigError
-from cdc_core.events import RawChange
+from cdc_core.events import Begin, RawChange, RowChange
 from cdc_core.filters import TableFilter
 from cdc_core.initial_load import LakeTableInUseError
 from cdc_core.lake import LakeTable, high_water_mark
@@ -281,3 +281,23 @@ def test_a_blocked_sink_stops_reading(tmp_path: Path, monkeypatch: pytest.Monkey
     release.set()
     runner.join(timeout=120)
     assert read > read_when_blocked
+
+
+def test_an_open_transaction_is_reported_and_does_not_block_catching_up(tmp_path: Path) -> None:
+    source = _scripted()
+    first = source.commit([("c", ORDERS, {"id": 1, "qty": 5})])
+    source.log.append(Begin("open-1", Position.of(first.value + 5)))
+    source.log.append(
+        RowChange("open-1", Position.of(first.value + 6), "c", ORDERS, (9,), {"id": 9, "qty": 1})
+    )
+    source.counter = first.value + 6
+    pipeline = Pipeline(_config(tmp_path, TableFilter.of_tables([ORDERS])), source, source)
+
+    reached = pipeline.run_until_caught_up()
+
+    assert reached == Position.of(first.value + 6)
+    figures = pipeline.metrics()
+    assert figures.open_transactions == 1
+    assert figures.oldest_open is not None and figures.oldest_open[0] == "open-1"
+    assert figures.oldest_open[2] == 1
+    assert [row["id"] for row in _rows(tmp_path)] == [1]  # the open one is not in the lake
