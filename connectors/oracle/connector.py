@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -120,6 +121,9 @@ class OracleConnector(Connector):
 
         fields = []
         for name in columns:
+            if name == LOCATOR_COLUMN:
+                fields.append(pa.field(name, pa.string()))
+                continue
             ltype = table.column(name).ltype
             if ltype is None or isinstance(ltype, lt.IntervalType):
                 raise TerminalError(
@@ -141,7 +145,7 @@ class OracleConnector(Connector):
         owner, name = sql.split_table(table.table, self._owner())
         where, params = partition.predicate(sql.quote, "%s")
         where, binds = sql.numbered_binds(where, params)
-        typed = [(c, table.column(c).ltype) for c in columns]
+        typed = [(c, None if c == LOCATOR_COLUMN else table.column(c).ltype) for c in columns]
         with contextlib.ExitStack() as stack:
             taken = snapshot or stack.enter_context(self.shared_snapshot())
             assert taken is not None  # Oracle always has an SCN to share

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError
 from cdc_core.position import Position
-from cdc_core.source import TableDescription, TableSnapshot
+from cdc_core.source import LOCATOR_COLUMN, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle.position import scn_position
 from merkle import types as lt
@@ -66,7 +66,9 @@ class OracleSnapshotReader:
             description = TableDescription(
                 table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), schema.primary_key
             )
-            batches = self.connector.read_partition(schema, columns, partition, taken)
+            # LogMiner locates rows by ROWID: the snapshot carries it for the row image store.
+            located = [*columns, LOCATOR_COLUMN]
+            batches = self.connector.read_partition(schema, located, partition, taken)
             yield TableSnapshot(description, _without_position(batches))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cdc_core.source import LOCATOR_COLUMN
 from merkle import types as lt
 
 CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
@@ -40,6 +41,9 @@ def split_table(table: str, default_owner: str) -> tuple[str, str]:
 def select_expression(name: str, ltype: lt.LogicalType | None) -> str:
     """How one column is selected so the driver returns what its Arrow type takes."""
     quoted = quote(name)
+    if name == LOCATOR_COLUMN:
+        # The ROWID as LogMiner's ROW_ID shows it, so snapshot rows and log rows share locators.
+        return f"ROWIDTOCHAR(ROWID) AS {quoted}"
     if isinstance(ltype, lt.TimestampTzType):
         # The instant, as UTC wall clock: the driver then needs no zone handling.
         return f"SYS_EXTRACT_UTC({quoted}) AS {quoted}"

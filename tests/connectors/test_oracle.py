@@ -8,6 +8,7 @@ import os
 import pytest
 
 from cdc_core.errors import ConfigError
+from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import Partition, Snapshot, connector_for
 from connectors.oracle import sql
 from connectors.oracle.types import OracleColumn, logical_type
@@ -55,6 +56,16 @@ def test_flashback_select_reads_one_scn_with_named_binds() -> None:
         ' AS OF SCN :scn WHERE "ID" >= :p1 AND "ID" < :p2'
     )
     assert binds == {"p1": 100, "p2": 200}
+
+
+def test_snapshot_rows_carry_the_rowid_logminer_locates_them_by() -> None:
+    text = sql.flashback_select(
+        "SHOP", "ORDERS", [("ID", lt.IntegerType()), (LOCATOR_COLUMN, None)], ""
+    )
+
+    assert text == (
+        'SELECT "ID", ROWIDTOCHAR(ROWID) AS "_locator" FROM "SHOP"."ORDERS" AS OF SCN :scn'
+    )
 
 
 def test_key_sets_and_identifiers() -> None:
