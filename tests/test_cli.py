@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from merkle.golden import load_vectors
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli_env(None, *args)
@@ -32,7 +34,7 @@ def test_unfinished_commands_say_so_and_exit_2(command: list[str]) -> None:
 def test_check_contract_passes_with_python_only() -> None:
     result = run_cli("check-contract", "--no-spark")
     assert result.returncode == 0, result.stderr
-    assert "python: 332 golden vectors, ok" in result.stdout
+    assert f"python: {len(load_vectors())} golden vectors, ok" in result.stdout
 
 
 def test_help_lists_the_commands() -> None:
