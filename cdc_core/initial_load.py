@@ -47,11 +47,25 @@ def load_tables(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint:
         return checkpoint
     _refuse_foreign_tables(pipeline, wanted)
     with pipeline.snapshots.snapshot(wanted) as (position, snapshots):
+        _check_not_behind(pipeline, checkpoint, position)
         checkpoint = replace(checkpoint, loading=dict.fromkeys(wanted, position))
         write_checkpoint(pipeline.config.state_dir, checkpoint)
         for snapshot in snapshots:
             _load_table(pipeline, snapshot, position)
     return _finish(pipeline, checkpoint, wanted, position)
+
+
+def _check_not_behind(pipeline: Pipeline, checkpoint: Checkpoint, position: Position) -> None:
+    """A table added to a running pipeline needs a snapshot at or after where it reads: the
+    log before that was read without the table, and its changes there are gone."""
+    reached = checkpoint.lake_position
+    if checkpoint.buffer is not None and reached is not None and position < reached:
+        raise TerminalError(
+            f"the snapshot for the new tables of pipeline {pipeline.config.name} is at"
+            f" {position}, before the {reached} the pipeline has read to; the source's snapshot"
+            " reader must snapshot the current state",
+            {"position": position.text, "pipeline_position": reached.text},
+        )
 
 
 def _settle_unfinished(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint:

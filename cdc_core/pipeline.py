@@ -240,16 +240,17 @@ class Pipeline:
         self._last_commit = transaction.commit_pos
         events = []
         in_lake = self._checkpoint.lake_position
-        for committed in self._rebuilder.iter_rebuilt(transaction):
-            change = committed.change
-            if in_lake is not None and transaction.commit_pos <= in_lake:
-                continue  # re-read after a restart; the lake has it
-            loaded_at = self._checkpoint.loaded.get(change.table)
+        for committed in transaction.changes:
+            table = committed.change.table
+            loaded_at = self._checkpoint.loaded.get(table)
             if loaded_at is not None and transaction.commit_pos <= loaded_at:
-                continue  # already in the table's initial snapshot
+                continue  # in the table's initial snapshot, and its image store
+            change = self._rebuilder.rebuild(committed, transaction.commit_pos)
+            if in_lake is not None and transaction.commit_pos <= in_lake:
+                continue  # re-read after a restart: the lake has it
             event = LakeEvent.of_change(change, committed.seq, transaction)
-            self._batch_of(change.table).events.append(event)
-            events.append((change.table, event))
+            self._batch_of(table).events.append(event)
+            events.append((table, event))
         self._pending_events += len(events)
         self._pending_transactions.append(
             EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events))

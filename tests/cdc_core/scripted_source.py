@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -18,7 +18,10 @@ class ScriptedSource:
     """A log built step by step: ``commit`` appends a transaction; ``alter`` changes a
     table's columns from the next transaction on (``describe`` answers the current ones)."""
 
-    def __init__(self, descriptions: Mapping[str, TableDescription]) -> None:
+    def __init__(
+        self, descriptions: Mapping[str, TableDescription], *, snapshot_now: bool = False
+    ) -> None:
+        self.snapshot_now = snapshot_now  # False: snapshots are of the empty log's start
         self.descriptions = dict(descriptions)
         self.log: list[RawChange] = []
         self.counter = 0
@@ -64,9 +67,39 @@ class ScriptedSource:
     def snapshot(
         self, tables: Sequence[str], keys: object = None
     ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
-        """Every table is empty before the log's first transaction."""
-        empty = (TableSnapshot(self.descriptions[t], iter([])) for t in tables)
-        yield Position.of(0), empty
+        """The tables' state after every transaction committed so far, at the log's end (or
+        empty at position 0, before the log, unless ``snapshot_now``)."""
+        if not self.snapshot_now:
+            yield Position.of(0), (TableSnapshot(self.descriptions[t], iter([])) for t in tables)
+            return
+        position = self.end_position()
+        yield position, (self._table_snapshot(table) for table in tables)
+
+    def _table_snapshot(self, table: str) -> TableSnapshot:
+        description = self.descriptions[table]
+        rows: dict[Hashable, dict[str, object]] = {}
+        open_changes: dict[str, list[RowChange]] = {}
+        for change in self.log:
+            if isinstance(change, RowChange) and change.table == table:
+                open_changes.setdefault(change.txid, []).append(change)
+            elif isinstance(change, Commit):
+                for row_change in open_changes.pop(change.txid, []):
+                    _apply(rows, row_change)
+        names = description.schema.names
+        full = [{name: row.get(name) for name in names} for row in rows.values()]
+        return TableSnapshot(
+            description, iter(pa.Table.from_pylist(full, description.schema).to_batches())
+        )
 
     def close(self) -> None:
         pass
+
+
+def _apply(rows: dict[Hashable, dict[str, object]], change: RowChange) -> None:
+    if change.op == "t":
+        rows.clear()
+    elif change.op == "d":
+        rows.pop(change.locator, None)
+    else:
+        assert change.after is not None
+        rows[change.locator] = dict(change.after)

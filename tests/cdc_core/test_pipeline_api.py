@@ -301,3 +301,34 @@ def test_an_open_transaction_is_reported_and_does_not_block_catching_up(tmp_path
     assert figures.oldest_open is not None and figures.oldest_open[0] == "open-1"
     assert figures.oldest_open[2] == 1
     assert [row["id"] for row in _rows(tmp_path)] == [1]  # the open one is not in the lake
+
+
+def test_a_table_added_later_is_loaded_then_streamed(tmp_path: Path) -> None:
+    customers = "shop.customers"
+    source = ScriptedSource(
+        {
+            ORDERS: TableDescription(ORDERS, SCHEMA, ("id",)),
+            customers: TableDescription(customers, SCHEMA, ("id",)),
+        },
+        snapshot_now=True,
+    )
+    both = TableFilter.of_tables([ORDERS, customers])
+    source.commit([("c", ORDERS, {"id": 1, "qty": 1}), ("c", customers, {"id": 7, "qty": 7})])
+    _run(tmp_path, source)  # orders only
+    source.commit([("u", customers, {"id": 7, "qty": 8}), ("c", customers, {"id": 9, "qty": 9})])
+    added = source.end_position()
+    _run(tmp_path, source, both)  # loads customers as they are now
+    source.commit([("d", customers, {"id": 9, "qty": 9}), ("c", ORDERS, {"id": 2, "qty": 2})])
+
+    _run(tmp_path, source, both)
+
+    lake = LakeTable(tmp_path / "lake", customers)
+    events = sorted(read_delta(lake.changelog), key=lambda r: (r["_commit_pos"], r["_seq"]))
+    assert [(r["_op"], r["id"], r["qty"]) for r in events] == [
+        ("r", 7, 8),
+        ("r", 9, 9),
+        ("d", 9, 9),
+    ]
+    assert {r["_commit_pos"] for r in events if r["_op"] == "r"} == {added.value}
+    assert [row["id"] for row in read_delta(lake.mirror)] == [7]
+    assert sorted(row["id"] for row in _rows(tmp_path, "mirror")) == [1, 2]
