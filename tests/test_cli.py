@@ -23,7 +23,7 @@ def run_cli_env(env: dict[str, str] | None, *args: str) -> subprocess.CompletedP
     return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
 
 
-@pytest.mark.parametrize("command", [["resync"], ["cdc", "run"]])
+@pytest.mark.parametrize("command", [["resync"]])
 def test_unfinished_commands_say_so_and_exit_2(command: list[str]) -> None:
     result = run_cli(*command)
     assert result.returncode == 2
