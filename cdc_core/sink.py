@@ -291,10 +291,14 @@ class LakeSink:
         import pyarrow as pa
 
         schema = pa.schema([*description.schema, *meta_fields()])
+        failures = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
         try:
-            data = pa.Table.from_pylist([_fit_values(record) for record in records], schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise StaleDescriptionError(description.table) from exc
+            data = pa.Table.from_pylist(records, schema)
+        except failures:
+            try:  # times from a log (time, timedelta) where the lake holds microseconds
+                data = pa.Table.from_pylist([_fit_values(record) for record in records], schema)
+            except failures as exc:
+                raise StaleDescriptionError(description.table) from exc
         delta = self._open(path)
         if delta is None:
             return data

@@ -1,0 +1,82 @@
+"""The lake sink's pieces: value fitting, a batch's net effect on the mirror, idempotence."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from cdc_core.lake import LakeTable, high_water_mark, read_progress
+from cdc_core.position import Position
+from cdc_core.sink import (
+    LakeEvent,
+    LakeSink,
+    SchemaChangeError,
+    TableBatch,
+    fit_to_lake,
+    net_effect,
+)
+from cdc_core.source import TableDescription
+from tests.cdc_core.lake_model import read_delta
+
+TS = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+DESCRIPTION = TableDescription(
+    "s.t", pa.schema([pa.field("id", pa.int64()), pa.field("at", pa.int64())]), ("id",)
+)
+
+
+def _event(op: str, key: int, position: int, seq: int, at: object = 0) -> LakeEvent:
+    row = {} if op == "t" else {"id": key, "at": at}
+    return LakeEvent(op, row, position, seq, f"x{position}", TS)
+
+
+def test_times_from_a_log_are_stored_as_microseconds(tmp_path: Path) -> None:
+    events = [
+        _event("c", 1, 5, 0, dt.time(1, 2, 3, 4)),
+        _event("c", 2, 5, 1, dt.timedelta(hours=-1)),
+    ]
+
+    LakeSink(tmp_path, "p").write([TableBatch(DESCRIPTION, events)], Position.of(5), ["s.t"])
+
+    rows = read_delta(LakeTable(tmp_path, "s.t").changelog)
+    assert sorted((r["id"], r["at"]) for r in rows) == [(1, 3_723_000_004), (2, -3_600_000_000)]
+
+
+def test_writing_a_batch_again_writes_nothing_and_records_progress(tmp_path: Path) -> None:
+    sink = LakeSink(tmp_path, "p")
+    batch = TableBatch(DESCRIPTION, [_event("c", 1, 5, 0), _event("u", 1, 7, 0, 3)])
+    assert sink.write([batch], Position.of(7), ["s.t", "s.quiet"]) == 2
+
+    assert LakeSink(tmp_path, "p").write([batch], Position.of(7), ["s.t", "s.quiet"]) == 0
+
+    assert len(read_delta(LakeTable(tmp_path, "s.t").changelog)) == 2
+    assert read_delta(LakeTable(tmp_path, "s.t").mirror)[0]["at"] == 3
+    assert read_progress(tmp_path)["p"] == (Position.of(7), frozenset({"s.t", "s.quiet"}))
+    assert high_water_mark(LakeTable(tmp_path, "s.quiet")) == 7  # no changes, yet current
+
+
+def test_net_effect_keeps_the_latest_event_per_key_after_the_last_truncate() -> None:
+    events = [
+        _event("c", 1, 5, 0),
+        _event("t", 0, 6, 0),
+        _event("c", 2, 7, 0),
+        _event("u", 2, 8, 0, 9),
+        _event("d", 3, 8, 1),
+    ]
+
+    truncated, latest = net_effect(events, ("id",))
+
+    assert truncated
+    assert [(e.op, e.row["id"], e.commit_pos) for e in latest] == [("u", 2, 8), ("d", 3, 8)]
+    assert net_effect(events[:1], ("id",)) == (False, events[:1])
+
+
+def test_fit_to_lake_casts_losslessly_or_names_column_and_fix() -> None:
+    lake = pa.schema([pa.field("id", pa.int32())])
+    fits = pa.table({"id": pa.array([1, 2], pa.int64())})
+    assert fit_to_lake(fits, lake, "s.t").schema.field("id").type == pa.int32()
+
+    with pytest.raises(SchemaChangeError, match="re-snapshot the table"):
+        fit_to_lake(pa.table({"id": pa.array([2**40], pa.int64())}), lake, "s.t")
