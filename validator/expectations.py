@@ -281,10 +281,10 @@ def _to_result(plan: _Planned, gx_result: Any, facts: TargetFacts) -> Expectatio
 
 def _sample(values: Sequence[Any], hidden: bool) -> tuple[str | None, ...]:
     """Distinct unexpected values as display text, in GX's order; masked when sensitive."""
-    shown = dict.fromkeys(_display(value) for value in values)
-    if hidden:
-        return tuple(None if value is None else MASK for value in shown)
-    return tuple(shown)
+    shown = (_display(value) for value in values)
+    if hidden:  # a NULL stays visible: it is no value
+        shown = (None if value is None else MASK for value in shown)
+    return tuple(dict.fromkeys(shown))
 
 
 def _display(value: Any) -> str | None:

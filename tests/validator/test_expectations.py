@@ -158,11 +158,12 @@ def test_a_passing_suite_keeps_an_in_sync_comparison_in_sync(spark: Any, tmp_pat
 
 
 def bad_quality(rows: list[Row]) -> list[Row]:
-    """Faults a faithful replica copies too: a duplicate SKU, a price out of range, a
-    malformed (sensitive) email, an unknown status."""
+    """Faults a faithful replica copies too: a duplicate SKU, a price out of range, two
+    malformed (sensitive) emails, an unknown status."""
     rows[6]["sku"] = rows[2]["sku"]
     rows[8]["price"] = decimal.Decimal("5000.00")
     rows[10]["email"] = "<b>not-an-email</b>"
+    rows[11]["email"] = "not-an-email-either"
     rows[12]["status"] = "lost"
     return rows
 
@@ -185,7 +186,8 @@ def test_failed_expectations_fail_an_in_sync_comparison_and_the_gate(
     assert failed["sku unique"]["unexpected_sample"] == ["SKU-00003"]
     assert failed["price between 0 and 1000"]["unexpected_sample"] == ["5000.00"]
     assert failed["status in {new, paid, shipped}"]["unexpected_sample"] == ["lost"]
-    assert failed["email matches ^user[0-9]+@example[.]com$"]["unexpected_sample"] == ["***"]
+    bad_emails = failed["email matches ^user[0-9]+@example[.]com$"]
+    assert bad_emails["unexpected_count"] == 2 and bad_emails["unexpected_sample"] == ["***"]
     assert "not-an-email" not in json.dumps(document)  # the sensitive value never leaves
     gate = CliRunner().invoke(
         app,
