@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -47,6 +47,7 @@ class ComparisonView:
         heatmap: The leaf heat map, or None when no tree was compared.
         trend: Differences over past runs, or None without enough history.
         drift: How the differences moved since the run before, or None without one.
+        resync: What a re-sync did or proposed for it (its entry in ``resync.json``).
     """
 
     anchor: str
@@ -56,6 +57,7 @@ class ComparisonView:
     heatmap: HeatMap | None
     trend: Trend | None
     drift: Drift | None
+    resync: dict[str, Any] | None = None
 
 
 def build_html_report(
@@ -63,6 +65,7 @@ def build_html_report(
     history: list[dict[str, Any]] | None = None,
     *,
     max_rows: int = DEFAULT_MAX_ROWS,
+    resync: dict[str, Any] | None = None,
 ) -> str:
     """Render a validation result as one self-contained HTML page.
 
@@ -75,14 +78,18 @@ def build_html_report(
             oldest first (see :func:`reports.history.to_trend_input`); each comparison
             known to them gets a trend line and a drift label (new, growing, ...).
         max_rows: Differences shown per comparison; a line counts the rest.
+        resync: A ``resync.json`` document: each comparison it covers gets a section of
+            the re-sync actions taken or proposed and what the re-validation found.
 
     Returns:
         The HTML text.
     """
     if max_rows < 0:
         raise ValueError("max_rows must be >= 0")
+    resynced = {c["name"]: c for c in (resync or {}).get("comparisons", [])}
     views = [
-        _view(i, c, result, history or [], max_rows) for i, c in enumerate(result["comparisons"])
+        replace(_view(i, c, result, history or [], max_rows), resync=resynced.get(c["name"]))
+        for i, c in enumerate(result["comparisons"])
     ]
     log.info("rendering HTML report of %d comparisons", len(views))
     return (
@@ -101,6 +108,8 @@ def build_html_report(
             positions=model.positions(result),
             model=model,
             drift_titles=DRIFT_TITLES,
+            resync=resync,
+            max_rows=max_rows,
         )
     )
 

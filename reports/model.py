@@ -140,3 +140,28 @@ def describe_observed(expectation: dict[str, Any]) -> str:
     if expectation["unexpected_percent"] is not None and unexpected:
         text += f" ({expectation['unexpected_percent']:.2f}%)"
     return text
+
+
+RESYNC_MODE_LABELS = {
+    "refreshed": "rows re-read from the source and written to the lake",
+    "applied": "repair SQL applied",
+    "dry_run": "repair SQL proposed (dry run)",
+    "nothing": "nothing to repair",
+    "failed": "failed",
+}
+
+
+def describe_resync_check(resync: dict[str, Any]) -> str:
+    """What the re-validation after a re-sync found, in words (one comparison of
+    ``resync.json``)."""
+    if resync["error"] is not None:
+        return "not checked: the re-sync failed"
+    if resync["revalidation"] == "none":
+        return "not checked (nothing was applied)" if resync["mode"] == "dry_run" else "not checked"
+    scope = "the whole comparison" if resync["revalidation"] == "full" else "the repaired keys"
+    remaining = resync["remaining_total"]
+    text = f"{scope} re-validated: "
+    text += "every difference is gone" if remaining == 0 else f"{remaining:,} still differ"
+    if resync["in_flight"]:
+        text += f" ({len(resync['in_flight']):,} still changing, not counted)"
+    return text

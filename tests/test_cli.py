@@ -23,12 +23,10 @@ def run_cli_env(env: dict[str, str] | None, *args: str) -> subprocess.CompletedP
     return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
 
 
-@pytest.mark.parametrize("command", [["resync"]])
-def test_unfinished_commands_say_so_and_exit_2(command: list[str]) -> None:
-    result = run_cli(*command)
+def test_resync_without_a_result_exits_2_naming_the_option() -> None:
+    result = run_cli("resync", "--config", "replcheck.yaml")
     assert result.returncode == 2
-    assert "not available yet" in result.stderr
-    assert "nothing was done" in result.stderr
+    assert "--result" in result.stderr
 
 
 def test_check_contract_passes_with_python_only() -> None:

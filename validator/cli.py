@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cdc_core.errors import ConfigError, ReplcheckError
+from validator.demo import DemoSource
 from validator.result import Status
 
 EXIT_OK = 0
@@ -184,15 +185,23 @@ def demo(
     workdir: Annotated[Path, typer.Option(help="Where the demo writes its files.")] = Path(
         "replcheck-demo"
     ),
+    source: Annotated[
+        DemoSource,
+        typer.Option(
+            help="duckdb: an embedded DuckDB source and a drifted lake copy; mariadb: a"
+            " private MariaDB server replicated into the lake by the CDC pipeline."
+        ),
+    ] = DemoSource.DUCKDB,
 ) -> None:
-    """Run the embedded demo: DuckDB source, drifted Delta lake copy, validation."""
-    from validator.demo import build_demo, found_differences
+    """Run the demo: a source, a drifted Delta lake copy, validation (see --source)."""
+    from validator.demo import demo_source, found_differences
     from validator.outputs import write_outputs
 
-    setup = build_demo(workdir.resolve())
-    typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
-    document = _run_validation(setup.config, [], [])
-    outputs = write_outputs(document, workdir.resolve() / "out", lake=_lake_of(setup.config, []))
+    with demo_source(source, workdir.resolve(), lambda line: typer.echo(line, err=True)) as setup:
+        typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
+        document = _run_validation(setup.config, [], [])
+        lake = _lake_of(setup.config, [])
+        outputs = write_outputs(document, workdir.resolve() / "out", lake=lake)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     found = found_differences(document)
@@ -208,9 +217,48 @@ def demo(
 
 
 @app.command()
-def resync() -> None:
-    """Repair exactly the rows a validation found different."""
-    _not_available("resync", "the re-sync issue")
+def resync(
+    config: ConfigOption,
+    result: Annotated[Path, typer.Option(help="The result.json whose differences to repair.")],
+    comparison: NamesOption = [],  # noqa: B006 - typer reads the default, never mutates it
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Database targets: execute the repair SQL.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Go beyond resync.max_rows / max_result_age_h.")
+    ] = False,
+    max_rows: Annotated[
+        int | None, typer.Option(help="Most keys to repair per comparison (resync.max_rows).")
+    ] = None,
+    full_revalidation: Annotated[
+        bool, typer.Option("--full-revalidation", help="Validate whole comparisons after.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Directory for resync.json and SQL (default: result's).")
+    ] = None,
+    set_: SetOption = [],  # noqa: B006
+) -> None:
+    """Repair exactly the rows a validation found different, then re-validate them; exit 0
+    all repaired (or dry-run SQL written), 1 differences remain, 2 could not re-sync."""
+    from validator.resync_command import ResyncArguments, run_resync, summary_lines
+
+    outcome, files = run_resync(
+        ResyncArguments(
+            config=config,
+            result=result,
+            comparisons=comparison,
+            apply=apply,
+            force=force,
+            max_rows=max_rows,
+            full_revalidation=full_revalidation,
+            out=out,
+            overrides=_overrides(set_),
+        )
+    )
+    for line in summary_lines(outcome):
+        typer.echo(line)
+    typer.echo(f"outcome: {files.outcome}\nreport: {files.html}")
+    raise typer.Exit(outcome.exit_code)
 
 
 @app.command()

@@ -56,7 +56,7 @@ from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
-TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
+TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation", "resync")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",
@@ -183,6 +183,34 @@ class ValidationSettings:
     max_reported_rows: int = 1000  # differing rows detailed per comparison
 
 
+AUDIT_STORES = ("lake", "file")
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncSettings:
+    """Safety limits of ``replcheck resync`` (``resync:`` section).
+
+    Attributes:
+        max_rows: Keys one re-sync may touch per comparison (more need ``--force``).
+        max_result_age_h: Hours a result may be old (older needs ``--force``).
+        batch_size: Keys per target transaction when repair SQL is applied.
+        audit: Where the audit record goes: ``lake`` (a Delta table in the config's lake)
+            or ``file`` (``resync-audit.jsonl`` in the output directory); None: the lake
+            when the config has one, else the file.
+    """
+
+    max_rows: int = 10_000
+    max_result_age_h: float = 24.0
+    batch_size: int = 500
+    audit: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_rows < 1 or self.batch_size < 1 or self.max_result_age_h <= 0:
+            raise ValueError("max_rows, batch_size and max_result_age_h must be positive")
+        if self.audit is not None and self.audit not in AUDIT_STORES:
+            raise ValueError(f"audit must be one of {AUDIT_STORES}")
+
+
 @dataclass(frozen=True, slots=True)
 class ValidatorConfig:
     """Everything ``replcheck validate`` needs."""
@@ -191,6 +219,7 @@ class ValidatorConfig:
     comparisons: tuple[ComparisonConfig, ...]
     spark: SparkConfig = field(default_factory=SparkConfig)
     validation: ValidationSettings = field(default_factory=ValidationSettings)
+    resync: ResyncSettings = field(default_factory=ResyncSettings)
 
     def comparison(self, name: str) -> ComparisonConfig:
         """The comparison called ``name``."""
@@ -226,6 +255,7 @@ def load_validator_config(
         comparisons=comparisons,
         spark=_read_spark(root.optional_child("spark")),
         validation=_read_settings(root.optional_child("validation")),
+        resync=_read_resync(root.optional_child("resync"), connections),
     )
 
 
@@ -417,3 +447,28 @@ def _read_settings(section: Section | None) -> ValidationSettings:
         if getattr(settings, key) < 0:
             raise section.error(key, "must not be negative")
     return settings
+
+
+def _read_resync(
+    section: Section | None, connections: Mapping[str, ConnectionConfig]
+) -> ResyncSettings:
+    if section is None:
+        return ResyncSettings()
+    section.check_keys(["max_rows", "max_result_age_h", "batch_size", "audit"])
+    defaults = ResyncSettings()
+    for key, kind in (("max_rows", int), ("max_result_age_h", float), ("batch_size", int)):
+        value = section.get(key, kind)
+        if value is not None and value <= 0:
+            raise section.error(key, "must be above 0")
+    audit = section.get("audit", str)
+    if audit is not None and audit not in AUDIT_STORES:
+        raise section.error("audit", f"must be one of: {', '.join(AUDIT_STORES)}")
+    if audit == "lake" and not any(c.is_lake for c in connections.values()):
+        raise section.error("audit", "is lake, but no connection is a lake; use audit: file")
+    return ResyncSettings(
+        max_rows=section.get("max_rows", int, defaults.max_rows) or defaults.max_rows,
+        max_result_age_h=section.get("max_result_age_h", float, defaults.max_result_age_h)
+        or defaults.max_result_age_h,
+        batch_size=section.get("batch_size", int, defaults.batch_size) or defaults.batch_size,
+        audit=audit,
+    )

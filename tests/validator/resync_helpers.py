@@ -1,0 +1,89 @@
+"""Shared pieces of the re-sync tests: result documents, configs, command-line clients."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.private_servers import MariaDBServer, PostgresServer
+from tests.reports.sample import make_comparison, wrap
+
+
+def result_for(
+    name: str,
+    differences: Sequence[tuple[str, Sequence[str | None]]],
+    finished: dt.datetime | None = None,
+) -> dict[str, Any]:
+    """A schema-valid result whose comparison ``name`` lists ``(kind, key)`` differences,
+    keys as display text the way the validator prints them."""
+    comparison = make_comparison(name)
+    detailed: list[dict[str, Any]] = [{"key": list(key), "kind": kind} for kind, key in differences]
+    for item in detailed:
+        if item["kind"] == "changed":
+            item["columns"] = []
+        if item["kind"] == "duplicate_key":
+            item.update(side="target", count=2)
+    counts: dict[str, int] = {}
+    for kind, _ in differences:
+        counts[kind] = counts.get(kind, 0) + 1
+    comparison.update(
+        status="differences" if differences else "in_sync",
+        differences=detailed,
+        differences_total=len(detailed),
+        counts_by_kind=counts,
+        mismatched_leaves={"0": len(detailed)} if detailed else {},
+    )
+    document = wrap([comparison])
+    moment = finished or dt.datetime.now(dt.UTC)
+    document["finished"] = moment.isoformat()
+    return document
+
+
+def write_config(path: Path, connections: dict[str, str], comparison: str, extra: str = "") -> Path:
+    """A config file with ``connections`` (name -> url or ``lake:PATH``) and one comparison
+    block (YAML text, indented under ``comparisons:``)."""
+    lines = ["connections:"]
+    for name, where in connections.items():
+        if where.startswith("lake:"):
+            lines.append(f'  {name}: {{lake: "{where[5:]}"}}')
+        else:
+            lines.append(f'  {name}: {{url: "{where}"}}')
+    lines += ["comparisons:", comparison.rstrip(), extra.rstrip()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_sql_file_postgres(server: PostgresServer, database: str, path: Path) -> None:
+    """Run a SQL file with ``psql``, stopping at the first error."""
+    env = {**os.environ, "PGPASSWORD": server.password}
+    command = [
+        "psql",
+        f"host={server.host} port={server.port} user={server.user} dbname={database}",
+        "-v",
+        "ON_ERROR_STOP=1",
+        "-q",
+        "-f",
+        str(path),
+    ]
+    subprocess.run(command, check=True, env=env, capture_output=True, text=True)
+
+
+def run_sql_file_mariadb(server: MariaDBServer, database: str, path: Path) -> None:
+    """Run a SQL file with the ``mariadb`` client (utf8mb4), stopping at the first error."""
+    command = [
+        "mariadb",
+        "--no-defaults",
+        f"--host={server.host}",
+        f"--port={server.port}",
+        f"--user={server.user}",
+        "--default-character-set=utf8mb4",
+        database,
+    ]
+    if server.password:
+        command.insert(2, f"--password={server.password}")
+    with path.open("rb") as sql:
+        subprocess.run(command, check=True, stdin=sql, capture_output=True)
