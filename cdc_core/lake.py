@@ -42,6 +42,8 @@ OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read
 POSITION_KEY = "replcheck.position"
 POSITION_TEXT_KEY = "replcheck.position_text"
 SNAPSHOT_KEY = "replcheck.snapshot_position"  # a chunk of an initial load at that position
+PART_POSITION_KEY = "replcheck.part_position"  # part of a big transaction committed there
+PART_SEQ_KEY = "replcheck.part_seq"  # ... up to this seq
 
 
 @dataclass(frozen=True, slots=True)

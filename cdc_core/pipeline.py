@@ -86,11 +86,14 @@ class PipelineConfig:
 
 @dataclass(frozen=True, slots=True)
 class EmittedTransaction:
-    """A committed transaction as the lake received it: full-width events, in order."""
+    """A committed transaction (or a part of a big one) as the lake received it:
+    full-width events, in order."""
 
     txid: str
     commit_pos: Position
     events: tuple[tuple[str, LakeEvent], ...]  # (table, event)
+    part: int = 0  # a transaction bigger than a batch arrives in parts 0, 1, ...
+    last: bool = True  # ... the last of which says so
 
 
 TransactionCallback = Callable[[EmittedTransaction], None]
@@ -132,6 +135,7 @@ class Pipeline:
         self._pending_events = 0
         self._batch_started = time.monotonic()
         self._last_commit: Position | None = None
+        self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
         self._checkpoints = 0
 
     # -- public API -------------------------------------------------------------------
@@ -197,23 +201,30 @@ class Pipeline:
         for item in self.reader.iter_changes(start):
             if isinstance(item, Idle):
                 yield from self._flush(item.position)
-            elif self._feed(item, until):
+                if _reached(item.position, until):
+                    break
+                continue
+            for transaction in self._feed(item):
+                if self._pending_events + transaction.change_count > self.config.batch_max_events:
+                    yield from self._flush(None, checkpoint=False)  # keep batches bounded
+                parted = self._collect(transaction)
+                if parted:  # its last part goes now: a marker covers only the latest part
+                    yield from self._flush(None)
+            if isinstance(item, Commit) and (self._batch_full() or _reached(item.position, until)):
                 yield from self._flush(None)
             if self._stop.is_set() or _reached(self._checkpoint.lake_position, until):
                 break
         self._flush_last()
         yield self._checkpoint.lake_position
 
-    def _feed(self, item: RawChange, until: Position | None) -> bool:
-        """Feed one raw change; True when the batch should be written now."""
+    def _feed(self, item: RawChange) -> list[CommittedTransaction]:
+        """Feed one raw change of a captured table; returns what it commits."""
         if isinstance(item, RowChange | PartialRollback):
             if not self.config.tables.captures(item.table):
-                return False
+                return []
             if isinstance(item, RowChange):
                 item = self.config.tables.strip(item)
-        for transaction in self._buffer.feed(item):
-            self._collect(transaction)
-        return isinstance(item, Commit) and (self._batch_full() or _reached(item.position, until))
+        return self._buffer.feed(item)
 
     def _flush_last(self) -> None:
         """Write what is pending at the position of the last commit fed."""
@@ -235,11 +246,17 @@ class Pipeline:
         keys = self._descriptions.keys()
         return RebuildConfig(key_columns=keys, fetch_missing_by_table=self.config.fetch_missing)
 
-    def _collect(self, transaction: CommittedTransaction) -> None:
-        """Rebuild a committed transaction's changes and add them to the pending batch."""
+    def _collect(self, transaction: CommittedTransaction) -> bool:
+        """Rebuild a committed transaction's changes and add them to the pending batch.
+
+        A transaction bigger than a batch is written in parts as it streams from the buffer's
+        spill files, so memory stays bounded whatever its size (``LakeSink.write_part``).
+        Returns True when it was, and its last part is pending.
+        """
         self._last_commit = transaction.commit_pos
-        events = []
+        events: list[tuple[str, LakeEvent]] = []
         in_lake = self._checkpoint.lake_position
+        part, total = 0, 0
         for committed in transaction.changes:
             table = committed.change.table
             loaded_at = self._checkpoint.loaded.get(table)
@@ -251,11 +268,30 @@ class Pipeline:
             event = LakeEvent.of_change(change, committed.seq, transaction)
             self._batch_of(table).events.append(event)
             events.append((table, event))
-        self._pending_events += len(events)
-        self._pending_transactions.append(
-            EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events))
+            self._pending_events += 1
+            total += 1
+            if len(events) >= self.config.batch_max_events:
+                self._write_part(transaction, events, part)
+                events, part = [], part + 1
+        emitted = EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events), part)
+        self._pending_transactions.append(emitted)
+        self._metrics.committed(transaction, total)
+        return part > 0
+
+    def _write_part(
+        self, transaction: CommittedTransaction, events: list[tuple[str, LakeEvent]], part: int
+    ) -> None:
+        """Write the pending part of a big transaction (nothing else is pending then)."""
+        self._write_batch_with(
+            lambda: self._sink.write_part(self._pending.values(), transaction.commit_pos)
         )
-        self._metrics.committed(transaction, len(events))
+        self._store.flush()  # keeps the store's write transaction small too
+        emitted = EmittedTransaction(
+            transaction.txid, transaction.commit_pos, tuple(events), part, last=False
+        )
+        for callback in self._callbacks:
+            callback(emitted)
+        self._pending, self._pending_events = {}, 0
 
     def _batch_of(self, table: str) -> TableBatch:
         batch = self._pending.get(table)
@@ -275,15 +311,26 @@ class Pipeline:
             age >= self.config.batch_max_seconds
         )
 
-    def _flush(self, idle_at: Position | None) -> Iterator[Position | None]:
-        """Write the pending batch, flush the store, checkpoint; yields the lake position."""
+    def _flush(
+        self, idle_at: Position | None, *, checkpoint: bool = True
+    ) -> Iterator[Position | None]:
+        """Write the pending batch, flush the store, checkpoint; yields the lake position.
+
+        Without ``checkpoint`` (the buffer has emitted a transaction not consumed yet, so its
+        state may not be recorded) the batch is written and the checkpoint waits.
+        """
         position = self._flush_position(idle_at)
-        previous = self._checkpoint.lake_position
+        previous = self._written_upto or self._checkpoint.lake_position
         if position is None or (previous is not None and position <= previous):
+            recorded = self._checkpoint.lake_position
+            if checkpoint and position is not None and (recorded is None or position > recorded):
+                self._record_checkpoint(position)  # written before, not yet checkpointed
             return
         written = self._write_batch(position)
         self._store.flush()
-        self._record_checkpoint(position)
+        self._written_upto = position
+        if checkpoint:
+            self._record_checkpoint(position)
         self._metrics.flushed(written, position, self._buffer)
         for transaction in self._pending_transactions:
             for callback in self._callbacks:
@@ -305,17 +352,24 @@ class Pipeline:
         return last
 
     def _write_batch(self, position: Position) -> int:
-        """Write the pending batch; once more with fresh descriptions if it did not fit."""
+        """Write the pending batch as reaching ``position``."""
+        tables = self.tables
+        return self._write_batch_with(
+            lambda: self._sink.write(self._pending.values(), position, tables)
+        )
+
+    def _write_batch_with(self, write: Callable[[], int]) -> int:
+        """Run ``write``; once more with fresh descriptions if the batch did not fit them."""
         for batch in self._pending.values():
             rows = (event.row for event in batch.events)
             batch.description = self._descriptions.fitting(batch.description.table, rows)
         try:
-            return self._sink.write(self._pending.values(), position, self.tables)
+            return write()
         except StaleDescriptionError as exc:
             batch = self._pending[exc.table]
             carried = {column for event in batch.events for column in event.row}
             batch.description = self._descriptions.refresh(exc.table, carried)
-            return self._sink.write(self._pending.values(), position, self.tables)
+            return write()
 
     def _record_checkpoint(self, position: Position) -> None:
         state = self._buffer.checkpoint_state()

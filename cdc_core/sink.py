@@ -34,6 +34,8 @@ from cdc_core.lake import (
     COMMIT_POS,
     COMMIT_TS,
     OP,
+    PART_POSITION_KEY,
+    PART_SEQ_KEY,
     POSITION_KEY,
     POSITION_TEXT_KEY,
     SEQ,
@@ -206,14 +208,67 @@ class LakeSink:
         if batch.description.key:
             mirror_events = self._unwritten(target.mirror, batch.events)
             if mirror_events:
-                self._merge_mirror(target.mirror, batch.description, mirror_events, position)
+                properties = self._properties(position)
+                self._merge_mirror(target.mirror, batch.description, mirror_events, properties)
         return len(events)
 
     def _unwritten(self, path: Path, events: list[LakeEvent]) -> list[LakeEvent]:
+        """The events not in the Delta table yet: after its app transaction version, and
+        after the last part written of a transaction too big for one batch."""
         done = self.written_position(path)
-        if done is None:
-            return events
-        return [event for event in events if event.commit_pos > done]
+        part_pos, part_seq = self._written_part(path)
+        return [
+            event
+            for event in events
+            if (done is None or event.commit_pos > done)
+            and not (event.commit_pos == part_pos and event.seq <= part_seq)
+        ]
+
+    def _written_part(self, path: Path) -> tuple[int | None, int]:
+        """(commit_pos, last seq) of a big transaction's part the newest commit recorded."""
+        delta = self._open(path)
+        if delta is None:
+            return None, -1
+        newest = delta.history(limit=1)
+        if not newest or PART_POSITION_KEY not in newest[0]:
+            return None, -1
+        return int(newest[0][PART_POSITION_KEY]), int(newest[0][PART_SEQ_KEY])
+
+    def write_part(self, batches: Iterable[TableBatch], commit_pos: Position) -> int:
+        """Write part of one transaction too big for a batch (its events in seq order).
+
+        The commits record the transaction's position and the last seq they hold instead of
+        an app transaction: the transaction is complete only once a batch that reaches its
+        commit position is written, and a restart skips the parts already in the lake.
+        """
+        written = 0
+        for batch in batches:
+            target = self.table(batch.description.table)
+            paths = (
+                [target.changelog, target.mirror] if batch.description.key else [target.changelog]
+            )
+            for path in paths:
+                events = self._unwritten(path, batch.events)
+                if not events:
+                    continue
+                marker = {
+                    PART_POSITION_KEY: str(commit_pos.value),
+                    PART_SEQ_KEY: str(events[-1].seq),
+                }
+                properties = self._part_properties(marker)
+                if path == target.changelog:
+                    data = self._arrow(path, batch.description, [e.to_record() for e in events])
+                    self._write(path, data, properties)
+                    written += len(events)
+                else:
+                    self._merge_mirror(path, batch.description, events, properties)
+        return written
+
+    @staticmethod
+    def _part_properties(marker: dict[str, str]) -> Any:
+        from deltalake import CommitProperties
+
+        return CommitProperties(custom_metadata=marker)
 
     def _open(self, path: Path) -> DeltaTable | None:
         from deltalake import DeltaTable
@@ -254,14 +309,14 @@ class LakeSink:
         path: Path,
         description: TableDescription,
         events: list[LakeEvent],
-        position: Position,
+        properties: Any,
     ) -> None:
         """Apply the batch's net effect per key in one MERGE (or create the mirror)."""
         truncated, latest = net_effect(events, description.key)
         data = self._arrow(path, description, [event.to_record() for event in latest])
         delta = self._open(path)
         if delta is None:
-            self._create_mirror(path, data, position)
+            self._create_mirror(path, data, properties)
             return
         keys = " AND ".join(f"t.`{column}` = s.`{column}`" for column in description.key)
         merger = delta.merge(
@@ -270,7 +325,7 @@ class LakeSink:
             source_alias="s",
             target_alias="t",
             merge_schema=True,
-            commit_properties=self._properties(position),
+            commit_properties=properties,
         )
         merger = merger.when_matched_delete(f"s.`{OP}` = 'd'")
         merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd'")
@@ -279,10 +334,10 @@ class LakeSink:
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()
 
-    def _create_mirror(self, path: Path, data: pa.Table, position: Position) -> None:
+    def _create_mirror(self, path: Path, data: pa.Table, properties: Any) -> None:
         import pyarrow.compute as pc
 
-        self._write(path, data.filter(pc.not_equal(data[OP], "d")), self._properties(position))
+        self._write(path, data.filter(pc.not_equal(data[OP], "d")), properties)
 
     def _arrow(
         self, path: Path, description: TableDescription, records: list[dict[str, object]]

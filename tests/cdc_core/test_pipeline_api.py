@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -332,3 +333,26 @@ def test_a_table_added_later_is_loaded_then_streamed(tmp_path: Path) -> None:
     assert {r["_commit_pos"] for r in events if r["_op"] == "r"} == {added.value}
     assert [row["id"] for row in read_delta(lake.mirror)] == [7]
     assert sorted(row["id"] for row in _rows(tmp_path, "mirror")) == [1, 2]
+
+
+def test_a_transaction_bigger_than_a_batch_is_written_in_bounded_parts(tmp_path: Path) -> None:
+    spec = WorkloadSpec(
+        seed=9, transactions=12, tables=2, big_every=4, big_changes=700, rollback_rate=0.0
+    )
+    workload = Workload(spec)
+    source = SyntheticSource(workload)
+    seen: list[EmittedTransaction] = []
+    tables = TableFilter.of_tables(spec.table_names)
+    config = replace(_config(tmp_path, tables), batch_max_events=60)
+
+    Pipeline(config, source, source, on_transaction=seen.append).run_until_caught_up()
+
+    assert max(len(emitted.events) for emitted in seen) <= 60
+    parted = {emitted.txid for emitted in seen if not emitted.last}
+    assert len(parted) == 3  # the three big transactions
+    for txid in parted:
+        parts = [emitted for emitted in seen if emitted.txid == txid]
+        assert [p.part for p in parts] == list(range(len(parts))) and parts[-1].last
+    for table in spec.table_names:
+        assert changelog_events(tmp_path / "lake", table) == expected_events(workload, table)
+        assert mirror_rows(tmp_path / "lake", table) == final_state(workload, table)

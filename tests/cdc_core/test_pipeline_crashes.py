@@ -45,6 +45,8 @@ CRASH_POINTS = (
             "_merge_mirror",
             "_create_mirror",
             "write_snapshot",
+            "write_part",
+            "_write",
             "flush",
             "progress",
             "checkpoint",
@@ -100,7 +102,14 @@ class CrashingSource(SyntheticSource):
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, points: CrashPoints) -> None:
-    for name in ("_append", "_merge_mirror", "_create_mirror", "write_snapshot"):
+    for name in (
+        "_append",
+        "_merge_mirror",
+        "_create_mirror",
+        "write_snapshot",
+        "write_part",
+        "_write",
+    ):
         monkeypatch.setattr(LakeSink, name, _wrap(points, name, getattr(LakeSink, name)))
     monkeypatch.setattr(RowImageStore, "flush", _wrap(points, "flush", RowImageStore.flush))
     monkeypatch.setattr(
