@@ -103,11 +103,14 @@ class Partition:
         if self.column is None:
             return "", []
         terms, params = [], []
+        column = quote(self.column)
         if self.low is not None:
-            terms.append(f"{quote(self.column)} >= {placeholder}")
+            terms.append(f"{column} >= {placeholder}")
             params.append(self.low)
         if self.high is not None:
-            terms.append(f"{quote(self.column)} < {placeholder}")
+            # The partition open below also holds NULLs, which no range comparison matches.
+            below = f"{column} < {placeholder}"
+            terms.append(below if self.low is not None else f"({below} OR {column} IS NULL)")
             params.append(self.high)
         return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
 

@@ -62,7 +62,8 @@ class SourcePositions:
         ordered = sorted(self.partitions, key=lambda p: p.index)
         if self.column is None or len(ordered) == 1:
             return F.lit(ordered[0].position)
-        expression = F.when(key_column < F.lit(ordered[0].high), F.lit(ordered[0].position))
+        first = F.lit(ordered[0].position)  # NULL keys are read by the partition open below
+        expression = F.when(key_column.isNull() | (key_column < F.lit(ordered[0].high)), first)
         for partition in ordered[1:-1]:
             expression = expression.when(key_column < F.lit(partition.high), partition.position)
         # Keys beyond the last range (rows the source does not have) use its position too.

@@ -58,6 +58,13 @@ def test_flashback_select_reads_one_scn_with_named_binds() -> None:
     assert binds == {"p1": 100, "p2": 200}
 
 
+def test_the_partition_open_below_also_reads_null_keys() -> None:
+    first, last = Partition(0, "ID", None, 100), Partition(1, "ID", 100, None)
+
+    assert first.predicate(sql.quote, "%s") == (' WHERE ("ID" < %s OR "ID" IS NULL)', [100])
+    assert last.predicate(sql.quote, "%s") == (' WHERE "ID" >= %s', [100])
+
+
 def test_snapshot_rows_carry_the_rowid_logminer_locates_them_by() -> None:
     text = sql.flashback_select(
         "SHOP", "ORDERS", [("ID", lt.IntegerType()), (LOCATOR_COLUMN, None)], ""
