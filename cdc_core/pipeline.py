@@ -201,8 +201,8 @@ class Pipeline:
         for item in self.reader.iter_changes(start):
             if isinstance(item, Idle):
                 yield from self._flush(item.position)
-                if _reached(item.position, until):
-                    break
+                if self._stop.is_set() or _reached(item.position, until):
+                    break  # a quiet log yields only Idle: stop() must be honoured here too
                 continue
             for transaction in self._feed(item):
                 if self._pending_events + transaction.change_count > self.config.batch_max_events:
