@@ -1,12 +1,19 @@
 """Compare two sides of a comparison in Spark: leaves, then keys, then columns.
 
-1. Each side is hashed once into a narrow frame (key columns, key hash, row hash) that is
-   persisted, so later phases never read the source again for the mismatched leaves.
+Few passes over the data, because on a small machine every Spark job has a fixed cost of
+seconds and every re-read of a database costs a full scan:
+
+1. Each side is hashed once into a persisted frame (its columns, key hash, row hash); a side
+   may come hashed and persisted already (``hashed_rows``: the job reads the source once,
+   inside its snapshot). One job computes the leaf digests of both sides at a fine depth
+   (reading the target as it fills its cache); the digests at the chosen depth are folded
+   from them on the driver, so no count() job is needed to choose the depth.
 2. Leaf digests of both sides -> Merkle trees -> the mismatched leaves.
 3. Only in mismatched leaves: (key, row hash, count) per side, full outer joined by key,
-   classify each key: missing in target, extra in target, changed, or duplicate.
+   classify each key: missing in target, extra in target, changed, or duplicate (one job).
 4. Only for up to ``max_reported_rows`` changed keys: per-column canonical payloads of both
-   sides, to name the changed columns and show their values (masked when sensitive).
+   sides, from the cached frames, to name the changed columns and show their values (masked
+   when sensitive).
 
 Both frames must name their columns as the layout does (targets are renamed before).
 """
@@ -15,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +48,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger(__name__)
+
+# Leaf digests are computed this deep and folded up to the chosen depth: 2**12 leaves a
+# side is little to collect, and deep enough for 16M rows at the default 4,096 a leaf.
+FINE_DEPTH = 12
+_MASK64 = (1 << 64) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,33 +86,33 @@ class _Timer:
         self.phases[name] = round(time.perf_counter() - start, 3)
 
 
+def hashed_rows(frame: DataFrame, layout: RowLayout) -> DataFrame:
+    """``frame`` (every column kept) plus its key hash and row hash under ``layout``."""
+    return _with_hashes(frame, layout, depth=0).drop(LEAF)
+
+
 def compare_sides(
     name: str, source: Side, target: Side, layout: RowLayout, settings: CompareSettings
 ) -> ComparisonResult:
-    """Compare ``source`` with ``target`` under ``layout``; see the module docstring."""
-    from pyspark import StorageLevel
+    """Compare ``source`` with ``target`` under ``layout``; see the module docstring.
 
+    A side whose frame already has the hash columns (``hashed_rows``) is used as it is: its
+    caller persists and unpersists it. Other sides are hashed and persisted here.
+    """
     timer = _Timer()
-    with timer.phase("hash", name):
-        narrow = [
-            _narrow(side.frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
-            for side in (source, target)
-        ]
-        counts = [frame.count() for frame in narrow]
+    hashed, owned = _hashed_frames((source, target), layout)
     try:
-        depth = settings.depth
-        if depth is None:
-            depth = choose_depth(max(counts), settings.rows_per_leaf)
         with timer.phase("leaves", name):
-            digests = [_leaf_digests(frame, depth) for frame in narrow]
+            depth, digests = _leaf_digests(hashed, settings)
             tree_diff = diff_trees(build_tree(digests[0], depth), build_tree(digests[1], depth))
         with timer.phase("keys", name):
-            keyed = _classify_keys(narrow, layout, depth, tree_diff.mismatched_leaves)
+            keyed = _classify_keys(hashed, layout, depth, tree_diff.mismatched_leaves)
         with timer.phase("columns", name):
-            differences = _detail(keyed, source, target, layout, settings)
+            differences = _detail(keyed, hashed, layout, settings)
     finally:
-        for frame in narrow:
+        for frame in owned:
             frame.unpersist()
+    counts = [sum(d.count for d in side.values()) for side in digests]
     return ComparisonResult(
         name=name,
         status=Status.DIFFERENCES if keyed.total else Status.IN_SYNC,
@@ -121,20 +133,80 @@ def compare_sides(
     )
 
 
-def _narrow(frame: DataFrame, layout: RowLayout) -> DataFrame:
-    hashed = _with_hashes(frame, layout, depth=0)
-    return hashed.select(*layout.key, KEY_HASH, ROW_HASH)
+def _hashed_frames(
+    sides: tuple[Side, Side], layout: RowLayout
+) -> tuple[list[DataFrame], list[DataFrame]]:
+    """Both sides hashed (source first), and those of them persisted here."""
+    from pyspark import StorageLevel
+
+    hashed: list[DataFrame] = []
+    owned: list[DataFrame] = []
+    for side in sides:
+        if KEY_HASH in side.frame.columns and ROW_HASH in side.frame.columns:
+            hashed.append(side.frame)
+            continue
+        frame = hashed_rows(side.frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
+        hashed.append(frame)
+        owned.append(frame)
+    return hashed, owned
 
 
-def _leaf_digests(narrow: DataFrame, depth: int) -> dict[int, LeafDigest]:
+def _leaf_digests(
+    hashed: list[DataFrame], settings: CompareSettings
+) -> tuple[int, list[dict[int, LeafDigest]]]:
+    """The tree depth and both sides' leaf digests at that depth.
+
+    Without a configured depth the digests are computed at ``FINE_DEPTH`` and folded up to
+    the depth the row counts call for; only a table too large for ``FINE_DEPTH`` costs a
+    second pass (over the cached frames).
+    """
+    if settings.depth is not None:
+        return settings.depth, _digests_of_both(hashed, settings.depth)
+    fine = _digests_of_both(hashed, FINE_DEPTH)
+    rows = max(sum(d.count for d in side.values()) for side in fine)
+    depth = choose_depth(rows, settings.rows_per_leaf)
+    if depth > FINE_DEPTH:
+        return depth, _digests_of_both(hashed, depth)
+    return depth, [fold_digests(side, FINE_DEPTH, depth) for side in fine]
+
+
+def _digests_of_both(hashed: list[DataFrame], depth: int) -> list[dict[int, LeafDigest]]:
+    """Leaf digests of both sides in one Spark job: the side is the bit above the leaf."""
+    from pyspark.sql import functions as F
+
     from merkle.spark import leaf_digests_of_hashed
 
-    return leaf_digests_of_hashed(narrow.withColumn(LEAF, leaf_column(narrow[KEY_HASH], depth)))
+    sides = [
+        frame.select(
+            (leaf_column(frame[KEY_HASH], depth) + F.lit(index << depth)).alias(LEAF), ROW_HASH
+        )
+        for index, frame in enumerate(hashed)
+    ]
+    both = leaf_digests_of_hashed(sides[0].unionByName(sides[1]))
+    mask = (1 << depth) - 1
+    split: list[dict[int, LeafDigest]] = [{}, {}]
+    for leaf, digest in both.items():
+        split[leaf >> depth][leaf & mask] = digest
+    return split
+
+
+def fold_digests(digests: Mapping[int, LeafDigest], fine: int, depth: int) -> dict[int, LeafDigest]:
+    """Leaf digests at ``depth`` from those at the deeper ``fine``: a leaf is the top bits of
+    a key hash, so leaf ``i`` at ``depth`` holds the fine leaves ``j`` with
+    ``j >> (fine - depth) == i``, and digests add up (counts, and sums mod 2**64)."""
+    shift = fine - depth
+    counts: dict[int, int] = {}
+    sums: dict[int, int] = {}
+    for leaf, digest in digests.items():
+        parent = leaf >> shift
+        counts[parent] = counts.get(parent, 0) + digest.count
+        sums[parent] = (sums.get(parent, 0) + digest.hash_sum) & _MASK64
+    return {leaf: LeafDigest(counts[leaf], sums[leaf]) for leaf in counts}
 
 
 @dataclass(frozen=True, slots=True)
 class _KeyedDiff:
-    """Differing keys found in the mismatched leaves (at most ``limit`` of them collected)."""
+    """Differing keys found in the mismatched leaves (all of them collected)."""
 
     rows: list[Any]
     total: int
@@ -148,7 +220,8 @@ def _per_key(
     """Count, row hash and leaf per key, for the rows of one side in the wanted leaves."""
     from pyspark.sql import functions as F
 
-    in_leaves = frame.withColumn(LEAF, leaf_column(frame[KEY_HASH], depth)).join(wanted, LEAF)
+    leaf = leaf_column(frame[KEY_HASH], depth)
+    in_leaves = frame.select(*layout.key, ROW_HASH, leaf.alias(LEAF)).join(wanted, LEAF)
     return in_leaves.groupBy(*layout.key).agg(
         F.count(F.lit(1)).alias(f"{prefix}_count"),
         F.min(ROW_HASH).alias(f"{prefix}_hash"),
@@ -156,77 +229,67 @@ def _per_key(
     )
 
 
-def _kind_and_weight() -> tuple[Column, Column]:
-    """What a joined key is (NULL when equal) and how many findings it counts for."""
+def _kind() -> Column:
+    """What a joined key is (NULL when equal)."""
     from pyspark.sql import functions as F
 
-    kind = (
+    return (
         F.when(F.col("s_count") > 1, F.lit("duplicate_key"))
         .when(F.col("t_count") > 1, F.lit("duplicate_key"))
         .when(F.col("t_count").isNull(), F.lit("missing_in_target"))
         .when(F.col("s_count").isNull(), F.lit("extra_in_target"))
         .when(F.col("s_hash") != F.col("t_hash"), F.lit("changed"))
     )
-    # A key duplicated on both sides is two findings (one per side), as the report lists it.
-    sides_duplicated = sum(
-        F.coalesce((F.col(c) > 1).cast("int"), F.lit(0)) for c in ("s_count", "t_count")
-    )
-    weight = F.when(F.col("kind") == "duplicate_key", sides_duplicated).otherwise(F.lit(1))
-    return kind, weight
+
+
+def _weight(row: Any) -> int:
+    """How many findings a differing key counts for: a key duplicated on both sides is two
+    findings (one per side), as the report lists it."""
+    if row["kind"] != "duplicate_key":
+        return 1
+    return sum(1 for count in (row["s_count"], row["t_count"]) if count is not None and count > 1)
 
 
 def _classify_keys(
-    narrow: list[DataFrame], layout: RowLayout, depth: int, leaves: tuple[int, ...]
+    hashed: list[DataFrame], layout: RowLayout, depth: int, leaves: tuple[int, ...]
 ) -> _KeyedDiff:
     from pyspark.sql import functions as F
 
     if not leaves:
         return _KeyedDiff([], 0, {}, {})
-    spark = narrow[0].sparkSession
+    spark = hashed[0].sparkSession
     wanted = F.broadcast(spark.createDataFrame([(leaf,) for leaf in leaves], f"{LEAF} bigint"))
     source, target = (
-        _per_key(f, wanted, layout, depth, p) for f, p in zip(narrow, "st", strict=True)
+        _per_key(f, wanted, layout, depth, p) for f, p in zip(hashed, "st", strict=True)
     )
     condition = [source[k].eqNullSafe(target[k]) for k in layout.key]
     joined = source.join(target, condition, "full_outer").select(
-        *[F.coalesce(source[k], target[k]).alias(k) for k in layout.key],
+        *[F.coalesce(source[k], target[k]).cast("string").alias(k) for k in layout.key],
         "s_count",
         "t_count",
         "s_hash",
         "t_hash",
         F.coalesce("s_leaf", "t_leaf").alias(LEAF),
     )
-    kind, weight = _kind_and_weight()
-    differing = (
-        joined.withColumn("kind", kind)
-        .where(F.col("kind").isNotNull())
-        .withColumn("weight", weight)
-        .cache()
-    )
-    try:
-        by_kind = _weighted_counts(differing, "kind")
-        per_leaf = _weighted_counts(differing, LEAF)
-        keys = [F.col(k).cast("string").alias(k) for k in layout.key]
-        rows = differing.select(*keys, "kind", "s_count", "t_count").collect()
-    finally:
-        differing.unpersist()
+    differing = joined.withColumn("kind", _kind()).where(F.col("kind").isNotNull())
+    # One job; the totals are counted here rather than by more Spark jobs over the same rows.
+    rows = differing.select(*layout.key, "kind", "s_count", "t_count", LEAF).collect()
+    by_kind: dict[str, int] = {}
+    per_leaf: dict[int, int] = {}
+    for row in rows:
+        weight = _weight(row)
+        by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + weight
+        per_leaf[row[LEAF]] = per_leaf.get(row[LEAF], 0) + weight
     return _KeyedDiff(rows, sum(by_kind.values()), by_kind, per_leaf)
 
 
-def _weighted_counts(differing: DataFrame, column: str) -> dict[Any, int]:
-    from pyspark.sql import functions as F
-
-    grouped = differing.groupBy(column).agg(F.sum("weight").alias("n")).collect()
-    return {row[column]: int(row["n"]) for row in grouped}
-
-
 def _detail(
-    keyed: _KeyedDiff, source: Side, target: Side, layout: RowLayout, settings: CompareSettings
+    keyed: _KeyedDiff, hashed: list[DataFrame], layout: RowLayout, settings: CompareSettings
 ) -> list[Difference]:
     rows = sorted(keyed.rows, key=lambda r: (r["kind"], [str(r[k]) for k in layout.key]))
     rows = rows[: settings.max_reported_rows]
     changed = [r for r in rows if r["kind"] == "changed"]
-    columns = _changed_columns(changed, source, target, layout, settings) if changed else {}
+    columns = _changed_columns(changed, hashed, layout, settings) if changed else {}
     differences: list[Difference] = []
     for row in rows:
         key: Key = tuple(row[k] for k in layout.key)
@@ -252,18 +315,19 @@ def _to_differences(
 
 
 def _changed_columns(
-    rows: list[Any], source: Side, target: Side, layout: RowLayout, settings: CompareSettings
+    rows: list[Any], hashed: list[DataFrame], layout: RowLayout, settings: CompareSettings
 ) -> dict[Key, tuple[ColumnChange, ...]]:
+    """Changed columns of the changed keys, read from the cached frames (no re-read)."""
     from pyspark.sql import functions as F
 
-    spark = source.frame.sparkSession
+    spark = hashed[0].sparkSession
     schema = ", ".join(f"`{k}` string" for k in layout.key)
     keys = F.broadcast(
         spark.createDataFrame([tuple(r[k] for k in layout.key) for r in rows], schema)
     )
     details = [
-        _column_values(side.frame, keys, layout, prefix)
-        for side, prefix in ((source, "s"), (target, "t"))
+        _column_values(frame, keys, layout, prefix)
+        for frame, prefix in zip(hashed, "st", strict=True)
     ]
     joined = details[0].join(details[1], list(layout.key))
     result: dict[Key, tuple[ColumnChange, ...]] = {}

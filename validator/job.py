@@ -18,8 +18,9 @@ from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
 from cdc_core.lake import LakeTable, changelog_files, high_water_mark
 from connectors.base import Connector, TableSchema, connector_for
+from merkle.layout import RowLayout
 from merkle.options import TimeRounding
-from validator.compare import CompareSettings, Side, compare_sides
+from validator.compare import CompareSettings, Side, compare_sides, hashed_rows
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.lake_target import lake_state_at
@@ -109,22 +110,24 @@ def _database_side(
 
 
 def _read_source_once(
-    spark: SparkSession,
-    connector: Connector,
-    schema: TableSchema,
-    names: Sequence[str],
-    key: Sequence[str],
+    spark: SparkSession, connector: Connector, schema: TableSchema, layout: RowLayout
 ) -> tuple[DataFrame, SourcePositions | None]:
-    """Read the source in its snapshot(s) exactly once: every later phase reuses these rows,
-    so all phases see the same snapshots (a re-read would open new ones)."""
+    """Read the source in its snapshot(s) exactly once, hashed as it is read: every later
+    phase reuses these rows, so all phases see the same snapshots (a re-read would open new
+    ones). The job that reads the positions is the one that reads and caches the rows."""
     from pyspark import StorageLevel
 
-    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    parallelism = spark.sparkContext.defaultParallelism
+    partitions = plan_partitions(connector, schema, layout.key, parallelism)
     with connector.shared_snapshot() as snapshot:
-        frame = source_frame(spark, connector, schema, names, partitions, snapshot)
-        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-        frame.count()
-    return frame, read_positions(frame, partitions)
+        frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
+        frame = hashed_rows(frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            positions = read_positions(frame, partitions)
+        except BaseException:
+            frame.unpersist()
+            raise
+    return frame, positions
 
 
 def run_comparison(
@@ -149,7 +152,9 @@ def run_comparison(
         rounding=SideRounding(connector.timestamp_rounding(), _target_rounding(target_connection)),
     )
     names = reconciled.layout.names
-    source, positions = _read_source_once(spark, connector, schema, names, key)
+    started = time.perf_counter()
+    source, positions = _read_source_once(spark, connector, schema, reconciled.layout)
+    read_s = round(time.perf_counter() - started, 3)
     try:
         target_key = [rules.target_name(k) for k in key]
         table = comparison.target.table
@@ -169,14 +174,18 @@ def run_comparison(
         position = positions.describe() if positions else None
         result = compare_sides(
             comparison.name,
-            Side(source.select(*names), label, position),
+            Side(source, label, position),
             Side(target_frame, target.label, target.position),
             reconciled.layout,
             _settings(config, comparison),
         )
     finally:
         source.unpersist()
-    result = replace(result, schema_differences=reconciled.schema_differences)
+    result = replace(
+        result,
+        schema_differences=reconciled.schema_differences,
+        timings={"source": read_s, **result.timings},
+    )
     if live is not None and result.differences:
         result = _confirm_live(result, config, reconciled, (connector, schema), live, key)
     if comparison.expectations:

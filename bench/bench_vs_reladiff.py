@@ -1,0 +1,392 @@
+"""replcheck vs reladiff: one MariaDB -> PostgreSQL pair with known differences, side by side.
+
+Starts a private MariaDB server and a private PostgreSQL cluster (``tests/private_servers.py``),
+loads the same generated rows into both (LOAD DATA / COPY of one tab-separated file), then
+injects ``--diffs`` known differences into the PostgreSQL copy: rows deleted (missing in the
+target), rows added (extra in the target) and rows changed in one column each. Then it times,
+one after the other:
+
+- ``replcheck validate`` as a subprocess (Spark start-up included), with the config template
+  ``bench/bench_vs_reladiff.yaml``;
+- reladiff's CLI, installed by this script in its own virtual environment
+  (``bench/.venv-reladiff``), with ``-c`` for every column and ``--skip-sort-results``;
+
+and scores each tool's findings, as (kind, key) pairs, against the injected set.
+
+    python -m bench.bench_vs_reladiff [--rows 1000000] [--diffs 100] [--workdir DIR]
+
+The table has an integer key, an INT, two DECIMALs, two VARCHARs, a DATETIME(6) (timestamp
+without zone), a TIMESTAMP(3) (with zone) and a DOUBLE, with NULLs in four columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.private_servers import MariaDBServer, PostgresServer, running_mariadb, running_postgres
+
+HERE = Path(__file__).resolve().parent
+RELADIFF_VENV = HERE / ".venv-reladiff"
+RELADIFF_REQUIREMENT = "reladiff[mysql,postgresql]"
+CONFIG_TEMPLATE = HERE / "bench_vs_reladiff.yaml"
+DATABASE = "bench"
+TABLE = "orders"
+SEED = 20261122
+COLUMNS = (
+    "id",
+    "customer_id",
+    "amount",
+    "unit_price",
+    "status",
+    "note",
+    "placed_at",
+    "shipped_at",
+    "weight",
+)
+MARIADB_TABLE = f"""CREATE TABLE {DATABASE}.{TABLE} (
+  id BIGINT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(12,2) NOT NULL,
+  unit_price DECIMAL(18,6), status VARCHAR(16) NOT NULL, note VARCHAR(80),
+  placed_at DATETIME(6) NOT NULL, shipped_at TIMESTAMP(3) NULL, weight DOUBLE)"""
+POSTGRES_TABLE = f"""CREATE TABLE {TABLE} (
+  id BIGINT PRIMARY KEY, customer_id INTEGER NOT NULL, amount NUMERIC(12,2) NOT NULL,
+  unit_price NUMERIC(18,6), status VARCHAR(16) NOT NULL, note VARCHAR(80),
+  placed_at TIMESTAMP(6) NOT NULL, shipped_at TIMESTAMPTZ(3), weight DOUBLE PRECISION)"""
+STATUSES = ("new", "paid", "shipped", "delivered", "returned", "cancelled")
+NAMES = ("Anna Müller", "Zoë Lefèvre", "Łukasz Wójcik", "Sam O'Neil", "李雷", "Ana Ibáñez")
+EPOCH = dt.datetime(2024, 1, 1)
+SPAN_MICROS = 2 * 365 * 86_400 * 10**6
+# One change per changed row, in turn: (column, SQL expression giving the new value).
+CHANGES = (
+    ("amount", "amount + 0.01"),
+    ("status", "CASE WHEN status = 'paid' THEN 'new' ELSE 'paid' END"),
+    ("note", "COALESCE(note, '') || ' (edited)'"),
+    ("placed_at", "placed_at + INTERVAL '1 second'"),
+    ("weight", "COALESCE(weight, 0) * 1.5 + 1"),
+    ("customer_id", "customer_id + 1"),
+    ("unit_price", "COALESCE(unit_price, 0) + 0.000001"),
+    ("shipped_at", "COALESCE(shipped_at, TIMESTAMPTZ '2025-01-01 00:00:00+00') + INTERVAL '1 ms'"),
+)
+
+Finding = tuple[str, str]  # (kind, key as text)
+
+
+# --- data -------------------------------------------------------------------------------
+
+
+def _micros_text(stamp: dt.datetime, digits: int) -> str:
+    return stamp.isoformat(sep=" ", timespec="microseconds" if digits == 6 else "milliseconds")
+
+
+def make_row(rng: random.Random, key: int) -> list[str]:
+    """One row as tab-separated text fields (``\\N`` is NULL in both loaders' text format)."""
+    cents, micros = rng.randrange(100, 10**9), rng.randrange(10**6, 10**10)
+    placed = EPOCH + dt.timedelta(microseconds=rng.randrange(SPAN_MICROS))
+    shipped = placed + dt.timedelta(milliseconds=rng.randrange(10**9))
+    customer = rng.randrange(1, 200_000)
+    note = f"order {key} for {rng.choice(NAMES)}" if rng.random() < 0.9 else "\\N"
+    return [
+        str(key),
+        str(customer),
+        f"{cents // 100}.{cents % 100:02d}",
+        f"{micros // 10**6}.{micros % 10**6:06d}" if rng.random() < 0.95 else "\\N",
+        rng.choice(STATUSES),
+        note,
+        _micros_text(placed, 6),
+        _micros_text(shipped, 3) if rng.random() < 0.8 else "\\N",
+        repr(rng.random() * 1000) if rng.random() < 0.95 else "\\N",
+    ]
+
+
+def source_key(index: int) -> int:
+    """Keys of the loaded rows are odd, so extra rows can be added between them (even)."""
+    return 2 * index + 1
+
+
+def write_rows(path: Path, rows: int) -> None:
+    """The rows both servers load, as one tab-separated file."""
+    rng = random.Random(SEED)
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(rows):
+            out.write("\t".join(make_row(rng, source_key(index))))
+            out.write("\n")
+
+
+# --- loading ----------------------------------------------------------------------------
+
+
+def load_mariadb(server: MariaDBServer, data: Path) -> None:
+    """LOAD DATA LOCAL INFILE (tab-separated, ``\\N`` = NULL is MariaDB's default format)."""
+    import pymysql
+
+    connection = pymysql.connect(
+        host=server.host, port=server.port, user=server.user, local_infile=True, autocommit=True
+    )
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        # The private server starts with a 16 MB buffer pool; the comparison should measure
+        # reads of a warm table, as on a real server, not the disk.
+        cursor.execute("SET GLOBAL innodb_buffer_pool_size = 2147483648")
+        cursor.execute("SET SESSION sql_log_bin = 0")  # the load need not fill the binlog
+        cursor.execute("SET SESSION time_zone = '+00:00'")  # TIMESTAMP text is UTC
+        cursor.execute(f"CREATE DATABASE {DATABASE}")
+        cursor.execute(MARIADB_TABLE)
+        cursor.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE {DATABASE}.{TABLE}")
+        cursor.execute(f"ANALYZE TABLE {DATABASE}.{TABLE}")
+
+
+def load_postgres(server: PostgresServer, data: Path) -> None:
+    """COPY FROM STDIN in text format (tab-separated, ``\\N`` = NULL), then VACUUM ANALYZE."""
+    with contextlib.closing(server.connect("postgres")) as admin:
+        admin.execute(f"CREATE DATABASE {DATABASE}")
+    with contextlib.closing(server.connect(DATABASE)) as connection:
+        connection.execute("SET TimeZone = 'UTC'")  # TIMESTAMPTZ text is UTC
+        connection.execute(POSTGRES_TABLE)
+        copy_in = f"COPY {TABLE} FROM STDIN"
+        with connection.cursor() as cursor, cursor.copy(copy_in) as copy, data.open("rb") as rows:
+            while block := rows.read(1 << 20):
+                copy.write(block)
+        # Set hint bits and statistics now, so neither tool pays for them on its first read.
+        connection.execute(f"VACUUM ANALYZE {TABLE}")
+
+
+# --- differences ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    """The keys of the rows deleted from, added to and changed in the target."""
+
+    missing: tuple[int, ...]
+    extra: tuple[int, ...]
+    changed: tuple[int, ...]
+
+    def expected(self) -> set[Finding]:
+        """Every injected difference as the (kind, key) a tool must report."""
+        kinds = (
+            ("missing_in_target", self.missing),
+            ("extra_in_target", self.extra),
+            ("changed", self.changed),
+        )
+        return {(kind, str(key)) for kind, keys in kinds for key in keys}
+
+
+def plan_drift(rows: int, diffs: int) -> Drift:
+    """Which keys to delete, add and change: spread over the whole key range."""
+    rng = random.Random(SEED + 1)
+    missing, extra = diffs // 3, diffs // 3
+    touched = rng.sample(range(rows), diffs - extra)
+    added = rng.sample(range(rows), extra)
+    return Drift(
+        missing=tuple(sorted(source_key(i) for i in touched[:missing])),
+        extra=tuple(sorted(2 * i + 2 for i in added)),
+        changed=tuple(sorted(source_key(i) for i in touched[missing:])),
+    )
+
+
+def inject(server: PostgresServer, drift: Drift) -> None:
+    """Apply the drift to the PostgreSQL copy."""
+    rng = random.Random(SEED + 2)
+    with contextlib.closing(server.connect(DATABASE)) as connection:
+        connection.execute("SET TimeZone = 'UTC'")
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", (list(drift.missing),))
+            with cursor.copy(f"COPY {TABLE} FROM STDIN") as copy:
+                for key in drift.extra:
+                    copy.write(("\t".join(make_row(rng, key)) + "\n").encode())
+            for index, key in enumerate(drift.changed):
+                column, expression = CHANGES[index % len(CHANGES)]
+                cursor.execute(f"UPDATE {TABLE} SET {column} = {expression} WHERE id = %s", (key,))
+                if cursor.rowcount != 1:
+                    raise RuntimeError(f"changing row {key} updated {cursor.rowcount} rows")
+
+
+# --- the two tools ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One tool's run: its wall time, exit code and findings."""
+
+    tool: str
+    seconds: float
+    exit_code: int
+    findings: set[Finding]
+    detail: str = ""
+
+
+def timed(
+    argv: Sequence[str], stdout: Path, env: dict[str, str] | None = None
+) -> tuple[float, int]:
+    """Run ``argv`` to completion with its output in files; wall seconds and exit code."""
+    with stdout.open("wb") as out, stdout.with_suffix(".err").open("wb") as err:
+        began = time.perf_counter()
+        code = subprocess.run(argv, stdout=out, stderr=err, env=env, check=False).returncode
+        return time.perf_counter() - began, code
+
+
+def run_replcheck(
+    mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path, code: Path | None
+) -> Run:
+    """``replcheck validate`` in its own process, as a user runs it (with the packages of
+    the checkout ``code`` ahead of the installed ones, to time another version)."""
+    config = workdir / "replcheck.yaml"
+    config.write_text(
+        CONFIG_TEMPLATE.read_text().format(
+            mariadb_url=mariadb.url(DATABASE),
+            postgres_url=postgres.url(DATABASE),
+            table=TABLE,
+            max_reported_rows=10_000,
+        )
+    )
+    out = workdir / "replcheck-out"
+    replcheck = Path(sys.executable).with_name("replcheck")
+    argv = [str(replcheck), "validate", "--config", str(config), "--out", str(out)]
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
+    seconds, exit_code = timed(argv, workdir / "replcheck.log", env)
+    document = json.loads((out / "result.json").read_text())
+    comparison = document["comparisons"][0]
+    findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
+    return Run("replcheck", seconds, exit_code, findings, f"in-job phases: {phases}")
+
+
+def ensure_reladiff() -> Path:
+    """reladiff's CLI in its own virtual environment (created on first use)."""
+    program = RELADIFF_VENV / "bin" / "reladiff"
+    if not program.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(RELADIFF_VENV)], check=True)
+        pip = RELADIFF_VENV / "bin" / "pip"
+        subprocess.run([str(pip), "install", "--quiet", RELADIFF_REQUIREMENT], check=True)
+    return program
+
+
+def reladiff_argv(program: Path, mariadb: MariaDBServer, postgres: PostgresServer) -> list[str]:
+    """reladiff's hashdiff between the two servers, every column compared."""
+    columns = [arg for column in COLUMNS[1:] for arg in ("-c", column)]
+    return [
+        str(program),
+        f"mysql://{mariadb.user}@{mariadb.host}:{mariadb.port}/{DATABASE}",
+        TABLE,
+        f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{DATABASE}",
+        TABLE,
+        "-k",
+        "id",
+        *columns,
+        "--skip-sort-results",
+        "--json",
+    ]
+
+
+def iter_reladiff_rows(output: Path) -> Iterator[tuple[str, str]]:
+    """(sign, key) of each differing row reladiff printed: ``-`` only in A, ``+`` only in B."""
+    for line in output.read_text().splitlines():
+        if line.strip():
+            sign, row = json.loads(line)
+            yield sign, str(row[0])
+
+
+def reladiff_findings(output: Path) -> set[Finding]:
+    """A key with both a ``-`` and a ``+`` row changed; one with only one of them is missing
+    in (``-``) or extra in (``+``) the target."""
+    signs: dict[str, set[str]] = {}
+    for sign, key in iter_reladiff_rows(output):
+        signs.setdefault(key, set()).add(sign)
+    kinds = {frozenset("-+"): "changed", frozenset("-"): "missing_in_target"}
+    return {(kinds.get(frozenset(s), "extra_in_target"), key) for key, s in signs.items()}
+
+
+def run_reladiff(mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path) -> Run:
+    """reladiff's CLI; its installation is not timed."""
+    argv = reladiff_argv(ensure_reladiff(), mariadb, postgres)
+    output = workdir / "reladiff.jsonl"
+    # reladiff prints through rich, which wraps lines at 80 columns when not on a terminal.
+    seconds, code = timed(argv, output, {**os.environ, "COLUMNS": "1000000"})
+    return Run("reladiff", seconds, code, reladiff_findings(output))
+
+
+# --- scoring and the report -------------------------------------------------------------
+
+
+def score(found: set[Finding], expected: set[Finding]) -> tuple[float, float]:
+    """Recall and precision of ``found`` against ``expected``."""
+    hits = len(found & expected)
+    recall = hits / len(expected) if expected else 1.0
+    precision = hits / len(found) if found else 1.0
+    return recall, precision
+
+
+def report(runs: Sequence[Run], expected: set[Finding], rows: int) -> None:
+    """A Markdown table for bench/RESULTS.md, and what each tool got wrong."""
+    print(f"\n{rows:,} rows, {len(expected)} injected differences\n")
+    print("| tool | wall time | exit code | found | recall | precision |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for run in runs:
+        recall, precision = score(run.findings, expected)
+        print(
+            f"| {run.tool} | {run.seconds:.1f} s | {run.exit_code} | {len(run.findings)} "
+            f"| {recall:.3f} | {precision:.3f} |"
+        )
+    for run in runs:
+        wrong = sorted(run.findings - expected)[:10]
+        missed = sorted(expected - run.findings)[:10]
+        print(f"{run.tool}: {run.detail} false: {wrong} missed: {missed}")
+    if len(runs) == 2:
+        print(f"\nreladiff time / replcheck time = {runs[1].seconds / runs[0].seconds:.2f}")
+
+
+def machine() -> str:
+    """The machine, as RESULTS.md records it."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    python = platform.python_version()
+    return f"{platform.machine()}, {os.cpu_count()} cores, python {python}, load average {load}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--diffs", type=int, default=100)
+    parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary dir")
+    parser.add_argument("--skip-reladiff", action="store_true", help="time replcheck only")
+    parser.add_argument(
+        "--replcheck-code", type=Path, default=None, help="time the replcheck of this checkout"
+    )
+    args = parser.parse_args(argv)
+    if not args.skip_reladiff:
+        ensure_reladiff()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-reladiff-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {machine()}; workdir {workdir}")
+    drift = plan_drift(args.rows, args.diffs)
+    with running_mariadb("FULL") as mariadb, running_postgres() as postgres:
+        began = time.perf_counter()
+        data = workdir / "rows.tsv"
+        write_rows(data, args.rows)
+        load_mariadb(mariadb, data)
+        load_postgres(postgres, data)
+        inject(postgres, drift)
+        data.unlink()
+        print(f"generated and loaded in {time.perf_counter() - began:.1f} s")
+        runs = [run_replcheck(mariadb, postgres, workdir, args.replcheck_code)]
+        print(f"replcheck done, load {machine()}")
+        if not args.skip_reladiff:
+            runs.append(run_reladiff(mariadb, postgres, workdir))
+        print(f"after the runs: {machine()}")
+    report(runs, drift.expected(), args.rows)
+
+
+if __name__ == "__main__":
+    main()
