@@ -10,10 +10,13 @@ what it injected and checks that exactly that was found.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
+import enum
 import random
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,3 +251,24 @@ def found_differences(document: dict[str, Any]) -> Expected:
         for c in document["comparisons"]
         for d in c["differences"]
     }
+
+
+class DemoSource(enum.StrEnum):
+    """Where the demo's source data lives."""
+
+    DUCKDB = "duckdb"  # an embedded DuckDB file and a lake copy written directly
+    MARIADB = "mariadb"  # a private MariaDB server, replicated by the real CDC pipeline
+
+
+@contextlib.contextmanager
+def demo_source(
+    source: DemoSource, workdir: Path, echo: Callable[[str], None]
+) -> Iterator[DemoSetup]:
+    """Build the chosen demo under ``workdir``; its source stays up until the block ends."""
+    if source is DemoSource.MARIADB:
+        from validator.demo_mariadb import mariadb_demo
+
+        with mariadb_demo(workdir, echo) as setup:
+            yield setup
+    else:
+        yield build_demo(workdir)
