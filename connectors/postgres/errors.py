@@ -1,0 +1,122 @@
+"""What can go wrong reading PostgreSQL's logical replication stream, each error naming the fix.
+
+Settings: https://www.postgresql.org/docs/current/logical-replication-config.html ;
+slots: https://www.postgresql.org/docs/current/logicaldecoding-explanation.html ;
+publications: https://www.postgresql.org/docs/current/sql-createpublication.html .
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cdc_core.errors import ConfigError, TerminalError
+
+
+class LogicalDecodingSetupError(ConfigError):
+    """The server cannot decode its WAL logically (``wal_level`` below ``logical``)."""
+
+    @classmethod
+    def wal_level(cls, source: str, value: str) -> LogicalDecodingSetupError:
+        """``wal_level`` is ``replica`` or ``minimal``."""
+        return cls(
+            f"wal_level is {value}, but reading changes needs logical decoding; set"
+            " wal_level = logical in postgresql.conf (ALTER SYSTEM SET wal_level = logical)"
+            " and restart the server",
+            {"source": source, "setting": "wal_level", "value": value},
+        )
+
+
+class SlotMissingError(ConfigError):
+    """The configured replication slot does not exist and may not be created."""
+
+    @classmethod
+    def named(cls, source: str, slot: str) -> SlotMissingError:
+        """Slot ``slot`` is not on the server."""
+        return cls(
+            f"replication slot {slot!r} does not exist; create it with SELECT"
+            f" pg_create_logical_replication_slot('{slot}', 'pgoutput'), or let replcheck"
+            " create it (create_slot=true) -- and take a new initial snapshot: the changes"
+            " made while no slot held them are not in the log any more",
+            {"source": source, "slot": slot},
+        )
+
+
+class SlotMismatchError(ConfigError):
+    """The slot exists but cannot serve this source (other plugin, database or kind)."""
+
+    @classmethod
+    def of(cls, source: str, slot: str, problem: str) -> SlotMismatchError:
+        """Slot ``slot`` has the wrong ``problem``."""
+        return cls(
+            f"replication slot {slot!r} {problem}; name another slot for this pipeline or drop"
+            f" that one (SELECT pg_drop_replication_slot('{slot}'))",
+            {"source": source, "slot": slot},
+        )
+
+
+class PublicationMissingError(ConfigError):
+    """The configured publication does not exist or lacks captured tables."""
+
+    @classmethod
+    def named(cls, source: str, publication: str) -> PublicationMissingError:
+        """Publication ``publication`` is not in the database."""
+        return cls(
+            f"publication {publication!r} does not exist; create it with CREATE PUBLICATION"
+            f" {publication} FOR TABLE <the captured tables>, or let replcheck create it"
+            " (create_publication=true)",
+            {"source": source, "publication": publication},
+        )
+
+    @classmethod
+    def lacks(cls, source: str, publication: str, tables: Sequence[str]) -> PublicationMissingError:
+        """The publication does not publish some captured tables."""
+        return cls(
+            f"publication {publication!r} does not publish the captured tables {list(tables)};"
+            f" run ALTER PUBLICATION {publication} ADD TABLE {', '.join(tables)}",
+            {"source": source, "publication": publication},
+        )
+
+
+class WalRemovedError(TerminalError):
+    """The WAL the slot needs is gone (the slot was invalidated, or segments removed)."""
+
+    @classmethod
+    def at(cls, source: str, slot: str, detail: str) -> WalRemovedError:
+        """The server cannot send the changes the slot still owes."""
+        return cls(
+            f"the WAL that replication slot {slot!r} needs has been removed ({detail}); the"
+            " changes since the pipeline's last position are lost to replication: drop the"
+            " slot, take a new initial snapshot of the tables and stream from its position"
+            " (and keep more WAL for slots: max_slot_wal_keep_size)",
+            {"source": source, "slot": slot},
+        )
+
+
+class SlotAheadError(TerminalError):
+    """The slot has confirmed changes past the position a pipeline must start from."""
+
+    @classmethod
+    def of(cls, source: str, slot: str, start: str, confirmed: str) -> SlotAheadError:
+        """The slot would skip the changes between ``start`` and ``confirmed``."""
+        return cls(
+            f"replication slot {slot!r} has confirmed the log up to {confirmed}, past the"
+            f" snapshot at {start}: the changes between would be skipped. Drop the slot and"
+            " let replcheck create it with the initial snapshot, or use a new slot",
+            {"source": source, "slot": slot, "position": start},
+        )
+
+
+class ReplicaIdentityError(TerminalError):
+    """A change does not carry the columns that locate its row."""
+
+    @classmethod
+    def missing(
+        cls, table: str, key: Sequence[str], missing: Sequence[str], position: str
+    ) -> ReplicaIdentityError:
+        """A row change of ``table`` lacks key columns ``missing``."""
+        return cls(
+            f"a change of table {table} at {position} does not carry its key columns"
+            f" {list(missing)} (key {list(key)}); give the table a primary key or set"
+            f" ALTER TABLE {table} REPLICA IDENTITY FULL",
+            {"table": table, "position": position},
+        )

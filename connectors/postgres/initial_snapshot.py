@@ -1,0 +1,205 @@
+"""The pipeline's snapshots of a PostgreSQL source (``cdc_core.source.SnapshotReader``), and
+the description of a captured table (its stored columns and the key that locates its rows).
+
+The snapshot and the stream meet at one LSN. When the pipeline's slot does not exist yet,
+it is created here with an exported snapshot (``CREATE_REPLICATION_SLOT ... (SNAPSHOT
+'export')``): the snapshot holds exactly the transactions whose commit_pos <= the slot's
+``consistent_point`` P, and the slot streams exactly those after P (``snapshot.py`` says
+why). When the slot exists (a table added to a running pipeline, a re-sync), a temporary
+slot exports the snapshot at its own P; the pipeline's slot must not have confirmed the
+log past P, or the changes in between would be lost (``SlotAheadError``).
+
+Rows are read by ``PostgresConnector.read_partition`` in the exported snapshot, so values
+are exactly those of the validator's Postgres source; the log reader decodes the stream
+into the same values (``wal_values.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import TerminalError, TransientError
+from cdc_core.position import Position
+from cdc_core.source import TableDescription, TableSnapshot
+from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
+from connectors.postgres.connector import PostgresConnector, split_table
+from connectors.postgres.errors import SlotAheadError, SlotMissingError
+from connectors.postgres.position import lsn_position
+from connectors.postgres.replication import (
+    PostgresSourceConfig,
+    check_slot,
+    check_wal_level,
+    connector_of,
+    ensure_publication,
+    open_stream_connection,
+    slot_state,
+)
+from connectors.postgres.snapshot import exported_snapshot
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+logger = logging.getLogger(__name__)
+
+# The replica identity of a table and the columns of its replica identity index.
+_IDENTITY_SQL = """
+SELECT c.relreplident,
+       (SELECT array_agg(a.attname::text ORDER BY k.ord)
+          FROM pg_index i
+         CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+         WHERE i.indrelid = c.oid AND i.indisreplident)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %s AND c.relname = %s
+"""
+
+
+def choose_key(
+    table: TableSchema, identity: str, index: Sequence[str], configured: Sequence[str] | None
+) -> tuple[str, ...]:
+    """The columns that locate a row, as the stream can always give them.
+
+    REPLICA IDENTITY USING INDEX logs the index's columns in deletes, so they are the key;
+    otherwise the primary key (DEFAULT logs it; FULL logs the whole row); a table without
+    either is located by the configured key, else by all its stored columns.
+    """
+    if identity == "i" and index:
+        return tuple(index)
+    if table.primary_key:
+        return tuple(table.primary_key)
+    stored = [column.name for column in table.columns if column.ltype is not None]
+    if configured:
+        missing = [column for column in configured if column not in stored]
+        if missing:
+            raise TerminalError(
+                f"the key {list(configured)} configured for table {table.table} names columns"
+                f" {missing} it does not store; fix the configured key",
+                {"table": table.table},
+            )
+        return tuple(configured)
+    logger.warning(
+        "table %s has no primary key, replica identity index or configured key; rows are"
+        " located by all their columns (configure a key)",
+        table.table,
+    )
+    return tuple(stored)
+
+
+def describe_table(
+    connector: PostgresConnector, table: str, keys: Mapping[str, Sequence[str]]
+) -> TableDescription:
+    """A table's stored columns (those with a logical type) as Arrow fields, and its key.
+
+    Raises:
+        TerminalError: The table does not exist, or its configured key does not fit.
+    """
+    schema = connector.reflect(table)
+    with connector._connect() as connection:
+        row = connection.execute(_IDENTITY_SQL, split_table(table)).fetchone()
+    identity, index = (row[0], row[1] or []) if row else ("d", [])
+    key = choose_key(schema, identity, index, keys.get(table))
+    skipped = [column.name for column in schema.columns if column.ltype is None]
+    if skipped:
+        logger.warning(
+            "table %s: columns %s have no logical type and are not stored", table, skipped
+        )
+    columns = [column.name for column in schema.columns if column.ltype is not None]
+    arrow = connector.arrow_schema(schema, columns)
+    return TableDescription(table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), key)
+
+
+class PostgresSnapshotReader:
+    """Reads tables in one exported snapshot that meets the pipeline's slot.
+
+    Args:
+        config: The source.
+    """
+
+    def __init__(self, config: PostgresSourceConfig) -> None:
+        self.config = config
+        self.connector = connector_of(config)
+        self.keys = config.qualified_keys()
+
+    @contextlib.contextmanager
+    def snapshot(
+        self, tables: Sequence[str], keys: Mapping[str, Sequence[tuple[object, ...]]] | None = None
+    ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
+        """Hold one exported snapshot and read ``tables`` in it (see ``SnapshotReader``).
+
+        Raises:
+            SlotAheadError: The existing slot confirmed the log past the snapshot.
+            SlotMissingError: The slot does not exist and may not be created.
+        """
+        names = [".".join(split_table(table)) for table in tables]
+        wanted = {".".join(split_table(t)): rows for t, rows in (keys or {}).items()}
+        descriptions = [describe_table(self.connector, name, self.keys) for name in names]
+        with self._exported() as snapshot:
+            assert snapshot.position is not None and snapshot.position_text is not None
+            position = Position(snapshot.position, snapshot.position_text)
+            yield position, self._iter_tables(descriptions, wanted, snapshot)
+
+    @contextlib.contextmanager
+    def _exported(self) -> Iterator[Snapshot]:
+        where, slot = self.connector.where, self.config.slot
+        with self.connector._connect() as connection:
+            check_wal_level(connection, where)
+            ensure_publication(connection, self.config, where)
+            state = slot_state(connection, slot)
+        if state is None:
+            if not self.config.create_slot:
+                raise SlotMissingError.named(where, slot)
+            with self._new_slot() as snapshot:
+                yield snapshot
+            return
+        confirmed = check_slot(state, slot, where)
+        with exported_snapshot(self.connector._conninfo(), where) as snapshot:
+            assert snapshot.position is not None
+            if confirmed > snapshot.position:
+                text = str(snapshot.position_text)
+                raise SlotAheadError.of(where, slot, text, state["confirmed"])
+            yield snapshot
+
+    @contextlib.contextmanager
+    def _new_slot(self) -> Iterator[Snapshot]:
+        """Create the pipeline's slot, exporting the snapshot at its consistent point."""
+        import psycopg2
+
+        connection = open_stream_connection(self.config, self.connector)
+        with contextlib.closing(connection):
+            cursor = connection.cursor()
+            try:
+                cursor.execute(
+                    f"CREATE_REPLICATION_SLOT {self.config.slot} LOGICAL pgoutput"
+                    " (SNAPSHOT 'export')"
+                )
+            except psycopg2.OperationalError as exc:
+                raise TransientError(f"cannot create slot {self.config.slot}: {exc}") from exc
+            _, consistent_point, name, _ = cursor.fetchone()
+            position = lsn_position(consistent_point)
+            logger.info("created slot %s with a snapshot at %s", self.config.slot, position)
+            yield Snapshot(position.value, position.text, name)
+
+    def _iter_tables(
+        self,
+        descriptions: Sequence[TableDescription],
+        wanted: Mapping[str, Sequence[tuple[object, ...]]],
+        snapshot: Snapshot,
+    ) -> Iterator[TableSnapshot]:
+        for description in descriptions:
+            partition = Partition(0)
+            if description.table in wanted:
+                rows = tuple(tuple(row) for row in wanted[description.table])
+                partition = Partition(0, key_columns=description.key, keys=rows)
+            batches = self._batches(description, partition, snapshot)
+            yield TableSnapshot(description, batches)
+
+    def _batches(
+        self, description: TableDescription, partition: Partition, snapshot: Snapshot
+    ) -> Iterator[pa.RecordBatch]:
+        schema = self.connector.reflect(description.table)
+        columns = list(description.schema.names)
+        for batch in self.connector.read_partition(schema, columns, partition, snapshot):
+            yield batch.drop_columns([POSITION_COLUMN])

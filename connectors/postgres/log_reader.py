@@ -1,0 +1,446 @@
+"""PostgreSQL's logical replication stream as raw changes (``cdc_core.source.LogReader``).
+
+Reads a logical replication slot with the ``pgoutput`` plugin, protocol version 2,
+``streaming 'on'`` and ``binary 'true'``, through psycopg2's logical replication connection
+(psycopg 3 has no replication protocol). Transactions arrive whole at their commit, or, when
+larger than ``logical_decoding_work_mem``, in stream blocks while still in progress,
+interleaved with others, and end with a stream commit or abort
+(https://www.postgresql.org/docs/15/protocol-logical-replication.html#PROTOCOL-LOGICAL-REPLICATION-STREAMING).
+
+Positions. A message's own LSN does not grow in stream order: a transaction sent at its
+commit starts with changes older than the commits sent before it, and a stream block holds
+changes older than commits sent earlier. So positions are made to grow:
+
+- a ``Commit`` is at the commit's end LSN (its commit_pos), a streamed transaction's
+  ``Rollback`` at the abort record's end LSN: *boundaries*, real LSNs;
+- every other change (``Begin``, ``RowChange``, ``PartialRollback``) is at the last
+  boundary plus a small step (1..7): WAL records start and end on 8-byte boundaries
+  (MAXALIGN, ``XLogDecodeNextRecord`` in xlogreader.c), so the step never reaches the
+  next real LSN, and every commit sent later lies after it.
+
+Restart. ``iter_changes(start)`` asks the server for the stream from the boundary B of
+``start`` (``start`` rounded down to 8 bytes): the server sends every transaction whose
+commit record lies at or after B, and streams transactions still in progress from their
+first change (their earlier stream blocks are not remembered: a restarted walsender
+re-decodes them). Changes are then placed after ``start`` (the step grows by one per
+restart without a boundary), so the core's buffer never takes a re-sent change for one it
+already holds. The transactions the buffer holds open are rolled back in it first, since
+the server sends them whole again (or never, if they aborted meanwhile): the pipeline names
+them with ``resume_transactions``; a caller that does not is assumed to hold any
+transaction whose xid the server had assigned before the session began, and each such
+transaction is rolled back when it first shows up.
+
+Savepoints. A subtransaction abort inside a streamed transaction (stream abort with a
+subxid) discards that subtransaction's changes. The core undoes changes row by row
+(``PartialRollback``), so the reader remembers, per subtransaction of an open streamed
+transaction, the (table, locator) of each change it yielded, and undoes them latest first.
+The aborted changes are always the latest of their transaction (subtransactions nest like
+a stack, and changes after a ``ROLLBACK TO`` belong to a new subtransaction whose changes are
+not streamed before that abort is decoded), so each undo removes exactly one of them.
+Subtransactions aborted before they were streamed never reach the stream.
+
+Acknowledgement: ``acknowledge(position)`` (called once the lake holds everything up to
+``position``) confirms it to the slot, so the server keeps exactly the WAL still needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import time
+from collections.abc import Generator, Iterable, Iterator
+from typing import Any
+
+from cdc_core.errors import TerminalError, TransientError
+from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.position import Position
+from cdc_core.source import Idle, TableDescription
+from connectors.postgres import pgoutput as pg
+from connectors.postgres.errors import WalRemovedError
+from connectors.postgres.initial_snapshot import describe_table
+from connectors.postgres.position import lsn_to_text
+from connectors.postgres.relations import RelationTracker
+from connectors.postgres.replication import (
+    PostgresSourceConfig,
+    check_wal_level,
+    connector_of,
+    ensure_publication,
+    ensure_slot,
+    lookup_type,
+    next_xid,
+    open_stream_connection,
+)
+from connectors.postgres.wal_values import ValueDecoder
+
+logger = logging.getLogger(__name__)
+
+ALIGN = 8  # WAL records are MAXALIGNed: every real LSN the stream reports is a multiple
+
+
+def position_of(value: int) -> Position:
+    """The position of ``value``: an LSN, or a boundary plus a step (``0/16B3748+1``)."""
+    step = value % ALIGN
+    text = lsn_to_text(value - step)
+    return Position(value, f"{text}+{step}" if step else text)
+
+
+class _Positions:
+    """Positions of one session: boundaries are LSNs, other changes follow the last one."""
+
+    def __init__(self, start: int) -> None:
+        self.boundary = start - start % ALIGN
+        self.step = start % ALIGN + 1
+        self.last = start
+
+    def after_boundary(self, where: str) -> Position:
+        """The position of a change that is not a boundary."""
+        if self.step >= ALIGN:
+            raise TerminalError(
+                f"the pipeline was restarted {ALIGN - 1} times at {where} before the log"
+                " reached the next commit; start it again once the source has committed"
+                " a transaction of the captured tables",
+                {"position": where},
+            )
+        self.last = self.boundary + self.step
+        return position_of(self.last)
+
+    def at(self, lsn: int) -> Position:
+        """The position of a boundary at ``lsn`` (an LSN after every earlier position)."""
+        if lsn <= self.last or lsn % ALIGN:
+            raise TerminalError(
+                f"LSN {lsn_to_text(lsn)} does not follow {position_of(self.last)}; the stream"
+                " is not in commit order",
+                {"position": lsn_to_text(lsn)},
+            )
+        self.boundary, self.step, self.last = lsn, 1, lsn
+        return position_of(lsn)
+
+    def idle(self, wal_end: int) -> Position:
+        """The position an idle stream has reached: at least the last boundary."""
+        reached = wal_end - wal_end % ALIGN
+        if reached > self.last:
+            self.boundary, self.step, self.last = reached, 1, reached
+        return position_of(self.boundary)
+
+
+class PostgresLogReader:
+    """Reads a PostgreSQL database's changes of the captured tables from its slot.
+
+    Args:
+        config: The source.
+    """
+
+    def __init__(self, config: PostgresSourceConfig) -> None:
+        self.config = config
+        self.connector = connector_of(config)
+        self.tables = frozenset(config.qualified_tables())
+        self.keys = config.qualified_keys()
+        self._acknowledged = 0
+        self._streams: list[Any] = []
+        self._held: tuple[str, ...] | None = None
+
+    def resume_transactions(self, txids: Iterable[str]) -> None:
+        """Name the transactions the caller's buffer holds open (restored from a checkpoint):
+        the next ``iter_changes`` rolls them back first, as the server sends them whole again."""
+        self._held = tuple(txids)
+
+    def describe(self, table: str) -> TableDescription:
+        """The table's stored columns and key (see ``initial_snapshot.describe_table``)."""
+        return describe_table(self.connector, table, self.keys)
+
+    def end_position(self) -> Position:
+        """The WAL flushed so far: every commit so far ends at or before it.
+
+        Not the insert position: the walsender decodes only flushed WAL, and the tail of a
+        transaction still in progress may stay unflushed until the next commit or checkpoint.
+        (A commit with ``synchronous_commit = off`` is flushed within ``wal_writer_delay``:
+        until then it lies after this position.)
+        """
+        with self.connector._connect() as connection:
+            row = connection.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+        assert row is not None
+        from connectors.postgres.position import lsn_position
+
+        return lsn_position(row[0])
+
+    def acknowledge(self, position: Position) -> None:
+        """Everything committed at or before ``position`` is durable downstream: the slot may
+        confirm it (sent with the stream's next status update)."""
+        self._acknowledged = max(self._acknowledged, position.value - position.value % ALIGN)
+
+    def iter_changes(self, start: Position | None) -> Generator[RawChange | Idle, None, None]:
+        """Raw changes from ``start`` on (see the module doc and ``LogReader``).
+
+        Raises:
+            LogicalDecodingSetupError: ``wal_level`` is not ``logical``.
+            SlotMissingError: The slot does not exist and may not be created.
+            PublicationMissingError: The publication is missing or lacks captured tables.
+            WalRemovedError: The WAL the slot needs has been removed.
+            TerminalError: The user lacks the REPLICATION attribute.
+        """
+        where = self.connector.where
+        with self.connector._connect() as connection:
+            check_wal_level(connection, where)
+            ensure_publication(connection, self.config, where)
+            confirmed = ensure_slot(connection, self.config, where)
+            told = self._held is not None
+            horizon = next_xid(connection) if start is not None and not told else None
+        first = start.value if start is not None else confirmed
+        if first < confirmed:
+            logger.info(
+                "slot %s confirmed %s, after the start %s: the lake holds what lies between",
+                self.config.slot,
+                lsn_to_text(confirmed),
+                position_of(first),
+            )
+        session = _Session(self, _Positions(first), horizon)
+        held, self._held = self._held or (), None
+        stream = open_stream_connection(self.config, self.connector)
+        self._streams.append(stream)
+        try:
+            yield from session.run(stream, held)
+        finally:
+            self._streams.remove(stream)
+            stream.close()
+
+    def close(self) -> None:
+        """Close every open replication connection."""
+        for stream in list(self._streams):
+            stream.close()
+        self._streams.clear()
+
+    def lookup_type(self, type_oid: int) -> Any:
+        """What a non-builtin type is (from the catalog)."""
+        with self.connector._connect() as connection:
+            return lookup_type(connection, type_oid)
+
+    def key_of(self, table: str) -> tuple[str, ...]:
+        """The key that locates rows of ``table`` (asked again at every relation message)."""
+        return self.describe(table).key
+
+
+class _Streamed:
+    """An open streamed transaction: its relations and what its subtransactions changed."""
+
+    def __init__(self) -> None:
+        self.subtransactions: dict[int, list[tuple[str, Any]]] = {}
+
+
+class _Session:
+    """One ``iter_changes`` call: transaction state between stream messages."""
+
+    def __init__(self, reader: PostgresLogReader, positions: _Positions, horizon: int | None):
+        self.reader = reader
+        self.positions = positions
+        self.horizon = horizon  # xids assigned before this session (None: fresh start)
+        self.relations = RelationTracker(
+            ValueDecoder(reader.lookup_type), reader.key_of, reader.tables
+        )
+        self.txid: str | None = None  # the transaction being sent at its commit
+        self.begun = False
+        self.stream_xid: int | None = None  # inside a stream block: its transaction
+        self.streams: dict[int, _Streamed] = {}
+        self.seen: set[int] = set()
+        self.sent_ack = 0
+
+    def run(self, connection: Any, held: tuple[str, ...]) -> Iterator[RawChange | Idle]:
+        cursor = connection.cursor()
+        self._start(cursor)
+        for txid in held:
+            yield Rollback(txid, self._after())
+        try:
+            yield from self._loop(connection, cursor)
+        finally:
+            with contextlib.suppress(Exception):  # closing anyway: a lost ack is re-sent later
+                self._send_ack(cursor)
+
+    def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | Idle]:
+        idle_s = self.reader.config.idle_s
+        quiet_since = time.monotonic()
+        while True:
+            self._send_ack(cursor)
+            message = _read(cursor, self.reader)
+            if message is not None:
+                yield from self._message(message.payload, message.data_start)
+                quiet_since = time.monotonic()
+                continue
+            if self._between_transactions() and time.monotonic() - quiet_since >= idle_s:
+                cursor.send_feedback(reply=True)  # the keepalive answer carries the WAL end
+                yield Idle(self.positions.idle(int(cursor.wal_end)))
+                quiet_since = time.monotonic()
+            select.select([connection], [], [], idle_s)
+
+    def _start(self, cursor: Any) -> None:
+        import psycopg2
+
+        config = self.reader.config
+        options = {
+            "proto_version": "2",
+            "publication_names": config.publication,
+            "streaming": "on",
+            "binary": "true",
+        }
+        start = self.positions.boundary
+        try:
+            cursor.start_replication(
+                slot_name=config.slot, decode=False, start_lsn=start, options=options
+            )
+        except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
+            # "can no longer get changes from replication slot": invalidated, WAL removed.
+            raise WalRemovedError.at(self.reader.connector.where, config.slot, str(exc)) from exc
+        except psycopg2.errors.UndefinedFile as exc:  # requested WAL segment removed
+            raise WalRemovedError.at(self.reader.connector.where, config.slot, str(exc)) from exc
+        except psycopg2.OperationalError as exc:
+            raise TransientError(f"cannot start replication: {exc}") from exc
+        logger.info("streaming slot %s from %s", config.slot, lsn_to_text(start))
+
+    def _send_ack(self, cursor: Any) -> None:
+        acknowledged = self.reader._acknowledged
+        if acknowledged > self.sent_ack:
+            cursor.send_feedback(write_lsn=acknowledged, flush_lsn=acknowledged, force=True)
+            self.sent_ack = acknowledged
+
+    def _between_transactions(self) -> bool:
+        return self.txid is None and self.stream_xid is None
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _message(self, payload: bytes, data_start: int) -> Iterator[RawChange]:
+        message = pg.parse_message(payload, self.stream_xid is not None)
+        handler = _HANDLERS.get(type(message))
+        if handler is not None:
+            yield from handler(self, message, data_start)
+
+    def _first_sight(self, xid: int) -> Iterator[RawChange]:
+        """Roll back what the buffer may hold of a transaction older than this session."""
+        if self.horizon is None or xid in self.seen or not _precedes(xid, self.horizon):
+            return
+        self.seen.add(xid)
+        yield Rollback(str(xid), self._after())
+
+    def _after(self) -> Position:
+        return self.positions.after_boundary(position_of(self.positions.last).text)
+
+    def _on_begin(self, message: pg.BeginMessage, _: int) -> Iterator[RawChange]:
+        yield from self._first_sight(message.xid)
+        self.txid, self.begun = str(message.xid), False
+
+    def _on_commit(self, message: pg.CommitMessage, _: int) -> Iterator[RawChange]:
+        txid, self.txid = self.txid, None
+        assert txid is not None
+        yield Commit(txid, self.positions.at(message.end_lsn), message.commit_ts)
+
+    def _on_relation(self, message: pg.RelationMessage, _: int) -> Iterator[RawChange]:
+        self.relations.on_relation(message, self.stream_xid)
+        return iter(())
+
+    def _on_row(self, message: Any, _: int) -> Iterator[RawChange]:
+        txid = self._current_txid()
+        position = self._after()
+        if isinstance(message, pg.TruncateMessage):
+            changes = list(self.relations.truncates(message, txid, position, self.stream_xid))
+        else:
+            change = self.relations.row_change(message, txid, position, self.stream_xid)
+            changes = [change] if change is not None else []
+        if changes and self.stream_xid is None and not self.begun:
+            self.begun = True
+            yield Begin(txid, position)
+        for change in changes:
+            self._remember(message.xid, change)
+            yield change
+
+    def _current_txid(self) -> str:
+        if self.stream_xid is not None:
+            return str(self.stream_xid)
+        if self.txid is None:
+            raise pg.ProtocolError("a change outside a transaction")
+        return self.txid
+
+    def _remember(self, subxid: int | None, change: RowChange) -> None:
+        """Record a streamed subtransaction's change, to undo it if the subtransaction aborts."""
+        if self.stream_xid is None or subxid is None or subxid == self.stream_xid:
+            return
+        streamed = self.streams[self.stream_xid]
+        streamed.subtransactions.setdefault(subxid, []).append((change.table, change.locator))
+
+    def _on_stream_start(self, message: pg.StreamStartMessage, _: int) -> Iterator[RawChange]:
+        xid = message.xid
+        if xid not in self.streams:
+            yield from self._first_sight(xid)
+            self.streams[xid] = _Streamed()
+            yield Begin(str(xid), self._after())
+        self.stream_xid = xid
+
+    def _on_stream_stop(self, message: pg.StreamStopMessage, _: int) -> Iterator[RawChange]:
+        self.stream_xid = None
+        return iter(())
+
+    def _on_stream_commit(self, message: pg.StreamCommitMessage, _: int) -> Iterator[RawChange]:
+        self._end_stream(message.xid)
+        yield Commit(str(message.xid), self.positions.at(message.end_lsn), message.commit_ts)
+
+    def _on_stream_abort(self, message: pg.StreamAbortMessage, lsn: int) -> Iterator[RawChange]:
+        streamed = self.streams.get(message.xid)
+        if streamed is None:
+            return  # streamed before this session only: the buffer's copy was rolled back
+        txid = str(message.xid)
+        if message.subxid == message.xid:
+            self._end_stream(message.xid)
+            real = lsn > self.positions.last and lsn % ALIGN == 0
+            yield Rollback(txid, self.positions.at(lsn) if real else self._after())
+            return
+        undone = streamed.subtransactions.pop(message.subxid, [])
+        for table, locator in reversed(undone):
+            yield PartialRollback(txid, self._after(), table, locator)
+
+    def _end_stream(self, xid: int) -> None:
+        self.streams.pop(xid, None)
+        self.relations.forget(xid)
+
+
+def _read(cursor: Any, reader: PostgresLogReader) -> Any:
+    """The next stream message, or None when none is waiting."""
+    import psycopg2
+
+    try:
+        return cursor.read_message()
+    except psycopg2.OperationalError as exc:
+        where = reader.connector.where
+        raise TransientError(
+            f"replication from {where} broke off: {exc}", {"source": where}
+        ) from exc
+    except psycopg2.Error as exc:
+        where = reader.connector.where
+        raise TerminalError(f"replication from {where} failed: {exc}", {"source": where}) from exc
+
+
+def _precedes(xid: int, horizon: int) -> bool:
+    """Whether 32-bit xid ``xid`` was assigned before ``horizon`` (modulo 2**32, as
+    ``TransactionIdPrecedes`` in transam.c compares them)."""
+    return ((xid - horizon) & 0xFFFFFFFF) >= 2**31
+
+
+_HANDLERS: dict[type, Any] = {
+    pg.BeginMessage: _Session._on_begin,
+    pg.CommitMessage: _Session._on_commit,
+    pg.RelationMessage: _Session._on_relation,
+    pg.InsertMessage: _Session._on_row,
+    pg.UpdateMessage: _Session._on_row,
+    pg.DeleteMessage: _Session._on_row,
+    pg.TruncateMessage: _Session._on_row,
+    pg.StreamStartMessage: _Session._on_stream_start,
+    pg.StreamStopMessage: _Session._on_stream_stop,
+    pg.StreamCommitMessage: _Session._on_stream_commit,
+    pg.StreamAbortMessage: _Session._on_stream_abort,
+}
+
+
+@contextlib.contextmanager
+def reading(config: PostgresSourceConfig) -> Iterator[PostgresLogReader]:
+    """A log reader closed when the block ends."""
+    reader = PostgresLogReader(config)
+    try:
+        yield reader
+    finally:
+        reader.close()

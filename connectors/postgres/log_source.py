@@ -1,0 +1,104 @@
+"""PostgreSQL as a CDC log source: what ``replcheck cdc run`` builds from a pipeline's URL.
+
+Registered under the ``postgresql`` URL scheme (``connectors/log_sources.py``). A pipeline's
+source URL is the validator's, ``postgresql+psycopg://repl@127.0.0.1:5432/shop`` (the
+password comes from the connection's ``password: {env: ...}``). Its query may set:
+
+=====================  ====================================================  ==============
+parameter              meaning                                               default
+=====================  ====================================================  ==============
+``slot``               the pipeline's logical replication slot               ``replcheck``
+``publication``        the publication of the captured tables                ``replcheck``
+``create_slot``        create the slot if missing (``false``: an error)      ``true``
+``create_publication`` create the publication if missing                     ``true``
+``idle_s``             how often a quiet stream reports its position, in s   ``0.5``
+``decoding_work_mem``  the walsender's ``logical_decoding_work_mem``: larger  the server's
+                       transactions are streamed while in progress
+``key.<table>``        the columns locating rows of a table without a        none
+                       primary key or replica identity index, comma-separated
+=====================  ====================================================  ==============
+
+Other query parameters are libpq's (``sslmode``, ``options``...) and stay in the URL.
+Tables are ``schema.table`` (a bare name is in ``public``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from cdc_core.config import Secret
+from cdc_core.errors import ConfigError
+from connectors.log_sources import LogSource, register_log_source
+from connectors.postgres.initial_snapshot import PostgresSnapshotReader
+from connectors.postgres.log_reader import PostgresLogReader
+from connectors.postgres.replication import PostgresSourceConfig, connector_of
+
+_TEXT = ("slot", "publication", "decoding_work_mem")
+_FLAGS = ("create_slot", "create_publication")
+
+
+def source_config(url: str, password: str | None, tables: Sequence[str]) -> PostgresSourceConfig:
+    """The source config of a pipeline URL with its query parameters (see the module doc).
+
+    Raises:
+        ConfigError: A parameter with a value of the wrong kind.
+    """
+    parts = urlsplit(url)
+    libpq: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
+    keys: dict[str, tuple[str, ...]] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.startswith("key.") and len(name) > 4:
+            keys[name[4:]] = tuple(c.strip() for c in value.split(",") if c.strip())
+        elif name in _TEXT:
+            values[name] = value
+        elif name in _FLAGS:
+            values[name] = _flag(name, value)
+        elif name == "idle_s":
+            values[name] = _seconds(name, value)
+        else:
+            libpq.append((name, value))
+    config = PostgresSourceConfig(
+        urlunsplit(parts._replace(query=urlencode(libpq))),
+        tuple(tables),
+        Secret(password) if password is not None else None,
+    )
+    return replace(config, keys=keys, **values)
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise ConfigError(f"Postgres source URL parameter {name}={value!r} must be true or false")
+    return value.lower() in ("true", "1")
+
+
+def _seconds(name: str, value: str) -> float:
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"Postgres source URL parameter {name}={value!r} is not a number"
+        ) from exc
+
+
+def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
+    """The slot reader and exported-snapshot reader of ``tables`` of a ``postgresql`` URL."""
+    config = source_config(url, password, tables)
+    connector = connector_of(config)
+
+    def list_tables() -> list[str]:
+        query = (
+            "SELECT schemaname || '.' || tablename FROM pg_tables WHERE schemaname NOT IN"
+            " ('pg_catalog', 'information_schema') ORDER BY 1"
+        )
+        with contextlib.closing(connector._connect()) as connection:
+            return [name for (name,) in connection.execute(query).fetchall()]
+
+    return LogSource(PostgresLogReader(config), PostgresSnapshotReader(config), list_tables)
+
+
+register_log_source(("postgresql", "postgres"), open_source)

@@ -1,0 +1,231 @@
+"""The replication side of a PostgreSQL source: its config, the replication connection, and
+the checks and set-up of the server, the publication and the replication slot.
+
+Catalogs: ``pg_replication_slots`` (https://www.postgresql.org/docs/current/view-pg-replication-slots.html),
+``pg_publication_tables`` and ``pg_type``. SQL runs through psycopg 3; only the replication
+stream itself needs psycopg2 (psycopg 3 has no replication protocol).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.config import Secret
+from cdc_core.errors import ConfigError
+from connectors.postgres.connector import PostgresConnector, split_table
+from connectors.postgres.errors import (
+    LogicalDecodingSetupError,
+    PublicationMissingError,
+    SlotMismatchError,
+    SlotMissingError,
+    WalRemovedError,
+)
+from connectors.postgres.position import lsn_to_int
+from connectors.postgres.snapshot import _replication_connection
+from connectors.postgres.types import quote
+from connectors.postgres.wal_values import TypeInfo
+
+if TYPE_CHECKING:
+    import psycopg
+
+logger = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^[a-z0-9_]{1,63}$")  # slot names: lower-case letters, digits, underscores
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresSourceConfig:
+    """A PostgreSQL source of the CDC pipeline.
+
+    Args:
+        url: SQLAlchemy URL (``postgresql+psycopg://user@host:port/database``), no password.
+        tables: The captured tables, ``schema.table`` (a bare name is in ``public``).
+        password: The user's password.
+        slot: The logical replication slot the pipeline reads (one per pipeline).
+        publication: The publication naming the captured tables.
+        create_slot: Create the slot when it does not exist (else it is an error).
+        create_publication: Create the publication when it does not exist.
+        keys: Per table without a primary key or replica identity index, the columns that
+            identify a row.
+        idle_s: How often a quiet stream reports ``Idle`` (and asks the server how far the
+            WAL has been read), in seconds.
+        decoding_work_mem: ``logical_decoding_work_mem`` of the walsender (e.g. ``64kB``):
+            transactions larger than it are streamed while in progress.
+    """
+
+    url: str
+    tables: tuple[str, ...]
+    password: Secret | None = None
+    slot: str = "replcheck"
+    publication: str = "replcheck"
+    create_slot: bool = True
+    create_publication: bool = True
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    idle_s: float = 0.5
+    decoding_work_mem: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tables:
+            raise ConfigError("a Postgres source needs at least one table to capture")
+        for what, name in (("slot", self.slot), ("publication", self.publication)):
+            if not _NAME.match(name):
+                raise ConfigError(
+                    f"Postgres {what} name {name!r} must be 1-63 lower-case letters, digits"
+                    " or underscores"
+                )
+        if self.idle_s <= 0:
+            raise ConfigError("idle_s must be positive")
+        if self.decoding_work_mem is not None and not re.match(
+            r"^\d+[kMG]B$", self.decoding_work_mem
+        ):
+            raise ConfigError(
+                f"decoding_work_mem {self.decoding_work_mem!r} must be a size such as 64kB"
+            )
+
+    def qualified_tables(self) -> tuple[str, ...]:
+        """The captured tables as ``schema.table``."""
+        return tuple(".".join(split_table(table)) for table in self.tables)
+
+    def qualified_keys(self) -> dict[str, tuple[str, ...]]:
+        """The configured keys by ``schema.table``."""
+        return {".".join(split_table(t)): tuple(k) for t, k in self.keys.items()}
+
+
+def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
+    """The SQL connector of the source."""
+    password = config.password.reveal() if config.password is not None else None
+    return PostgresConnector(config.url, password)
+
+
+def open_stream_connection(config: PostgresSourceConfig, connector: PostgresConnector) -> Any:
+    """A psycopg2 logical replication connection (the walsender session's settings set)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(connector._conninfo())
+    if config.decoding_work_mem is not None:
+        extra = f"-c logical_decoding_work_mem={config.decoding_work_mem}"
+        params["options"] = f"{params.get('options', '')} {extra}".strip()
+    return _replication_connection(make_conninfo("", **params), connector.where)
+
+
+def check_wal_level(connection: psycopg.Connection[Any], where: str) -> None:
+    """Raise ``LogicalDecodingSetupError`` unless ``wal_level`` is ``logical``."""
+    row = connection.execute("SHOW wal_level").fetchone()
+    value = str(row[0]) if row else "unknown"
+    if value != "logical":
+        raise LogicalDecodingSetupError.wal_level(where, value)
+
+
+def ensure_publication(
+    connection: psycopg.Connection[Any], config: PostgresSourceConfig, where: str
+) -> None:
+    """Create the publication of the captured tables, or check that it publishes them."""
+    name = config.publication
+    row = connection.execute(
+        "SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,)
+    ).fetchone()
+    tables = config.qualified_tables()
+    if row is None:
+        if not config.create_publication:
+            raise PublicationMissingError.named(where, name)
+        listed = ", ".join(_qualified(table) for table in tables)
+        connection.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
+        logger.info("created publication %s of %s on %s", name, list(tables), where)
+        return
+    if row[0]:
+        return  # FOR ALL TABLES
+    published = {
+        f"{schema}.{table}"
+        for schema, table in connection.execute(
+            "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s", (name,)
+        ).fetchall()
+    }
+    missing = [table for table in tables if table not in published]
+    if missing:
+        raise PublicationMissingError.lacks(where, name, missing)
+
+
+def ensure_slot(
+    connection: psycopg.Connection[Any], config: PostgresSourceConfig, where: str
+) -> int:
+    """The slot's confirmed LSN, creating the slot first if it is missing and allowed.
+
+    Raises:
+        SlotMissingError: No such slot and ``create_slot`` is off.
+        SlotMismatchError: The slot is physical, of another plugin or another database.
+        WalRemovedError: The slot was invalidated (its WAL was removed).
+    """
+    state = slot_state(connection, config.slot)
+    if state is None:
+        if not config.create_slot:
+            raise SlotMissingError.named(where, config.slot)
+        row = connection.execute(
+            "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')",
+            (config.slot,),
+        ).fetchone()
+        logger.info("created replication slot %s on %s at %s", config.slot, where, row and row[0])
+        state = slot_state(connection, config.slot)
+        assert state is not None
+    return check_slot(state, config.slot, where)
+
+
+def slot_state(connection: psycopg.Connection[Any], slot: str) -> dict[str, Any] | None:
+    """The slot's row of ``pg_replication_slots`` (with ``ours``: in this database)."""
+    cursor = connection.execute(
+        "SELECT slot_type, plugin, database = current_database() AS ours,"
+        " confirmed_flush_lsn::text AS confirmed, wal_status"
+        " FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    names = [column.name for column in cursor.description or ()]
+    return dict(zip(names, row, strict=True))
+
+
+def check_slot(state: Mapping[str, Any], slot: str, where: str) -> int:
+    """The confirmed LSN of a slot that can serve this source."""
+    if state["slot_type"] != "logical":
+        raise SlotMismatchError.of(where, slot, "is a physical slot")
+    if state["plugin"] != "pgoutput":
+        raise SlotMismatchError.of(where, slot, f"uses the plugin {state['plugin']}, not pgoutput")
+    if not state["ours"]:
+        raise SlotMismatchError.of(where, slot, "belongs to another database")
+    if state["wal_status"] == "lost":
+        raise WalRemovedError.at(where, slot, "wal_status is lost")
+    return lsn_to_int(state["confirmed"])
+
+
+def next_xid(connection: psycopg.Connection[Any]) -> int:
+    """The next transaction id the server will assign (32 bits, as the stream shows xids)."""
+    row = connection.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
+    assert row is not None
+    return int(row[0]) & 0xFFFFFFFF
+
+
+def lookup_type(connection: psycopg.Connection[Any], type_oid: int) -> TypeInfo:
+    """What a non-builtin type is, from ``pg_type``."""
+    row = connection.execute(
+        "SELECT typtype, typbasetype, typelem, typcategory FROM pg_type WHERE oid = %s",
+        (type_oid,),
+    ).fetchone()
+    if row is None:
+        return TypeInfo("other")
+    kind, base, element, category = row
+    if kind == "e":
+        return TypeInfo("enum")
+    if kind == "d":
+        return TypeInfo("domain", base=int(base))
+    if category == "A" and element:
+        return TypeInfo("array", element=int(element))
+    return TypeInfo("other")
+
+
+def _qualified(table: str) -> str:
+    schema, name = split_table(table)
+    return f"{quote(schema)}.{quote(name)}"

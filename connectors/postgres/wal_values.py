@@ -1,0 +1,279 @@
+"""Column values of the logical replication stream, decoded from PostgreSQL's binary form.
+
+The log reader asks ``pgoutput`` for values in binary (``binary 'true'``, PostgreSQL 14+):
+each value is its type's send function output, independent of the walsender's DateStyle,
+IntervalStyle, TimeZone, extra_float_digits and bytea_output settings, and exact.
+Formats: ``src/backend/utils/adt/*.c`` (``*_send``) and "Binary format" notes in
+https://www.postgresql.org/docs/current/protocol-overview.html .
+
+Values come out as the snapshot path produces them (``connectors.postgres.types``, read
+through Arrow), so an image from the log equals the same row read in a snapshot:
+
+- integers ``int``; ``numeric`` ``Decimal`` (its display scale kept; NaN and infinities as
+  the ``Decimal`` specials); ``real`` the exact single-precision value as ``float``;
+- text types, enum labels, JSON documents and UUIDs ``str``; ``bytea`` ``bytes``;
+- ``date`` ``datetime.date``; ``time`` microseconds since midnight (the lake's int64);
+  ``timestamp`` a naive ``datetime``; ``timestamptz`` a ``datetime`` in UTC; ``interval``
+  a ``timedelta`` (one with months is an error, as in a snapshot: a month has no fixed
+  length); ``timetz`` a ``datetime.time`` with its UTC offset;
+- arrays nested lists of their elements' values (no logical type: not stored in the lake).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Final
+
+from connectors.postgres.types import ValueContext
+
+PG_EPOCH_DATE: Final = dt.date(2000, 1, 1)
+PG_EPOCH_NAIVE: Final = dt.datetime(2000, 1, 1)
+PG_EPOCH_UTC: Final = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+_INT32_LIMITS = (-(2**31), 2**31 - 1)  # DATEVAL_NOBEGIN / DATEVAL_NOEND
+_INT64_LIMITS = (-(2**63), 2**63 - 1)  # DT_NOBEGIN / DT_NOEND
+_NUMERIC_SPECIAL = {
+    0xC000: Decimal("NaN"),
+    0xD000: Decimal("Infinity"),
+    0xF000: Decimal("-Infinity"),
+}
+_NUMERIC_NEGATIVE = 0x4000
+
+
+@dataclass(frozen=True, slots=True)
+class TypeInfo:
+    """What a non-builtin type OID is: an enum, a domain over ``base``, an array of
+    ``element``, or something else (decoded as its raw bytes)."""
+
+    kind: str  # "enum", "domain", "array", "other"
+    base: int = 0
+    element: int = 0
+
+
+TypeLookup = Callable[[int], TypeInfo]
+"""Looks a non-builtin type up in the catalog (``pg_type``)."""
+
+Decode = Callable[[bytes, ValueContext], Any]
+
+
+def _text(data: bytes, _: ValueContext) -> str:
+    return data.decode("utf-8")
+
+
+def _int(fmt: str) -> Decode:
+    return lambda data, _: struct.unpack(fmt, data)[0]
+
+
+def _float(fmt: str) -> Decode:
+    return lambda data, _: float(struct.unpack(fmt, data)[0])
+
+
+def _bool(data: bytes, _: ValueContext) -> bool:
+    return data != b"\x00"
+
+
+def _bytea(data: bytes, _: ValueContext) -> bytes:
+    return bytes(data)
+
+
+def _jsonb(data: bytes, where: ValueContext) -> str:
+    if data[:1] != b"\x01":
+        raise where.error(f"unknown jsonb binary version {data[:1]!r}", "report this")
+    return data[1:].decode("utf-8")
+
+
+def _uuid(data: bytes, _: ValueContext) -> str:
+    return str(uuid.UUID(bytes=bytes(data)))
+
+
+def _numeric(data: bytes, _: ValueContext) -> Decimal:
+    ndigits, weight, sign, dscale = struct.unpack_from(">hhHh", data)
+    if sign in _NUMERIC_SPECIAL:
+        return _NUMERIC_SPECIAL[sign]
+    digits = struct.unpack_from(f">{ndigits}h", data, 8)
+    # Base-10000 digits, the first one at 10000**weight, as decimal digits at ``exponent``;
+    # then shown with exactly ``dscale`` fractional digits (numeric_send drops trailing
+    # zero groups, and keeps no digit beyond the display scale). Built from a tuple: exact,
+    # whatever the decimal context's precision.
+    text = "".join(f"{digit:04d}" for digit in digits)
+    exponent = 4 * (weight + 1 - ndigits)
+    if exponent > -dscale:
+        text, exponent = text + "0" * (exponent + dscale), -dscale
+    elif exponent < -dscale:
+        text, exponent = text[: len(text) - (-dscale - exponent)], -dscale
+    negative = 1 if sign == _NUMERIC_NEGATIVE else 0
+    return Decimal((negative, tuple(int(c) for c in text.lstrip("0") or "0"), exponent))
+
+
+def _date(data: bytes, where: ValueContext) -> dt.date:
+    days = struct.unpack(">i", data)[0]
+    if days in _INT32_LIMITS:
+        raise where.error("an infinite date has no value", "leave the column out")
+    try:
+        return PG_EPOCH_DATE + dt.timedelta(days=days)
+    except OverflowError as exc:
+        raise where.error("a date outside years 1..9999", "leave the column out") from exc
+
+
+def _micros(data: bytes, where: ValueContext) -> int:
+    micros = struct.unpack(">q", data)[0]
+    if micros in _INT64_LIMITS:
+        raise where.error("an infinite timestamp has no value", "leave the column out")
+    return int(micros)
+
+
+def _time(data: bytes, _: ValueContext) -> int:
+    return int(struct.unpack(">q", data)[0])
+
+
+def _timetz(data: bytes, _: ValueContext) -> dt.time:
+    micros, west = struct.unpack(">qi", data)
+    clock = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
+    return clock.replace(tzinfo=dt.timezone(dt.timedelta(seconds=-west)))
+
+
+def _timestamp(data: bytes, where: ValueContext) -> dt.datetime:
+    try:
+        return PG_EPOCH_NAIVE + dt.timedelta(microseconds=_micros(data, where))
+    except OverflowError as exc:
+        raise where.error("a timestamp outside years 1..9999", "leave the column out") from exc
+
+
+def _timestamptz(data: bytes, where: ValueContext) -> dt.datetime:
+    try:
+        return PG_EPOCH_UTC + dt.timedelta(microseconds=_micros(data, where))
+    except OverflowError as exc:
+        raise where.error("a timestamp outside years 1..9999", "leave the column out") from exc
+
+
+def _interval(data: bytes, where: ValueContext) -> dt.timedelta:
+    micros, days, months = struct.unpack(">qii", data)
+    if months:
+        raise where.error(
+            "an interval with months or years cannot be read as an exact duration (a"
+            " month is not a fixed number of microseconds)",
+            "store days instead of months, or leave the column out of the comparison",
+        )
+    return dt.timedelta(days=days, microseconds=micros)
+
+
+# Builtin type OIDs (src/include/catalog/pg_type.dat).
+BUILTIN: Final[dict[int, Decode]] = {
+    16: _bool,
+    17: _bytea,
+    18: _text,  # "char"
+    19: _text,  # name
+    20: _int(">q"),
+    21: _int(">h"),
+    23: _int(">i"),
+    25: _text,
+    26: _int(">I"),  # oid
+    114: _text,  # json: the document as stored
+    700: _float(">f"),
+    701: _float(">d"),
+    1042: _text,  # character(n), with its padding
+    1043: _text,
+    1082: _date,
+    1083: _time,
+    1114: _timestamp,
+    1184: _timestamptz,
+    1186: _interval,
+    1266: _timetz,
+    1700: _numeric,
+    2950: _uuid,
+    3802: _jsonb,
+}
+# Builtin types with a logical type (``connectors.postgres.types.logical_type``): the columns
+# the lake stores. Enums and domains over these are stored too; arrays, timetz and the rest
+# are decoded but not stored.
+STORABLE: Final = frozenset(
+    {16, 17, 20, 21, 23, 25, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1700}
+    | {2950, 3802}
+)
+FIRST_NORMAL_OID: Final = 16384  # OIDs below are the system's own (FirstNormalObjectId)
+# Array types whose element is builtin (typarray of the types above).
+BUILTIN_ARRAYS: Final = frozenset(
+    {1000, 1001, 1002, 1003, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1028, 199}
+    | {1115, 1182, 1183, 1185, 1187, 1231, 1270, 2951, 3807}
+)
+
+
+class ValueDecoder:
+    """Decodes binary column values by type OID, looking non-builtin types up once.
+
+    Args:
+        lookup: Describes a non-builtin type OID (from the catalog).
+    """
+
+    def __init__(self, lookup: TypeLookup) -> None:
+        self._lookup = lookup
+        self._decoders: dict[int, Decode] = dict(BUILTIN)
+        self._storable: dict[int, bool] = dict.fromkeys(STORABLE, True)
+
+    def decode(self, type_oid: int, data: bytes, where: ValueContext) -> Any:
+        """The value of one column in binary form."""
+        return self.decoder(type_oid)(data, where)
+
+    def decoder(self, type_oid: int) -> Decode:
+        """The function decoding values of ``type_oid``."""
+        found = self._decoders.get(type_oid)
+        if found is None:
+            found = self._decoders[type_oid] = self._resolve(type_oid)
+        return found
+
+    def storable(self, type_oid: int) -> bool:
+        """Whether columns of ``type_oid`` have a logical type (are stored in the lake)."""
+        found = self._storable.get(type_oid)
+        if found is None:
+            found = False
+            if type_oid >= FIRST_NORMAL_OID:
+                info = self._lookup(type_oid)
+                found = info.kind == "enum" or (info.kind == "domain" and self.storable(info.base))
+            self._storable[type_oid] = found
+        return found
+
+    def _resolve(self, type_oid: int) -> Decode:
+        if type_oid in BUILTIN_ARRAYS:
+            return self._array
+        info = self._lookup(type_oid)
+        if info.kind == "enum":
+            return _text  # enum_send sends the label
+        if info.kind == "domain":
+            return self.decoder(info.base)  # a domain is sent as its base type
+        if info.kind == "array":
+            return self._array
+        return _bytea
+
+    def _array(self, data: bytes, where: ValueContext) -> list[Any]:
+        """array_send: ndim, has-nulls flag, element OID, (length, lower bound) per
+        dimension, then each element as a length (-1: NULL) and its bytes."""
+        ndim, _, element = struct.unpack_from(">iiI", data)
+        shape = [struct.unpack_from(">ii", data, 12 + 8 * i)[0] for i in range(ndim)]
+        at = 12 + 8 * ndim
+        decode = self.decoder(element)
+        flat: list[Any] = []
+        for _ in range(_product(shape)):
+            (length,) = struct.unpack_from(">i", data, at)
+            at += 4
+            flat.append(None if length < 0 else decode(data[at : at + length], where))
+            at += max(length, 0)
+        return _nest(flat, shape)
+
+
+def _product(shape: list[int]) -> int:
+    count = 1 if shape else 0
+    for size in shape:
+        count *= size
+    return count
+
+
+def _nest(flat: list[Any], shape: list[int]) -> list[Any]:
+    """Split a flat element list into nested lists of ``shape`` (row-major)."""
+    if len(shape) <= 1:
+        return flat
+    step = len(flat) // shape[0]
+    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
