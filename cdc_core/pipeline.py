@@ -43,7 +43,14 @@ from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.position import Position
 from cdc_core.rebuild import FetchMissing, RebuildConfig, Rebuilder
 from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
-from cdc_core.source import Idle, LogReader, SnapshotReader, TableDescription
+from cdc_core.source import (
+    AcknowledgesPositions,
+    Idle,
+    LogReader,
+    ResumesTransactions,
+    SnapshotReader,
+    TableDescription,
+)
 
 logger = logging.getLogger(__name__)
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
@@ -192,6 +199,8 @@ class Pipeline:
         for table in self.tables:
             self.describe(table)  # fails early on a missing table; keys for the rebuild
         buffer = self._open_buffer(checkpoint)
+        if isinstance(self.reader, ResumesTransactions):
+            self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
         self._rebuilder = Rebuilder(self._store, self._rebuild_config())
         self._checkpoint, self._buffer = checkpoint, buffer
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
@@ -382,6 +391,8 @@ class Pipeline:
         write_checkpoint(self.config.state_dir, checkpoint)
         self._buffer.release_checkpoint(state)
         self._checkpoint = checkpoint
+        if isinstance(self.reader, AcknowledgesPositions):
+            self.reader.acknowledge(position)
         self._checkpoints += 1
         if self._checkpoints % RETAIN_EVERY_CHECKPOINTS == 0:
             # A restart re-reads from this durable checkpoint at the earliest, and rebuilds

@@ -16,10 +16,10 @@ them (STYLE.md, "One pipeline"). The pipeline never asks which product it reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from cdc_core.errors import ContractError
 from cdc_core.events import RawChange
@@ -97,6 +97,28 @@ class LogReader(Protocol):
 
     def close(self) -> None:
         """Release connections; ``iter_changes`` iterators become unusable."""
+        ...
+
+
+@runtime_checkable
+class AcknowledgesPositions(Protocol):
+    """Optional for a ``LogReader`` whose source keeps its log until the reader says it may
+    go (a PostgreSQL replication slot): the pipeline calls ``acknowledge`` after each
+    checkpoint with the position the lake holds durably."""
+
+    def acknowledge(self, position: Position) -> None:
+        """Everything committed at or before ``position`` is durable downstream."""
+        ...
+
+
+@runtime_checkable
+class ResumesTransactions(Protocol):
+    """Optional for a ``LogReader`` whose source sends a transaction still open at a restart
+    whole again (PostgreSQL): before ``iter_changes``, the pipeline names the transactions
+    its restored buffer holds, so the reader can drop them from the buffer first."""
+
+    def resume_transactions(self, txids: Iterable[str]) -> None:
+        """The transactions the caller's buffer holds open."""
         ...
 
 

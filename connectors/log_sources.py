@@ -37,6 +37,7 @@ _FACTORIES: dict[str, LogSourceFactory] = {}
 BUILTIN_LOG_SOURCES = (
     "connectors.mariadb.log_source",
     "connectors.oracle.log_source",
+    "connectors.postgres.log_source",
     "connectors.synthetic.log_reader",
 )
 
