@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.repair_sql import RepairAction
-from validator.result import Key
+from validator.result import MASK, Key
 from validator.resync_audit import AuditRecord, audit_store
 from validator.resync_context import ComparisonContext, key_bytes_of, prepare
 from validator.resync_database import (
@@ -240,8 +240,10 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
     )
     if not request.keys:
         return base, None
+    key_columns = request.comparison.key  # the source's primary key when not configured
     try:
         context = prepare(run.config, request.comparison)
+        key_columns = context.key
         pairs = [(key, to_typed_key(key, context.reconciled.layout, name)) for key in request.keys]
         if context.target.is_lake:
             done = _resync_lake(run, context, pairs, base)
@@ -250,7 +252,7 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
     except ReplcheckError as exc:
         log.error("comparison %s could not be re-synced: %s", name, exc)
         done = replace(base, mode=Mode.FAILED, error=str(exc))
-    return done, _audit_record(run, done, request)
+    return done, _audit_record(run, done, _audit_keys(request, key_columns))
 
 
 def _resync_lake(
@@ -363,7 +365,7 @@ def _sql_header(run: _Run, context: ComparisonContext, plan: RepairPlan) -> str:
     )
 
 
-def _audit_record(run: _Run, done: ComparisonResync, request: _Request) -> AuditRecord:
+def _audit_record(run: _Run, done: ComparisonResync, keys: tuple[Key, ...]) -> AuditRecord:
     return AuditRecord(
         run_id=run.run_id,
         at=dt.datetime.now(dt.UTC),
@@ -372,7 +374,7 @@ def _audit_record(run: _Run, done: ComparisonResync, request: _Request) -> Audit
         target=done.target,
         mode=done.mode.value,
         forced=run.options.force,
-        keys=_masked(request),
+        keys=keys,
         actions=done.action_counts,
         source_position=done.source_position,
         result_finished=run.result_finished,
@@ -380,16 +382,18 @@ def _audit_record(run: _Run, done: ComparisonResync, request: _Request) -> Audit
     )
 
 
-def _masked(request: _Request) -> tuple[Key, ...]:
-    """The request's keys for the audit, sensitive key parts masked. Without a configured
-    key the key columns' names are unknown here: with any sensitive column, mask all."""
+def _audit_keys(request: _Request, key_columns: Sequence[str]) -> tuple[Key, ...]:
+    """The request's keys for the audit, parts of sensitive key columns masked; a key
+    whose columns are unknown (wrong shape) is masked whole when any column is sensitive."""
     sensitive = frozenset(request.comparison.columns.sensitive)
-    key_columns = request.comparison.key
-    if key_columns:
-        return tuple(masked_key(key, key_columns, sensitive) for key in request.keys)
-    if sensitive:
-        return tuple(masked_key(key, ("?",) * len(key), frozenset("?")) for key in request.keys)
-    return request.keys
+    return tuple(
+        masked_key(key, key_columns, sensitive)
+        if len(key) == len(key_columns)
+        else tuple(MASK for _ in key)
+        if sensitive
+        else key
+        for key in request.keys
+    )
 
 
 def _user() -> str:
