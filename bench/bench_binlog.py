@@ -32,11 +32,12 @@ TABLE = """CREATE TABLE bench.b (id INT PRIMARY KEY, qty INT, price DECIMAL(10,2
   ratio DOUBLE, flag TINYINT, code CHAR(8))"""
 
 
-def write_workload(server: MariaDBServer, rows: int) -> None:
-    """N inserts then N updates, 1,000 rows per transaction."""
+def write_workload(server: MariaDBServer, rows: int, create: bool = True) -> None:
+    """N inserts then N updates, 1,000 rows per transaction (after creating the table)."""
     with contextlib.closing(server.connect(None)) as connection, connection.cursor() as cursor:
-        cursor.execute("CREATE DATABASE bench")
-        cursor.execute(TABLE)
+        if create:
+            cursor.execute("CREATE DATABASE bench")
+            cursor.execute(TABLE)
         for first in range(0, rows, 1000):
             values = ", ".join(
                 f"({i}, {i % 97}, {i}.25, 'name {i}', 'note {i}', '2024-05-01 10:00:00.123456',"
