@@ -31,14 +31,6 @@ cdc_app = typer.Typer(help="Log-based change data capture into a Delta lake.", n
 app.add_typer(cdc_app, name="cdc")
 
 
-def _not_available(command: str, issue: str) -> None:
-    typer.echo(
-        f"replcheck {command} is not available yet in this version ({issue}); nothing was done.",
-        err=True,
-    )
-    raise typer.Exit(EXIT_ERROR)
-
-
 @app.command("check-contract")
 def check_contract_command(
     spark: Annotated[bool, typer.Option(help="Also replay the vectors through Spark.")] = True,

@@ -29,7 +29,7 @@ from validator.resync_keys import TypedKey
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
-    from sqlalchemy.engine import Dialect, Engine
+    from sqlalchemy.engine import Engine
 
 ACTION_KINDS = ("insert", "update", "delete")
 
@@ -135,46 +135,47 @@ def reflect_target(
     return RepairTarget(engine, reflected, tuple(key), sensitive)
 
 
-def statement_of(target: RepairTarget, action: RepairAction, *, literal: bool = False) -> Any:
-    """The SQLAlchemy statement of one action (``literal``: for the review file)."""
+def statement_of(target: RepairTarget, action: RepairAction, *, review: int | None = None) -> Any:
+    """The SQLAlchemy statement of one action; ``review``: its number in a review file,
+    where values are rendered as literals (sensitive ones as numbered placeholders)."""
     import sqlalchemy as sa
 
     table = target.table
-    values = {name: _value(target, name, value, literal) for name, value in action.values.items()}
+    values = {name: _value(target, name, value, review) for name, value in action.values.items()}
     if action.kind == "insert":
         return sa.insert(table).values(values)
-    where = _key_terms(target, action.key, literal)
+    where = _key_terms(target, action.key, review)
     if action.kind == "update":
         return sa.update(table).where(*where).values(values)
     return sa.delete(table).where(*where)
 
 
-def _key_terms(target: RepairTarget, key: TypedKey, literal: bool = False) -> list[Any]:
+def _key_terms(target: RepairTarget, key: TypedKey, review: int | None = None) -> list[Any]:
     return [
-        _key_term(target, name, part, literal) for name, part in zip(target.key, key, strict=True)
+        _key_term(target, name, part, review) for name, part in zip(target.key, key, strict=True)
     ]
 
 
-def _key_term(target: RepairTarget, name: str, part: object, literal: bool) -> Any:
+def _key_term(target: RepairTarget, name: str, part: object, review: int | None) -> Any:
     column = target.table.c[name]
     if part is None:
         return column.is_(None)
-    return column == _value(target, name, part, literal)
+    return column == _value(target, name, part, review)
 
 
-def _value(target: RepairTarget, name: str, value: object, literal: bool) -> Any:
+def _value(target: RepairTarget, name: str, value: object, review: int | None) -> Any:
     """The SQL expression of one value for column ``name``."""
     import sqlalchemy as sa
 
     column = target.table.c[name]
-    if literal and name in target.sensitive:
-        label = f"sensitive_{list(target.table.c.keys()).index(name) + 1}"
+    if review is not None and name in target.sensitive:
+        label = f"sensitive_{review}_{list(target.table.c.keys()).index(name) + 1}"
         note = name.replace("*/", "* /")
         return sa.literal_column(f":{label} /* sensitive column {note}: bind its value */")
     if value is None:
         return sa.null()
     value = to_target_value(value, column.type, target.engine.dialect.name)
-    if isinstance(value, bytes) and literal:
+    if isinstance(value, bytes) and review is not None:
         return sa.literal_column(_bytes_literal(value, target.engine.dialect.name))
     if isinstance(column.type, sa.JSON):
         return sa.cast(sa.literal(value, sa.Text()), column.type)
@@ -221,19 +222,14 @@ def _utc_datetime(value: dt.datetime, sa_type: Any, dialect: str) -> dt.datetime
     return utc if keeps_zone else utc.replace(tzinfo=None)
 
 
-def render_statement(target: RepairTarget, action: RepairAction) -> str:
-    """One action as SQL text with literal values, for the review file."""
-    statement = statement_of(target, action, literal=True)
-    compiled = statement.compile(dialect=_dialect(target), compile_kwargs={"literal_binds": True})
+def render_statement(target: RepairTarget, action: RepairAction, number: int) -> str:
+    """Statement ``number`` of a review file: one action as SQL text with literal values."""
+    statement = statement_of(target, action, review=number)
+    # The engine's dialect was initialised on a connection when the table was reflected, so
+    # server settings that change quoting (MySQL's NO_BACKSLASH_ESCAPES) are known.
+    dialect = target.engine.dialect
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
     return f"{compiled};"
-
-
-def _dialect(target: RepairTarget) -> Dialect:
-    """The engine's dialect, initialised on a connection so that server settings that
-    change quoting (MySQL's NO_BACKSLASH_ESCAPES) are known."""
-    with target.engine.connect():
-        pass
-    return target.engine.dialect
 
 
 def session_preamble(target: RepairTarget) -> list[str]:

@@ -356,7 +356,8 @@ def _sql_header(run: _Run, context: ComparisonContext, plan: RepairPlan) -> str:
         [
             f"replcheck repair SQL for comparison {context.name} (dry run: nothing was applied)",
             f"target: {context.target.display()} table {context.comparison.target.table}",
-            f"source read at position {plan.position}; generated {now:%Y-%m-%d %H:%M:%S} UTC"
+            f"source read at {_position_words(plan.position)}; generated"
+            f" {now:%Y-%m-%d %H:%M:%S} UTC"
             f" by {_user()} (re-sync {run.run_id}, result of {run.result_finished})",
             f"{counts}; {plan.unchanged} key(s) already equal",
             "review, then apply with: replcheck resync ... --apply (or run this file)",
@@ -394,6 +395,10 @@ def _audit_keys(request: _Request, key_columns: Sequence[str]) -> tuple[Key, ...
         else key
         for key in request.keys
     )
+
+
+def _position_words(position: int | None) -> str:
+    return "no known position" if position is None else f"position {position}"
 
 
 def _user() -> str:

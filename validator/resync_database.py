@@ -139,7 +139,7 @@ def write_repair_file(
     lines = [f"-- {line}" for line in header.splitlines()]
     lines += session_preamble(side.repair)
     lines.append("BEGIN;")
-    lines += [render_statement(side.repair, action) for action in plan.actions]
+    lines += [render_statement(side.repair, a, n) for n, a in enumerate(plan.actions, 1)]
     lines.append("COMMIT;")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

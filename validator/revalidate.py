@@ -187,8 +187,9 @@ def lake_rows_at(
     wanted = pc.field(first_key).isin(firsts) | (pc.field(OP) == "t")
     if position is not None:
         wanted = wanted & (pc.field(COMMIT_POS) <= position)
-    events = dataset.to_table(filter=wanted)
-    return _latest_rows(context, events)
+    latest = _latest_rows(context, dataset.to_table(filter=wanted))
+    requested = {key_bytes_of(context, key) for key in keys}
+    return {key: row for key, row in latest.items() if key in requested}
 
 
 def _latest_rows(context: ComparisonContext, events: pa.Table) -> Rows:
