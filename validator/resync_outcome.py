@@ -96,10 +96,15 @@ class ComparisonResync:
 
     @property
     def repaired(self) -> bool:
-        """True when the check found every difference gone (nothing was skipped)."""
-        if self.error is not None or self.skipped:
+        """True when the check found every difference gone: a full re-validation found
+        none, or the repaired keys are all equal and nothing was skipped."""
+        if self.error is not None:
             return False
-        checked = self.revalidation is not Revalidation.NONE and self.remaining_total == 0
+        if self.revalidation is Revalidation.FULL:  # covers findings a key re-sync skipped
+            return self.remaining_total == 0
+        if self.skipped:
+            return False
+        checked = self.revalidation is Revalidation.KEYS and self.remaining_total == 0
         return checked or self.mode is Mode.NOTHING
 
     @property
