@@ -377,7 +377,7 @@ class _Session:
         return iter(())
 
     def _on_stream_commit(self, message: pg.StreamCommitMessage, _: int) -> Iterator[RawChange]:
-        self._end_stream(message.xid)
+        self._end_stream(message.xid, committed=True)
         yield Commit(str(message.xid), self.positions.at(message.end_lsn), message.commit_ts)
 
     def _on_stream_abort(self, message: pg.StreamAbortMessage, lsn: int) -> Iterator[RawChange]:
@@ -386,7 +386,7 @@ class _Session:
             return  # streamed before this session only: the buffer's copy was rolled back
         txid = str(message.xid)
         if message.subxid == message.xid:
-            self._end_stream(message.xid)
+            self._end_stream(message.xid, committed=False)
             real = lsn > self.positions.last and lsn % ALIGN == 0
             yield Rollback(txid, self.positions.at(lsn) if real else self._after())
             return
@@ -394,9 +394,9 @@ class _Session:
         for table, locator in reversed(undone):
             yield PartialRollback(txid, self._after(), table, locator)
 
-    def _end_stream(self, xid: int) -> None:
+    def _end_stream(self, xid: int, committed: bool) -> None:
         self.streams.pop(xid, None)
-        self.relations.forget(xid)
+        self.relations.end_stream(xid, committed)
 
 
 def _read(cursor: Any, reader: PostgresLogReader) -> Any:

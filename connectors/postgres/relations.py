@@ -82,9 +82,13 @@ class RelationTracker:
         relations = self._contexts.setdefault(context, {})
         relations[message.relation_id] = _Relation(table, message, stored, key)
 
-    def forget(self, context: int) -> None:
-        """Drop the relations of a streamed transaction that ended."""
-        self._contexts.pop(context, None)
+    def end_stream(self, context: int, committed: bool) -> None:
+        """A streamed transaction ended. pgoutput counts the relations it sent in a stream
+        that committed as sent for later transactions too (``cleanup_rel_sync_cache`` in
+        pgoutput.c), so they become the committed context's; an abort's are dropped."""
+        relations = self._contexts.pop(context, {})
+        if committed:
+            self._contexts[None].update(relations)
 
     def table_of(self, relation_id: int, context: int | None) -> str | None:
         """The captured table of a relation id, or None if it is not captured."""

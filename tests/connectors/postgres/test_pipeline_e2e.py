@@ -1,0 +1,201 @@
+"""End to end: a workload writes PostgreSQL while the CDC pipeline loads the table from the
+slot's exported snapshot and streams it into the lake; the validator then compares source
+and lake at an agreed LSN with zero differences while both keep running, and finds drift
+injected behind the pipeline's back exactly."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow as pa
+import pytest
+
+from cdc_core.filters import TableFilter
+from cdc_core.lake import (
+    COMMIT_POS,
+    OP,
+    SEQ,
+    TXID,
+    LakeTable,
+    append_changelog,
+    high_water_mark,
+)
+from cdc_core.pipeline import Pipeline, PipelineConfig
+from connectors.log_sources import log_source_for
+from tests.connectors.postgres.helpers import PgCase
+from validator.config import load_validator_config
+from validator.demo import found_differences
+from validator.job import validate
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.spark]
+
+TABLE = "public.t"
+
+
+class Workload:
+    """Random transactions on ``t``: small ones, large streamed ones, rollbacks, savepoints."""
+
+    def __init__(self, case: PgCase, seed: int) -> None:
+        self.connection = psycopg.connect(case.server.dsn(case.database))
+        self.rng = random.Random(seed)
+        self.next_id = 1
+        self.transactions = 0
+
+    def insert(self, count: int) -> None:
+        first, self.next_id = self.next_id, self.next_id + count
+        self.connection.execute(
+            "INSERT INTO t SELECT g, 'n' || g, g / 7.0, now(), jsonb_build_object('g', g),"
+            " CASE WHEN g %% 50 = 0 THEN (SELECT string_agg(md5(i::text), '')"
+            " FROM generate_series(1, 100) AS i) END"
+            " FROM generate_series(%s::bigint, %s::bigint) AS g",
+            (first, self.next_id - 1),
+        )
+
+    def transaction(self) -> None:
+        kinds = ["small"] * 5 + ["large", "rollback", "savepoint"]
+        kind = self.rng.choice(kinds)
+        key = self.rng.randrange(1, self.next_id)
+        if kind == "large":
+            self.insert(600)  # larger than logical_decoding_work_mem: streamed
+        else:
+            self.connection.execute(
+                "UPDATE t SET amount = amount + 1, name = 'u' WHERE id = %s", (key,)
+            )
+            self.connection.execute("DELETE FROM t WHERE id = %s", (key + 1,))
+            self.insert(3)
+        if kind == "savepoint":
+            self.connection.execute("SAVEPOINT s")
+            self.insert(200)
+            self.connection.execute("ROLLBACK TO SAVEPOINT s")
+        if kind == "rollback":
+            self.connection.rollback()
+        else:
+            self.connection.commit()
+        self.transactions += 1
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+@contextlib.contextmanager
+def running(target: Any, name: str) -> Iterator[list[BaseException]]:
+    """Run ``target`` in a thread for the block; errors it raised are in the list."""
+    errors: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            target()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=guarded, name=name, daemon=True)
+    thread.start()
+    try:
+        yield errors
+    finally:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), f"{name} did not stop"
+
+
+def _config(case: PgCase, lake: Path, path: Path) -> Path:
+    path.write_text(f"""\
+connections:
+  src: {{url: "{case.server.url(case.database)}"}}
+  lake: {{lake: "{lake}"}}
+comparisons:
+  - name: t
+    source: {{connection: src, table: t}}
+    target: {{connection: lake, table: {TABLE}}}
+validation: {{lake_wait_timeout_s: 120}}
+""")
+    return path
+
+
+def _wait_until(condition: Any, what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.2)
+
+
+def test_workload_pipeline_lake_validation(case: PgCase, tmp_path: Path, spark: Any) -> None:
+    case.sql(
+        "CREATE TABLE t (id bigint PRIMARY KEY, name text, amount numeric(12,2),"
+        " updated timestamptz, doc jsonb, big text)"
+    )
+    workload = Workload(case, seed=9)
+    workload.insert(2000)
+    workload.connection.commit()
+    url = case.server.url(case.database) + "?idle_s=0.2&decoding_work_mem=64kB"
+    source = log_source_for(url, None, [TABLE])
+    lake = tmp_path / "lake"
+    config = PipelineConfig("pg-e2e", lake, tmp_path / "state", TableFilter.of_tables([TABLE]))
+    pipeline = Pipeline(config, source.reader, source.snapshots)
+    stop_writing = threading.Event()
+
+    def write() -> None:
+        while not stop_writing.is_set() and workload.transactions < 1000:
+            workload.transaction()
+            time.sleep(0.1)  # a steady writer the pipeline keeps up with
+
+    lake_table = LakeTable(lake, TABLE)
+    validator_config = load_validator_config(_config(case, lake, tmp_path / "v.yaml"), environ={})
+    with running(pipeline.run, "pipeline") as pipeline_errors:
+        with running(write, "workload") as workload_errors:
+            # The initial load runs while the workload writes; validate while both run.
+            _wait_until(lambda: high_water_mark(lake_table) is not None, "the table is loaded")
+            before = workload.transactions
+            document = validate(spark, validator_config)
+            during = workload.transactions - before
+            stop_writing.set()
+        assert not workload_errors, workload_errors
+        comparison = document["comparisons"][0]
+        assert comparison["error"] is None, comparison["error"]
+        assert document["status"] == "in_sync", comparison["counts_by_kind"]
+        assert during > 0, "the source did not change while it was validated"
+        assert comparison["source_position"] is not None
+        end = source.reader.end_position().value
+        _wait_until(lambda: (high_water_mark(lake_table) or 0) >= end, "the lake caught up")
+        # Drift behind the pipeline's back (it keeps running: the lake follows the source).
+        gone, changed = _inject_drift(lake_table)
+        document = validate(spark, validator_config)
+        pipeline.stop()
+    assert not pipeline_errors, pipeline_errors
+    workload.close()
+    assert found_differences(document) == {
+        ("t", "missing_in_target", (str(gone),)),
+        ("t", "changed", (str(changed),)),
+        ("t", "extra_in_target", ("999999",)),
+    }
+
+
+def _inject_drift(table: LakeTable) -> tuple[int, int]:
+    """Delete one row, change another and add row 999999 in the lake's changelog only, at
+    its high-water mark (as a faulty pipeline would); returns the deleted and changed keys."""
+    from deltalake import DeltaTable
+
+    changelog = DeltaTable(str(table.changelog)).to_pyarrow_table()
+    latest: dict[int, dict[str, Any]] = {}
+    for row in sorted(changelog.to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ])):
+        latest[row["id"]] = row
+    gone, changed = sorted(key for key, row in latest.items() if row[OP] != "d")[:2]
+    position = high_water_mark(table)
+    assert position is not None
+    drift = [
+        ("d", latest[gone]),
+        ("u", {**latest[changed], "name": "drifted"}),
+        ("c", {**latest[changed], "id": 999_999}),
+    ]
+    events = [
+        {**row, OP: op, COMMIT_POS: position, SEQ: 10_000 + seq, TXID: "drift"}
+        for seq, (op, row) in enumerate(drift)
+    ]
+    append_changelog(table, pa.Table.from_pylist(events, changelog.schema), position, "drift", "x")
+    return gone, changed
