@@ -195,3 +195,19 @@ def test_restart_inside_streamed_transactions(
     assert emitted == [txid for txid, _ in expected]
     if told:
         assert [c.txid for c in rest if isinstance(c, Rollback)] == held
+
+
+def test_relation_first_described_in_a_committed_stream(case: PgCase, tmp_path: Path) -> None:
+    """pgoutput does not describe a table again after a stream that described it commits."""
+    reader, start = _reader(case)
+    tail = Tail(reader, start)
+    big = case.session()
+    big.execute(_insert(1000, 2999))
+    tail.catch_up()
+    big.commit()
+    case.sql("INSERT INTO t VALUES (1, 'small')", "UPDATE t SET pad = 'y' WHERE id = 1000")
+    changes = tail.catch_up()
+    tail.close()
+    out = committed(changes, tmp_path, KEYS)
+    update = ("u", "t", (1000,), {"id": 1000, "pad": "y"}, {"id": 1000, "pad": "x" * 100})
+    assert [rows for _, rows in out][1:] == [[_row(1, "small")], [update]]
