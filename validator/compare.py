@@ -321,7 +321,7 @@ def _changed_columns(
     from pyspark.sql import functions as F
 
     spark = hashed[0].sparkSession
-    schema = ", ".join(f"`{k}` string" for k in layout.key)
+    schema = ", ".join(f"`{t}` string" for t in _key_texts(layout))
     keys = F.broadcast(
         spark.createDataFrame([tuple(r[k] for k in layout.key) for r in rows], schema)
     )
@@ -337,24 +337,35 @@ def _changed_columns(
     return result
 
 
+def _key_texts(layout: RowLayout) -> list[str]:
+    """Names of the key columns as text, to join the wanted keys on."""
+    return [f"_key_text_{i}" for i in range(len(layout.key))]
+
+
 def _column_values(frame: DataFrame, keys: DataFrame, layout: RowLayout, prefix: str) -> DataFrame:
+    """Payloads and values of the wanted keys' rows. The keys are joined first, so the
+    payloads are computed for those rows only, not for every row of the cached frame."""
     from pyspark.sql import functions as F
 
     types = {f.name: f.dataType for f in frame.schema.fields}
-    keyed = frame.select(
-        *[F.col(k).cast("string").alias(k) for k in layout.key],
+    texts = _key_texts(layout)
+    wanted = frame.select(
+        *[F.col(k).cast("string").alias(t) for k, t in zip(layout.key, texts, strict=True)],
+        *[c.name for c in layout.columns],
+    ).join(keys, texts)
+    return wanted.select(
+        *[F.col(t).alias(k) for k, t in zip(layout.key, texts, strict=True)],
         *[
-            payload_column(frame[c.name], types[c.name], c.ltype, layout.options).alias(
+            payload_column(wanted[c.name], types[c.name], c.ltype, layout.options).alias(
                 f"{prefix}_p_{i}"
             )
             for i, c in enumerate(layout.columns)
         ],
         *[
-            frame[c.name].cast("string").alias(f"{prefix}_v_{i}")
+            wanted[c.name].cast("string").alias(f"{prefix}_v_{i}")
             for i, c in enumerate(layout.columns)
         ],
     )
-    return keyed.join(keys, list(layout.key))
 
 
 def _column_changes(
