@@ -40,7 +40,10 @@ def test_a_range_partition_reads_its_key_range() -> None:
 
 def test_open_ended_and_whole_table_partitions() -> None:
     text, params = sql.partition_select("SHOP", "ORDERS", ["ID"], Partition(0, "ID", None, 100))
-    assert (text, params) == ('SELECT "ID" FROM "SHOP"."ORDERS" WHERE "ID" < ?', [100])
+    assert (text, params) == (
+        'SELECT "ID" FROM "SHOP"."ORDERS" WHERE ("ID" < ? OR "ID" IS NULL)',
+        [100],
+    )
     text, params = sql.partition_select("SHOP", "ORDERS", ["ID"], Partition(0))
     assert (text, params) == ('SELECT "ID" FROM "SHOP"."ORDERS"', [])
 
