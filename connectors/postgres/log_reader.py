@@ -58,8 +58,9 @@ from cdc_core.position import Position
 from cdc_core.source import Idle, TableDescription
 from connectors.postgres import pgoutput as pg
 from connectors.postgres.errors import WalRemovedError
+from connectors.postgres.feedback import send_status
 from connectors.postgres.initial_snapshot import describe_table
-from connectors.postgres.position import lsn_to_text
+from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
 from connectors.postgres.replication import (
     PostgresSourceConfig,
@@ -76,6 +77,8 @@ from connectors.postgres.wal_values import ValueDecoder
 logger = logging.getLogger(__name__)
 
 ALIGN = 8  # WAL records are MAXALIGNed: every real LSN the stream reports is a multiple
+STATUS_S = 1.0  # status updates at least this often: the server never has to ask for one
+PSYCOPG2_STATUS_OFF = 86_400.0  # psycopg2's own periodic feedback: never (feedback.py)
 
 
 def position_of(value: int) -> Position:
@@ -150,19 +153,23 @@ class PostgresLogReader:
         return describe_table(self.connector, table, self.keys)
 
     def end_position(self) -> Position:
-        """The WAL flushed so far: every commit so far ends at or before it.
+        """The WAL flushed once every commit made so far is: all of them end at or before it.
 
-        Not the insert position: the walsender decodes only flushed WAL, and the tail of a
-        transaction still in progress may stay unflushed until the next commit or checkpoint.
-        (A commit with ``synchronous_commit = off`` is flushed within ``wal_writer_delay``:
-        until then it lies after this position.)
+        The walsender decodes only flushed WAL. A commit with ``synchronous_commit = off``
+        is flushed by the WAL writer within ``wal_writer_delay``, while the tail of a
+        transaction still in progress may stay unflushed until the next commit: so this
+        waits until the flush position passes the insert position of the call, or for two
+        WAL writer delays at most (https://www.postgresql.org/docs/current/wal-async-commit.html).
         """
         with self.connector._connect() as connection:
-            row = connection.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
-        assert row is not None
-        from connectors.postgres.position import lsn_position
-
-        return lsn_position(row[0])
+            insert = _lsn(connection, "pg_current_wal_insert_lsn()")
+            delay_ms = _milliseconds(connection, "wal_writer_delay")
+            deadline = time.monotonic() + 2 * delay_ms / 1000
+            while True:
+                flushed = _lsn(connection, "pg_current_wal_flush_lsn()")
+                if flushed >= insert or time.monotonic() >= deadline:
+                    return position_of(flushed - flushed % ALIGN)
+                time.sleep(delay_ms / 10_000)
 
     def acknowledge(self, position: Position) -> None:
         """Everything committed at or before ``position`` is durable downstream: the slot may
@@ -243,6 +250,7 @@ class _Session:
         self.streams: dict[int, _Streamed] = {}
         self.seen: set[int] = set()
         self.sent_ack = 0
+        self.sent_at = time.monotonic()
 
     def run(self, connection: Any, held: tuple[str, ...]) -> Iterator[RawChange | Idle]:
         cursor = connection.cursor()
@@ -253,20 +261,20 @@ class _Session:
             yield from self._loop(connection, cursor)
         finally:
             with contextlib.suppress(Exception):  # closing anyway: a lost ack is re-sent later
-                self._send_ack(cursor)
+                self._send_status(connection)
 
     def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | Idle]:
         idle_s = self.reader.config.idle_s
         quiet_since = time.monotonic()
         while True:
-            self._send_ack(cursor)
+            self._send_status(connection)
             message = _read(cursor, self.reader)
             if message is not None:
                 yield from self._message(message.payload, message.data_start)
                 quiet_since = time.monotonic()
                 continue
             if self._between_transactions() and time.monotonic() - quiet_since >= idle_s:
-                cursor.send_feedback(reply=True)  # the keepalive answer carries the WAL end
+                send_status(connection, self.sent_ack, reply=True)  # answered with the WAL end
                 yield Idle(self.positions.idle(int(cursor.wal_end)))
                 quiet_since = time.monotonic()
             select.select([connection], [], [], idle_s)
@@ -284,7 +292,11 @@ class _Session:
         start = self.positions.boundary
         try:
             cursor.start_replication(
-                slot_name=config.slot, decode=False, start_lsn=start, options=options
+                slot_name=config.slot,
+                decode=False,
+                start_lsn=start,
+                options=options,
+                status_interval=PSYCOPG2_STATUS_OFF,  # see feedback.py
             )
         except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
             # "can no longer get changes from replication slot": invalidated, WAL removed.
@@ -295,11 +307,13 @@ class _Session:
             raise TransientError(f"cannot start replication: {exc}") from exc
         logger.info("streaming slot %s from %s", config.slot, lsn_to_text(start))
 
-    def _send_ack(self, cursor: Any) -> None:
+    def _send_status(self, connection: Any) -> None:
+        """Confirm a new acknowledgement at once, and report at least every STATUS_S."""
         acknowledged = self.reader._acknowledged
-        if acknowledged > self.sent_ack:
-            cursor.send_feedback(write_lsn=acknowledged, flush_lsn=acknowledged, force=True)
-            self.sent_ack = acknowledged
+        now = time.monotonic()
+        if acknowledged > self.sent_ack or now - self.sent_at >= STATUS_S:
+            send_status(connection, acknowledged)
+            self.sent_ack, self.sent_at = acknowledged, now
 
     def _between_transactions(self) -> bool:
         return self.txid is None and self.stream_xid is None
@@ -397,6 +411,20 @@ class _Session:
     def _end_stream(self, xid: int, committed: bool) -> None:
         self.streams.pop(xid, None)
         self.relations.end_stream(xid, committed)
+
+
+def _lsn(connection: Any, expression: str) -> int:
+    """The value of an LSN-valued SQL expression."""
+    row = connection.execute(f"SELECT ({expression})::text").fetchone()
+    return lsn_to_int(row[0])
+
+
+def _milliseconds(connection: Any, setting: str) -> float:
+    """A duration setting in milliseconds."""
+    row = connection.execute(
+        "SELECT extract(epoch FROM current_setting(%s)::interval) * 1000", (setting,)
+    ).fetchone()
+    return float(row[0])
 
 
 def _read(cursor: Any, reader: PostgresLogReader) -> Any:

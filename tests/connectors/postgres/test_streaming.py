@@ -4,6 +4,7 @@ ones, and undoes aborted subtransactions (savepoints) row by row."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -211,3 +212,28 @@ def test_relation_first_described_in_a_committed_stream(case: PgCase, tmp_path: 
     out = committed(changes, tmp_path, KEYS)
     update = ("u", "t", (1000,), {"id": 1000, "pad": "y"}, {"id": 1000, "pad": "x" * 100})
     assert [rows for _, rows in out][1:] == [[_row(1, "small")], [update]]
+
+
+def test_slot_confirms_only_what_was_acknowledged(case: PgCase) -> None:
+    """A stream block of old changes after an acknowledged commit must not make the client
+    confirm later commits it was never told are durable (psycopg2's own feedback would)."""
+    reader, start = _reader(case)
+    s, u = case.session(), case.session()
+    s.execute(_insert(1000, 1149))  # ~37kB: streamed only once another change needs room
+    case.sql("INSERT INTO t VALUES (1, 'acknowledged')")
+    case.sql("INSERT INTO t VALUES (2, 'not acknowledged')")
+    u.execute(_insert(5000, 5179))  # pushes the decoder over 64kB: the larger, s, is streamed
+    tail = Tail(reader, start)
+    changes = tail.catch_up()
+    first, second = [c for c in changes if isinstance(c, Commit)]
+    streamed = next(c.txid for c in changes if isinstance(c, RowChange) and c.locator == (1000,))
+    # s's old changes were streamed after both commits: the last data before a keepalive.
+    assert _index(changes, Commit, second.txid) < _index(changes, Begin, streamed)
+    reader.acknowledge(first.position)
+    time.sleep(2.5)  # status updates and keepalives go back and forth meanwhile
+    tail.catch_up()
+    confirmed = case.connection.execute(
+        "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'replcheck'"
+    ).fetchone()
+    tail.close()
+    assert confirmed is not None and confirmed[0] == first.position.text
