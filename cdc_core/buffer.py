@@ -5,10 +5,11 @@ transactions. The buffer keeps each open transaction's changes and emits them on
 commit, in commit order and in their original order inside the transaction; rolled-back
 work (whole transactions and partial rollbacks) is dropped.
 
-Memory is bounded by ``BufferConfig.memory_budget_bytes``: changes are held as their spill
-payloads, and when the estimate of buffered bytes exceeds the budget the largest open
-transaction's in-memory changes are appended to its checksummed segment files
-(``cdc_core.spill``), to be streamed back in order at commit.
+Memory is bounded by ``BufferConfig.memory_budget_bytes``: changes are held as objects
+with an estimate of their size (serialising every change only to measure it cost more than
+the rest of the buffer), and when the estimate of buffered bytes exceeds the budget the
+largest open transaction's in-memory changes are encoded and appended to its checksummed
+segment files (``cdc_core.spill``), to be streamed back in order at commit.
 
 Checkpoints persist the open transactions (``checkpoint_state``), so a restart resumes at
 the last change fed instead of at the begin of the oldest open transaction.
@@ -48,9 +49,13 @@ from cdc_core.spill import (
 
 logger = logging.getLogger(__name__)
 
-# Python's cost of holding one (seq, payload) pair beyond the payload itself: the tuple
-# (56 bytes), the bytes object header (33), the int (28) and the list slot (8).
-CHANGE_OVERHEAD_BYTES = 128
+# What Python holds for one buffered change, estimated without serialising it (changes stay
+# objects in memory and are encoded only when they spill): the RowChange, its Position and
+# locator tuple and the (seq, change, size) entry; per image a dict; per column the dict
+# entry and a value object; plus the characters of str and bytes values.
+CHANGE_OVERHEAD_BYTES = 320
+IMAGE_BYTES = 232
+COLUMN_BYTES = 72
 _STATE_MAGIC = b"RCBUFST1"
 
 
@@ -173,7 +178,7 @@ class _OpenTransaction:
     spill: TransactionSpill
     next_seq: int = 0
     change_count: int = 0
-    memory: list[tuple[int, bytes]] = field(default_factory=list)
+    memory: list[tuple[int, RowChange, int]] = field(default_factory=list)  # seq, change, size
     memory_bytes: int = 0
     undone: set[int] = field(default_factory=set)
     warned: set[str] = field(default_factory=set)
@@ -190,16 +195,30 @@ class _CommittedChanges:
         txn = self._txn
         spilled = txn.spill.iter_records() if txn.spill.names() else iter(())
         out = 0
-        for records in (spilled, txn.memory):
-            for seq, payload in records:
-                if seq not in txn.undone:
-                    yield CommittedChange(out, decode_change(txn.txid, payload))
-                    out += 1
+        for seq, payload in spilled:
+            if seq not in txn.undone:
+                yield CommittedChange(out, decode_change(txn.txid, payload))
+                out += 1
+        for _, change, _ in txn.memory:  # never undone: an undo removes it from memory
+            yield CommittedChange(out, change)
+            out += 1
         self._on_done(txn.spill.names())
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def estimated_bytes(change: RowChange) -> int:
+    """Roughly the memory a buffered change holds (see ``CHANGE_OVERHEAD_BYTES``)."""
+    size = CHANGE_OVERHEAD_BYTES
+    for image in (change.after, change.before):
+        if image:
+            size += IMAGE_BYTES + COLUMN_BYTES * len(image)
+            for value in image.values():
+                if isinstance(value, str | bytes):
+                    size += len(value)
+    return size
 
 
 def _same_row(payload: bytes, table: str, locator: Hashable) -> bool:
@@ -294,11 +313,10 @@ class TransactionBuffer:
         if txn is None:
             # Oracle LogMiner may show changes of a transaction whose start predates mining.
             txn = self._begin(Begin(change.txid, change.position))
-        payload = encode_change(change)
-        txn.memory.append((txn.next_seq, payload))
+        size = estimated_bytes(change)
+        txn.memory.append((txn.next_seq, change, size))
         txn.next_seq += 1
         txn.change_count += 1
-        size = len(payload) + CHANGE_OVERHEAD_BYTES
         txn.memory_bytes += size
         self._memory_bytes += size
         self._check_size_limit(txn)
@@ -314,7 +332,7 @@ class TransactionBuffer:
             self._spill(largest)
 
     def _spill(self, txn: _OpenTransaction) -> None:
-        written = txn.spill.append(txn.memory)
+        written = txn.spill.append([(seq, encode_change(change)) for seq, change, _ in txn.memory])
         logger.debug(
             "spilled %s changes (%s bytes) of transaction %s", len(txn.memory), written, txn.txid
         )
@@ -339,10 +357,9 @@ class TransactionBuffer:
 
     def _undo_in_memory(self, txn: _OpenTransaction, change: PartialRollback) -> bool:
         for index in range(len(txn.memory) - 1, -1, -1):
-            payload = txn.memory[index][1]
-            if _same_row(payload, change.table, change.locator):
+            _, held, size = txn.memory[index]
+            if held.table == change.table and held.locator == change.locator:
                 del txn.memory[index]
-                size = len(payload) + CHANGE_OVERHEAD_BYTES
                 txn.memory_bytes -= size
                 self._memory_bytes -= size
                 return True

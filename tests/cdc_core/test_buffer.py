@@ -14,6 +14,7 @@ from cdc_core.buffer import (
     BufferState,
     LogOrderError,
     TransactionBuffer,
+    estimated_bytes,
 )
 from cdc_core.errors import ConfigError
 from cdc_core.events import (
@@ -116,13 +117,15 @@ def test_spilled_transactions_stream_back_the_same(tmp_path: Path, budget: int) 
 
 def test_the_largest_transaction_is_the_one_that_spills(tmp_path: Path) -> None:
     log = Log()
-    buffer = TransactionBuffer(config(tmp_path, budget=1000))
+    one_change = estimated_bytes(log.ins("probe", 1))
+    budget = 3 * one_change  # room for the small transaction and a little of the big one
+    buffer = TransactionBuffer(config(tmp_path, budget=budget))
     run(buffer, [log.begin("small"), log.ins("small", 1), log.begin("big")])
     run(buffer, [log.ins("big", k) for k in range(2, 8)])
     report = {info.txid: info for info in buffer.open_transactions()}
     assert report["small"].spilled_bytes == 0 and report["small"].memory_bytes > 0
     assert report["big"].spilled_bytes > 0
-    assert buffer.memory_bytes <= 1000
+    assert buffer.memory_bytes <= budget
 
 
 def test_a_partial_rollback_undoes_the_latest_change_to_that_row(tmp_path: Path) -> None:
