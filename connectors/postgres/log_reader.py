@@ -95,18 +95,23 @@ class _Positions:
         self.boundary = start - start % ALIGN
         self.step = start % ALIGN + 1
         self.last = start
+        self._after: Position | None = None
 
-    def after_boundary(self, where: str) -> Position:
+    def after_boundary(self) -> Position:
         """The position of a change that is not a boundary."""
         if self.step >= ALIGN:
+            where = position_of(self.last).text
             raise TerminalError(
                 f"the pipeline was restarted {ALIGN - 1} times at {where} before the log"
                 " reached the next commit; start it again once the source has committed"
                 " a transaction of the captured tables",
                 {"position": where},
             )
-        self.last = self.boundary + self.step
-        return position_of(self.last)
+        value = self.boundary + self.step
+        if self._after is None or self._after.value != value:
+            self._after = position_of(value)  # one object for the run of changes sharing it
+        self.last = value
+        return self._after
 
     def at(self, lsn: int) -> Position:
         """The position of a boundary at ``lsn`` (an LSN after every earlier position)."""
@@ -334,7 +339,7 @@ class _Session:
         yield Rollback(str(xid), self._after())
 
     def _after(self) -> Position:
-        return self.positions.after_boundary(position_of(self.positions.last).text)
+        return self.positions.after_boundary()
 
     def _on_begin(self, message: pg.BeginMessage, _: int) -> Iterator[RawChange]:
         yield from self._first_sight(message.xid)

@@ -356,20 +356,32 @@ def _expect(reader: _Reader, kind: str) -> None:
         raise ProtocolError(f"expected tuple kind {kind!r}, found {found!r}")
 
 
+_LENGTH = struct.Struct(">i")
+
+
 def _tuple(reader: _Reader) -> tuple[TupleValue, ...]:
+    # The hot loop of decoding: offsets kept locally rather than through _Reader calls.
+    data, at = reader.data, reader.at
+    (count,) = struct.unpack_from(">h", data, at)
+    at += 2
     values: list[TupleValue] = []
-    for _ in range(reader.int16()):
-        kind = reader.char()
-        if kind == "n":
+    for _ in range(count):
+        kind = data[at] if at < len(data) else -1
+        at += 1
+        if kind == 0x6E:  # n
             values.append(None)
-        elif kind == "u":
+        elif kind == 0x75:  # u
             values.append(UNCHANGED_TOAST)
-        elif kind == "b":
-            values.append(reader.take(reader.int32()))
-        elif kind == "t":
-            values.append(Text(reader.take(reader.int32()).decode("utf-8")))
+        elif kind in (0x62, 0x74):  # b, t
+            (length,) = _LENGTH.unpack_from(data, at)
+            chunk = data[at + 4 : at + 4 + length]
+            at += 4 + length
+            values.append(chunk if kind == 0x62 else Text(chunk.decode("utf-8")))
         else:
             raise ProtocolError(f"unknown tuple value kind {kind!r}")
+    if at > len(data):
+        raise ProtocolError(f"pgoutput message truncated: {len(data)} bytes")
+    reader.at = at
     return tuple(values)
 
 

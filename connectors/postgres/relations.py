@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
@@ -32,6 +31,7 @@ from connectors.postgres.pgoutput import (
     UNCHANGED_TOAST,
     DeleteMessage,
     InsertMessage,
+    ProtocolError,
     RelationMessage,
     Text,
     TruncateMessage,
@@ -39,7 +39,7 @@ from connectors.postgres.pgoutput import (
     UpdateMessage,
 )
 from connectors.postgres.types import ValueContext
-from connectors.postgres.wal_values import ValueDecoder
+from connectors.postgres.wal_values import Decode, ValueDecoder
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +51,11 @@ RowMessage = InsertMessage | UpdateMessage | DeleteMessage
 
 @dataclass(frozen=True, slots=True)
 class _Relation:
-    """A relation as the stream describes it, with the columns the lake stores."""
+    """A relation as the stream describes it: per column its name, whether it is in the
+    replica identity, its decoder (None: not stored in the lake) and its error context."""
 
     table: str
-    message: RelationMessage
-    stored: tuple[bool, ...]  # per column of the message
+    columns: tuple[tuple[str, bool, Decode | None, ValueContext], ...]
     key: tuple[str, ...]
 
 
@@ -77,10 +77,20 @@ class RelationTracker:
     def on_relation(self, message: RelationMessage, context: int | None) -> None:
         """Remember a relation; ``context`` is the streamed transaction's xid (or None)."""
         table = f"{message.namespace}.{message.name}"
-        stored = tuple(self.decoder.storable(column.type_oid) for column in message.columns)
+        columns = tuple(
+            (
+                column.name,
+                column.key,
+                self.decoder.decoder(column.type_oid)
+                if self.decoder.storable(column.type_oid)
+                else None,
+                ValueContext(table, column.name),
+            )
+            for column in message.columns
+        )
         key = self.key_of(table) if table in self.captured else ()
         relations = self._contexts.setdefault(context, {})
-        relations[message.relation_id] = _Relation(table, message, stored, key)
+        relations[message.relation_id] = _Relation(table, columns, key)
 
     def end_stream(self, context: int, committed: bool) -> None:
         """A streamed transaction ended. pgoutput counts the relations it sent in a stream
@@ -132,8 +142,6 @@ class RelationTracker:
         if relation is None and context is not None:
             relation = self._contexts[None].get(relation_id)
         if relation is None:
-            from connectors.postgres.pgoutput import ProtocolError
-
             raise ProtocolError(f"a change of relation {relation_id} came before its description")
         return relation
 
@@ -142,26 +150,21 @@ class RelationTracker:
     ) -> dict[str, object]:
         """A row image of the stored columns; ``old_kind`` K leaves non-key columns ABSENT."""
         image: dict[str, object] = {}
-        columns = relation.message.columns
-        for column, stored, value in zip(columns, relation.stored, values, strict=True):
-            if not stored:
-                continue
-            if old_kind == "K" and not column.key:
-                image[column.name] = ABSENT  # not logged: the key tuple holds only the key
+        if len(values) != len(relation.columns):
+            raise ProtocolError(f"a tuple of {len(values)} columns for {relation.table}")
+        for (name, key, decode, where), value in zip(relation.columns, values, strict=True):
+            if decode is None:
+                continue  # not stored
+            if old_kind == "K" and not key:
+                image[name] = ABSENT  # not logged: the key tuple holds only the key
+            elif value is None or value is UNCHANGED_TOAST:
+                image[name] = ABSENT if value is UNCHANGED_TOAST else None
+            elif isinstance(value, Text):
+                image[name] = value.value  # a type without a binary send function: its text
             else:
-                where = ValueContext(relation.table, column.name)
-                image[column.name] = self._value(column.type_oid, value, where)
+                assert isinstance(value, bytes)
+                image[name] = decode(value, where)
         return image
-
-    def _value(self, type_oid: int, value: TupleValue, where: ValueContext) -> Any:
-        if value is None:
-            return None
-        if value is UNCHANGED_TOAST:
-            return ABSENT
-        if isinstance(value, Text):
-            return value.value  # a type without a binary send function: its text
-        assert isinstance(value, bytes)
-        return self.decoder.decode(type_oid, value, where)
 
 
 def _locator(relation: _Relation, image: dict[str, object], position: Position) -> Hashable:
