@@ -157,12 +157,13 @@ class Rebuilder:
         return replace(change, locator=self._new_locator(change, after), after=after, before=before)
 
     def _before(self, change: RowChange, commit_pos: Position, seq: int) -> dict[str, object]:
-        """The full image just before the change: stored, from the log, or fetched."""
+        """The full image just before the change: from the log when it carries all of it
+        (FULL row images: no lookup needed), else stored, else fetched."""
+        if change.before is not None and _is_full(change.before):
+            return dict(change.before)
         stored = self.store.get(change.table, change.locator, commit_pos, seq=seq - 1)
         if stored is not None:
             return self._complete(change, _overlay(stored, change.before), commit_pos)
-        if change.before is not None and _is_full(change.before):
-            return dict(change.before)
         return _overlay(self._fetch(change, commit_pos), change.before)
 
     def _complete(
