@@ -195,7 +195,7 @@ class PostgresLogReader:
         with self.connector._connect() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
-            confirmed = ensure_slot(connection, self.config, where)
+            confirmed = ensure_slot(connection, self.config, where, create=start is None)
             told = self._held is not None
             horizon = next_xid(connection) if start is not None and not told else None
         first = start.value if start is not None else confirmed

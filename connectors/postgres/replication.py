@@ -150,18 +150,21 @@ def ensure_publication(
 
 
 def ensure_slot(
-    connection: psycopg.Connection[Any], config: PostgresSourceConfig, where: str
+    connection: psycopg.Connection[Any], config: PostgresSourceConfig, where: str, create: bool
 ) -> int:
-    """The slot's confirmed LSN, creating the slot first if it is missing and allowed.
+    """The slot's confirmed LSN, creating the slot first if it is missing and ``create``.
+
+    A reader resuming from a position never creates the slot: a new slot starts now, and
+    the changes since that position would be lost without a word.
 
     Raises:
-        SlotMissingError: No such slot and ``create_slot`` is off.
+        SlotMissingError: No such slot, and it may not be created.
         SlotMismatchError: The slot is physical, of another plugin or another database.
         WalRemovedError: The slot was invalidated (its WAL was removed).
     """
     state = slot_state(connection, config.slot)
     if state is None:
-        if not config.create_slot:
+        if not (config.create_slot and create):
             raise SlotMissingError.named(where, config.slot)
         row = connection.execute(
             "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')",

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from cdc_core.errors import TerminalError
+from cdc_core.position import Position
 from connectors.postgres.errors import (
     LogicalDecodingSetupError,
     PublicationMissingError,
@@ -25,8 +26,8 @@ from tests.private_servers import _PostgresProcess, _start_on_free_port
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
-def _first(reader: PostgresLogReader) -> None:
-    with contextlib.closing(reader.iter_changes(None)) as iterator:
+def _first(reader: PostgresLogReader, start: Position | None = None) -> None:
+    with contextlib.closing(reader.iter_changes(start)) as iterator:
         next(iterator)
 
 
@@ -34,6 +35,16 @@ def test_missing_slot_is_not_created_when_told_not_to(case: PgCase) -> None:
     case.sql("CREATE TABLE t (id int PRIMARY KEY)")
     with pytest.raises(SlotMissingError, match=r"pg_create_logical_replication_slot\('nope'"):
         _first(case.reader("t", slot="nope", create_slot=False))
+
+
+def test_slot_dropped_under_a_pipeline_is_not_silently_recreated(case: PgCase) -> None:
+    case.sql("CREATE TABLE t (id int PRIMARY KEY)")
+    reader = case.reader("t")
+    assert read_until_end(reader, None) == []
+    start = reader.end_position()
+    case.sql("SELECT pg_drop_replication_slot('replcheck')", "INSERT INTO t VALUES (1)")
+    with pytest.raises(SlotMissingError, match="take a new initial snapshot"):
+        _first(reader, start)
 
 
 def test_missing_publication_and_unpublished_tables(case: PgCase) -> None:
