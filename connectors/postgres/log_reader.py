@@ -233,7 +233,8 @@ class PostgresLogReader:
 
 
 class _Streamed:
-    """An open streamed transaction: its relations and what its subtransactions changed."""
+    """An open streamed transaction: per subtransaction, the (table, locator) of each change
+    yielded, to undo them if the subtransaction aborts."""
 
     def __init__(self) -> None:
         self.subtransactions: dict[int, list[tuple[str, Any]]] = {}
@@ -242,7 +243,9 @@ class _Streamed:
 class _Session:
     """One ``iter_changes`` call: transaction state between stream messages."""
 
-    def __init__(self, reader: PostgresLogReader, positions: _Positions, horizon: int | None):
+    def __init__(
+        self, reader: PostgresLogReader, positions: _Positions, horizon: int | None
+    ) -> None:
         self.reader = reader
         self.positions = positions
         self.horizon = horizon  # xids assigned before this session (None: fresh start)
@@ -467,13 +470,3 @@ _HANDLERS: dict[type, Any] = {
     pg.StreamCommitMessage: _Session._on_stream_commit,
     pg.StreamAbortMessage: _Session._on_stream_abort,
 }
-
-
-@contextlib.contextmanager
-def reading(config: PostgresSourceConfig) -> Iterator[PostgresLogReader]:
-    """A log reader closed when the block ends."""
-    reader = PostgresLogReader(config)
-    try:
-        yield reader
-    finally:
-        reader.close()
