@@ -19,20 +19,23 @@ parameter              meaning                                               def
 =====================  ====================================================  ==============
 
 Other query parameters are libpq's (``sslmode``, ``options``...) and stay in the URL.
-Tables are ``schema.table`` (a bare name is in ``public``).
+Tables are ``schema.table`` (a bare name is in ``public``); glob patterns (``shop.*``) are
+resolved against the database's tables when the pipeline starts.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from connectors.log_sources import LogSource, register_log_source
+from connectors.postgres.connector import split_table
 from connectors.postgres.initial_snapshot import PostgresSnapshotReader
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.replication import PostgresSourceConfig, connector_of
@@ -85,10 +88,32 @@ def _seconds(name: str, value: str) -> float:
         ) from exc
 
 
+def resolve_tables(patterns: Sequence[str], existing: Callable[[], list[str]]) -> list[str]:
+    """Plain names qualified (``public`` by default); globs matched against the existing
+    tables (``schema.table``); no patterns (the ``accept`` policy) means every table."""
+    if patterns and not any(char in p for p in patterns for char in "*?["):
+        return [".".join(split_table(pattern)) for pattern in patterns]
+    tables = existing()
+    if not patterns:
+        return tables
+    resolved: list[str] = []
+    for pattern in patterns:
+        if any(char in pattern for char in "*?["):
+            globbed = pattern if "." in pattern else f"public.{pattern}"
+            resolved += [table for table in tables if fnmatchcase(table, globbed)]
+        else:
+            resolved.append(".".join(split_table(pattern)))
+    return list(dict.fromkeys(resolved))
+
+
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
-    """The slot reader and exported-snapshot reader of ``tables`` of a ``postgresql`` URL."""
-    config = source_config(url, password, tables)
-    connector = connector_of(config)
+    """The slot reader and exported-snapshot reader of ``tables`` of a ``postgresql`` URL.
+
+    Raises:
+        ConfigError: A bad URL parameter, or no table matches the patterns.
+    """
+    probe = source_config(url, password, ("probe",))  # the URL's settings, before any table
+    connector = connector_of(probe)
 
     def list_tables() -> list[str]:
         query = (
@@ -98,6 +123,10 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
         with contextlib.closing(connector._connect()) as connection:
             return [name for (name,) in connection.execute(query).fetchall()]
 
+    captured = resolve_tables(tables, list_tables)
+    if not captured:
+        raise ConfigError(f"no table of {connector.where} matches {list(tables)}")
+    config = replace(probe, tables=tuple(captured))
     return LogSource(PostgresLogReader(config), PostgresSnapshotReader(config), list_tables)
 
 

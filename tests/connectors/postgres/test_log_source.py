@@ -7,7 +7,7 @@ import pytest
 from cdc_core.errors import ConfigError
 from connectors.log_sources import log_source_for
 from connectors.postgres.log_reader import PostgresLogReader
-from connectors.postgres.log_source import source_config
+from connectors.postgres.log_source import resolve_tables, source_config
 
 
 def test_parameters_are_read_and_libpq_ones_stay_in_the_url() -> None:
@@ -43,3 +43,11 @@ def test_registered_for_postgresql_urls() -> None:
     source = log_source_for("postgresql+psycopg://repl@db:5432/shop", None, ["t"])
     assert isinstance(source.reader, PostgresLogReader)
     assert source.snapshots is not None
+
+
+def test_table_patterns_resolve_against_existing_tables() -> None:
+    existing = ["public.a", "public.ab", "shop.orders", "shop.lines"]
+    assert resolve_tables(["a", "shop.orders"], lambda: []) == ["public.a", "shop.orders"]
+    assert resolve_tables(["a*", "shop.*"], lambda: existing) == existing
+    assert resolve_tables(["shop.l*", "a"], lambda: existing) == ["shop.lines", "public.a"]
+    assert resolve_tables([], lambda: existing) == existing
