@@ -131,6 +131,23 @@ def read_config_file(path: Path) -> LocatedDict:
     return load_yaml(text, str(path))
 
 
+def load_root(
+    path: Path,
+    overrides: Mapping[str, str] | None,
+    environ: Mapping[str, str],
+    allowed: Sequence[str],
+    required: Sequence[str],
+) -> Section:
+    """A config file's top level with environment, then command-line overrides applied,
+    its keys checked (file < environment < flags)."""
+    document = read_config_file(path)
+    apply_overrides(document, environment_overrides(environ))
+    apply_overrides(document, overrides or {})
+    root = Section(document, "", str(path))
+    root.check_keys(allowed, required=required)
+    return root
+
+
 def apply_overrides(document: LocatedDict, overrides: Mapping[str, str]) -> None:
     """Set ``a.b.c = value`` paths (values parsed as YAML scalars) in place.
 

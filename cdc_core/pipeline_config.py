@@ -29,14 +29,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from cdc_core.config import (
-    ConnectionConfig,
-    Section,
-    apply_overrides,
-    environment_overrides,
-    read_config_file,
-    read_connections,
-)
+from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
 from cdc_core.filters import TableFilter
 from cdc_core.pipeline import PipelineConfig
 
@@ -72,11 +65,7 @@ def load_pipeline_config(
 ) -> PipelineSetup:
     """Read the pipeline called ``name`` from a config file, with overrides applied."""
     environ = os.environ if environ is None else environ
-    document = read_config_file(path)
-    apply_overrides(document, environment_overrides(environ))
-    apply_overrides(document, overrides or {})
-    root = Section(document, "", str(path))
-    root.check_keys(TOP_LEVEL_KEYS, required=("connections", "pipelines"))
+    root = load_root(path, overrides, environ, TOP_LEVEL_KEYS, ("connections", "pipelines"))
     connections = read_connections(root, environ)
     sections = list(root.items("pipelines"))
     for section in sections:

@@ -43,14 +43,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdc_core.config import (
-    ConnectionConfig,
-    Section,
-    apply_overrides,
-    environment_overrides,
-    read_config_file,
-    read_connections,
-)
+from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
 from cdc_core.errors import ConfigError, ContractError
 from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
@@ -237,11 +230,7 @@ def load_validator_config(
 ) -> ValidatorConfig:
     """Read a config file, apply environment and command-line overrides, and check it all."""
     environ = os.environ if environ is None else environ
-    document = read_config_file(path)
-    apply_overrides(document, environment_overrides(environ))
-    apply_overrides(document, overrides or {})
-    root = Section(document, "", str(path))
-    root.check_keys(TOP_LEVEL_KEYS, required=("connections", "comparisons"))
+    root = load_root(path, overrides, environ, TOP_LEVEL_KEYS, ("connections", "comparisons"))
     connections = read_connections(root, environ)
     comparisons = tuple(_read_comparison(s, connections) for s in root.items("comparisons"))
     if not comparisons:
