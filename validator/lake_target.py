@@ -26,7 +26,9 @@ def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
     files, schema = changelog_files(table)
     if not files:
         return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=True))
-    return spark.read.parquet(*files)
+    # Files written before a column was added lack it: merge every file's schema, or Spark
+    # takes one file's and the column may vanish (the pipeline adds columns by schema merge).
+    return spark.read.option("mergeSchema", "true").parquet(*files)
 
 
 def lake_state_at(
