@@ -78,6 +78,7 @@ logger = logging.getLogger(__name__)
 
 ALIGN = 8  # WAL records are MAXALIGNed: every real LSN the stream reports is a multiple
 STATUS_S = 1.0  # status updates at least this often: the server never has to ask for one
+SLOT_RELEASE_S = 10.0  # how long a new session waits for the last one's walsender to exit
 PSYCOPG2_STATUS_OFF = 86_400.0  # psycopg2's own periodic feedback: never (feedback.py)
 
 
@@ -299,13 +300,14 @@ class _Session:
         }
         start = self.positions.boundary
         try:
-            cursor.start_replication(
-                slot_name=config.slot,
-                decode=False,
-                start_lsn=start,
-                options=options,
-                status_interval=PSYCOPG2_STATUS_OFF,  # see feedback.py
-            )
+            self._start_when_free(cursor, start, options)
+        except psycopg2.errors.ObjectInUse as exc:
+            raise TransientError(
+                f"replication slot {config.slot} is in use by another process"
+                f" ({str(exc).strip()}); run one"
+                " pipeline per slot",
+                {"slot": config.slot},
+            ) from exc
         except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
             # "can no longer get changes from replication slot": invalidated, WAL removed.
             raise WalRemovedError.at(self.reader.connector.where, config.slot, str(exc)) from exc
@@ -314,6 +316,27 @@ class _Session:
         except psycopg2.OperationalError as exc:
             raise TransientError(f"cannot start replication: {exc}") from exc
         logger.info("streaming slot %s from %s", config.slot, lsn_to_text(start))
+
+    def _start_when_free(self, cursor: Any, start: int, options: dict[str, str]) -> None:
+        """START_REPLICATION, retried while the slot is still held by the walsender of a
+        session just closed: it lets go once it notices the closed connection."""
+        import psycopg2
+
+        deadline = time.monotonic() + SLOT_RELEASE_S
+        while True:
+            try:
+                cursor.start_replication(
+                    slot_name=self.reader.config.slot,
+                    decode=False,
+                    start_lsn=start,
+                    options=options,
+                    status_interval=PSYCOPG2_STATUS_OFF,  # see feedback.py
+                )
+                return
+            except psycopg2.errors.ObjectInUse:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
 
     def _send_status(self, connection: Any) -> None:
         """Confirm a new acknowledgement at once, and report at least every STATUS_S."""

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdc_core.errors import TerminalError
+from cdc_core.errors import TerminalError, TransientError
 from cdc_core.position import Position
 from connectors.postgres.errors import (
     LogicalDecodingSetupError,
@@ -128,3 +128,18 @@ def test_wal_level_below_logical_gets_the_fix() -> None:
             _first(PostgresLogReader(PostgresSourceConfig(url, ("t",))))
     finally:
         process.stop()
+
+
+def test_slot_in_use_by_another_reader(case: PgCase, monkeypatch: pytest.MonkeyPatch) -> None:
+    import connectors.postgres.log_reader as log_reader
+
+    monkeypatch.setattr(log_reader, "SLOT_RELEASE_S", 0.5)  # waits this long for a release
+    case.sql("CREATE TABLE t (id int PRIMARY KEY)")
+    holder = case.reader("t")
+    with contextlib.closing(holder.iter_changes(None)) as holding:
+        next(holding)  # streaming: the slot is active
+        start = holder.end_position()
+        with pytest.raises(
+            TransientError, match=r"in use by another process \(.*is active for PID"
+        ):
+            _first(case.reader("t"), start)
