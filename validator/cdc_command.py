@@ -42,7 +42,9 @@ def run_pipeline(
     assert connection.url is not None
     tables = setup.config.tables
     source = log_source_for(connection.url, password, list(tables.accept))
-    listed = source.tables() if tables.policy == "accept" else None
+    # Globs (and the accept policy) are matched against the tables the source has now.
+    globs = any(char in pattern for pattern in tables.accept for char in "*?[")
+    listed = source.tables() if tables.policy == "accept" or globs else None
     # Hooks completing columns the source's log leaves out (MariaDB's MINIMAL row images).
     config = replace(setup.config, fetch_missing={**source.fetch_missing})
     pipeline = Pipeline(config, source.reader, source.snapshots, tables=listed)

@@ -76,3 +76,14 @@ def test_bad_source_exits_2_with_the_cause(tmp_path: Path, url: str, message: st
 
     assert process.returncode == 2
     assert message in err
+
+
+@pytest.mark.integration
+def test_table_globs_are_matched_against_the_source_tables(tmp_path: Path) -> None:
+    config = write_config(tmp_path, URL, ["synthetic.t*"])
+
+    process = _cdc_run(config, "--until-caught-up")
+    _, err = process.communicate(timeout=300)
+
+    assert process.returncode == 0, err
+    assert compare_lake(tmp_path / "lake", Workload(spec_of_url(URL))) == []
