@@ -51,10 +51,33 @@ Payload per logical type (all text is ASCII unless stated):
   upper-case hex); everything else, including non-ASCII, as UTF-8.
 - ``uuid``: 32 lower-case hexadecimal digits, no hyphens.
 - ``interval``: ``<months>,<microseconds>``, where a day counts 86,400,000,000 µs.
+- ``time_tz``: ``<m>,<o>``: ``m`` the wall-clock time of day in microseconds since
+  midnight (as ``time``; PostgreSQL also accepts ``24:00:00``, 86,400,000,000), ``o`` the
+  UTC offset in whole seconds east of Greenwich, signed (``+05:30`` is ``19800``,
+  ``-03:30`` is ``-12600``, UTC is ``0``). Both parts count, as in PostgreSQL, whose
+  ``time with time zone`` equality compares the UTC-adjusted time *and* the zone
+  (``timetz_cmp_internal`` in ``src/backend/utils/adt/date.c``): ``12:00+02`` and
+  ``11:00+01`` are the same instant of a day but differ, and equal (wall clock, offset)
+  pairs are exactly equal (UTC time, offset) pairs. A value is an aware ``time``, or the
+  struct readers hand to Arrow and Spark: a mapping ``{"micros": m, "offset_seconds": o}``
+  or a pair ``(m, o)`` (``merkle.types.TIME_TZ_FIELDS``).
+- ``array<e>``: ``ascii(n) ":" field(v_1) field(v_2) ... field(v_n)``: the element count,
+  then every element framed as a row field in order (``N`` for a NULL element, otherwise
+  its length-prefixed payload by the element type ``e`` under the same options, so an
+  empty string element is ``N`` with ``empty_string_is_null``). ``[]`` is ``0:``, and it
+  is not NULL; ``[1, NULL, 23]`` as ``array<integer>`` is ``3:1:1N2:23``. An array is a
+  one-dimensional list, numbered from its first element: an element may itself be an
+  array (``array<array<integer>>``, as Spark and DuckDB nest lists). PostgreSQL arrays
+  also carry dimensions and lower bounds, which its equality compares (``'[0:1]={1,2}'``
+  is not ``'{1,2}'``, nor is ``'{{1,2},{3,4}}'`` ``'{1,2,3,4}'``); only one-dimensional
+  values with lower bound 1 (and the empty array) have canonical bytes, and a reader
+  meeting any other raises an error naming the column instead of flattening the value or
+  dropping its bound (``connectors.postgres.wal_values``).
 
-Times and timestamps keep ``ComparisonOptions.fraction_digits`` fractional digits, reduced
-by the rule ``ComparisonOptions.rounding`` names (``u = 10**(6 - digits)``, ``m`` the
-microsecond count above, ``E`` the rule's epoch in the same count):
+Times (``time``, and the wall clock of ``time_tz``; its offset is never rounded) and
+timestamps keep ``ComparisonOptions.fraction_digits`` fractional digits, reduced by the rule
+``ComparisonOptions.rounding`` names (``u = 10**(6 - digits)``, ``m`` the microsecond
+count above, ``E`` the rule's epoch in the same count):
 
 - ``round``: ``floor((m + u/2) / u) * u`` (a half goes to the later instant, also before
   1970; MariaDB with ``TIME_ROUND_FRACTIONAL``);
@@ -62,7 +85,8 @@ microsecond count above, ``E`` the rule's epoch in the same count):
 - ``half_away_from_1970`` (DuckDB, ``E = 0``) and ``half_away_from_2000`` (PostgreSQL,
   ``E = 946684800000000`` for timestamps): with ``d = m - E``,
   ``E + sign(d) * floor((|d| + u/2) / u) * u``, so an exact half before ``E`` goes to
-  the earlier instant. For ``time`` columns ``E = 0`` (midnight) under every rule.
+  the earlier instant. For ``time`` and ``time_tz`` columns ``E = 0`` (midnight) under
+  every rule.
 
 With ``empty_string_is_null`` an empty string or empty bytes value (after trimming) encodes
 as NULL, as Oracle stores it.
@@ -76,7 +100,7 @@ import json
 import math
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import singledispatch
 from typing import Any
@@ -84,6 +108,8 @@ from typing import Any
 from cdc_core.errors import ContractError
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
+    TIME_TZ_FIELDS,
+    ArrayType,
     BooleanType,
     BytesType,
     DateType,
@@ -97,6 +123,7 @@ from merkle.types import (
     TimestampType,
     TimestampTzType,
     TimeType,
+    TimeTzType,
     UuidType,
 )
 
@@ -339,7 +366,9 @@ EPOCH_2000_MICROS = 946_684_800_000_000  # 2000-01-01T00:00:00 counted from 1970
 
 def rounding_epoch(rounding: TimeRounding, ltype: LogicalType) -> int:
     """Where ``rounding`` counts from, in the value's own microsecond count (module doc)."""
-    if rounding is TimeRounding.HALF_AWAY_FROM_2000 and not isinstance(ltype, TimeType):
+    if rounding is TimeRounding.HALF_AWAY_FROM_2000 and not isinstance(
+        ltype, TimeType | TimeTzType
+    ):
         return EPOCH_2000_MICROS
     return 0
 
@@ -383,6 +412,50 @@ def _time(ltype: TimeType, options: ComparisonOptions) -> PayloadEncoder:
         raise _type_error(ltype, value)
 
     return _micros_encoder(ltype, options, to_micros)
+
+
+_ONE_SECOND = dt.timedelta(seconds=1)
+
+
+def time_tz_parts(value: Any) -> tuple[int, int] | None:
+    """``(wall-clock microseconds since midnight, offset seconds east of UTC)`` of a
+    ``time_tz`` value (see the module doc), or None when ``value`` is not one."""
+    if isinstance(value, dt.time):
+        offset = value.utcoffset()
+        if offset is None:
+            raise ContractError(
+                "a time_tz column got a time without a UTC offset: the reader must attach it"
+            )
+        if offset % _ONE_SECOND:
+            raise ContractError("a time_tz offset has fractions of a second")
+        seconds = value.hour * 3600 + value.minute * 60 + value.second
+        return seconds * 1_000_000 + value.microsecond, offset // _ONE_SECOND
+    if isinstance(value, Mapping):
+        micros, offset = value.get(TIME_TZ_FIELDS[0]), value.get(TIME_TZ_FIELDS[1])
+    elif isinstance(value, tuple | list) and len(value) == 2:
+        micros, offset = value
+    else:
+        return None
+    if isinstance(micros, bool) or isinstance(offset, bool):
+        return None
+    if isinstance(micros, int) and isinstance(offset, int):
+        return micros, offset
+    return None
+
+
+@_encoder_for.register
+def _time_tz(ltype: TimeTzType, options: ComparisonOptions) -> PayloadEncoder:
+    digits = options.fraction_digits(ltype)
+    rounding = options.rounding
+
+    def encode(value: Any) -> bytes:
+        parts = time_tz_parts(value)
+        if parts is None:
+            raise _type_error(ltype, value)
+        micros, offset = parts
+        return b"%d,%d" % (reduce_micros(micros, digits, rounding), offset)
+
+    return encode
 
 
 @_encoder_for.register
@@ -487,5 +560,18 @@ def _interval(ltype: IntervalType, options: ComparisonOptions) -> PayloadEncoder
         if isinstance(value, Interval):
             return b"%d,%d" % (value.months, value.days * MICROS_PER_DAY + value.micros)
         raise _type_error(ltype, value)
+
+    return encode
+
+
+@_encoder_for.register
+def _array(ltype: ArrayType, options: ComparisonOptions) -> PayloadEncoder:
+    element = payload_encoder(ltype.element, options)
+
+    def encode(value: Any) -> bytes:
+        if not isinstance(value, list | tuple):
+            raise _type_error(ltype, value)
+        fields = [NULL_MARKER if item is None else to_field(element(item)) for item in value]
+        return b"%d:%b" % (len(fields), b"".join(fields))
 
     return encode

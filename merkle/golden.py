@@ -9,9 +9,12 @@ engines: ``replcheck check-contract``) holds one row per line::
 Values by logical type: ``integer`` a JSON number; ``decimal`` a string; ``float`` a string
 read by ``float()`` (so ``nan``, ``inf``, ``-0.0`` work); ``string``/``char``/``json`` a
 string; ``bytes`` hex; ``boolean`` a bool, or an integer (a TINYINT(1)); ``date`` ISO;
-``time`` ISO time of day, or ``{"duration_micros": n}``; ``timestamp`` naive ISO;
+``time`` ISO time of day, ``{"duration_micros": n}``, or ``{"micros": n}`` (microseconds
+since midnight as an integer, as the lake stores times); ``timestamp`` naive ISO;
 ``timestamp_tz`` ISO with offset; ``uuid`` a string, or ``{"bytes": hex}``; ``interval``
-``{"micros": n}`` or ``{"months": n}``; ``null`` is SQL NULL.
+``{"micros": n}`` or ``{"months": n}``; ``time_tz`` ISO time of day with offset, or the
+struct ``{"micros": n, "offset_seconds": s}``; ``array<e>`` a list of ``e`` values;
+``null`` is SQL NULL.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from merkle.canonical import Interval, RowEncoder
+from merkle.canonical import Interval, RowEncoder, time_tz_parts
 from merkle.hashing import hash_bytes
 from merkle.layout import RowLayout
 from merkle.options import ComparisonOptions
 from merkle.types import (
+    TIME_TZ_FIELDS,
+    ArrayType,
     BooleanType,
     BytesType,
     DateType,
@@ -42,6 +47,7 @@ from merkle.types import (
     TimestampType,
     TimestampTzType,
     TimeType,
+    TimeTzType,
     UuidType,
     parse_logical_type,
 )
@@ -153,8 +159,14 @@ def to_python(ltype: LogicalType, value: Any) -> Any:
         return converters[type(ltype)](value)
     if isinstance(ltype, TimeType):
         if isinstance(value, dict):
+            if "micros" in value:
+                return int(value["micros"])
             return dt.timedelta(microseconds=value["duration_micros"])
         return dt.time.fromisoformat(value)
+    if isinstance(ltype, TimeTzType):
+        return dict(value) if isinstance(value, dict) else dt.time.fromisoformat(value)
+    if isinstance(ltype, ArrayType):
+        return [to_python(ltype.element, item) for item in value]
     if isinstance(ltype, UuidType):
         return bytes.fromhex(value["bytes"]) if isinstance(value, dict) else value
     if isinstance(ltype, IntervalType):
@@ -182,7 +194,17 @@ def spark_type_of(ltype: LogicalType, value: Any) -> Any:
     if isinstance(ltype, FloatType):
         return T.FloatType() if ltype.bits == 32 else T.DoubleType()
     if isinstance(ltype, TimeType):
-        return T.DayTimeIntervalType() if isinstance(value, dict) else T.TimeType(6)
+        if isinstance(value, dict):
+            return T.LongType() if "micros" in value else T.DayTimeIntervalType()
+        return T.TimeType(6)
+    if isinstance(ltype, TimeTzType):
+        micros, offset = TIME_TZ_FIELDS
+        return T.StructType(
+            [T.StructField(micros, T.LongType()), T.StructField(offset, T.IntegerType())]
+        )
+    if isinstance(ltype, ArrayType):
+        shapes = [item for item in value or () if item is not None]
+        return T.ArrayType(spark_type_of(ltype.element, shapes[0] if shapes else None))
     if isinstance(ltype, UuidType):
         return T.BinaryType() if isinstance(value, dict) else T.StringType()
     if isinstance(ltype, IntervalType):
@@ -209,4 +231,8 @@ def to_spark_value(ltype: LogicalType, value: Any) -> Any:
         return value["months"]  # turned into a year-month interval by the test
     if isinstance(ltype, IntegerType) and not -(2**63) <= value < 2**63:
         return decimal.Decimal(value)  # a DECIMAL(38,0) column, as BIGINT UNSIGNED reads
+    if isinstance(ltype, TimeTzType):
+        return time_tz_parts(to_python(ltype, value))  # the struct, as a tuple
+    if isinstance(ltype, ArrayType):
+        return [to_spark_value(ltype.element, item) for item in value]
     return to_python(ltype, value)

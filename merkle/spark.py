@@ -6,6 +6,11 @@ one binary argument), and leaf digests are one GROUP BY. ``json`` goes through a
 UDF that runs ``merkle.canonical.json_text``, because Spark SQL cannot re-serialise a JSON
 document with normalised numbers (its VARIANT keeps ``2e3`` and ``2000`` apart).
 
+An array's elements are encoded by the same rules inside ``transform`` and joined with
+``aggregate``; a Python UDF cannot run inside a higher-order function, so an array whose
+elements are JSON documents is encoded whole by one Arrow UDF. A ``time_tz`` column is
+the struct ``merkle.types.TIME_TZ_FIELDS`` names.
+
 Spark 4 runs in ANSI mode, where ``sum`` of 64-bit hashes raises on overflow: each hash is
 split into a signed upper and an unsigned lower 32-bit half, the halves are summed as
 longs, and the wrapping sum is put back together with bit operations.
@@ -26,6 +31,8 @@ from merkle.layout import ColumnSpec, RowLayout
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.tree import LeafDigest
 from merkle.types import (
+    TIME_TZ_FIELDS,
+    ArrayType,
     BooleanType,
     BytesType,
     DateType,
@@ -39,6 +46,7 @@ from merkle.types import (
     TimestampType,
     TimestampTzType,
     TimeType,
+    TimeTzType,
     UuidType,
 )
 
@@ -214,18 +222,54 @@ def _interval_payload(value: Column, dtype: T.DataType, ltype: LogicalType) -> C
     raise _unsupported(ltype, dtype)
 
 
-def _canonical_json(documents: pa.Array) -> pa.Array:
-    """Arrow UDF body: canonical JSON payloads of a batch of documents."""
-    encode = payload_encoder(JsonType(), ComparisonOptions())
-    values = documents.to_pylist()
-    return pa.array([None if v is None else encode(v) for v in values], pa.binary())
+def _python_payloads(ltype: LogicalType, options: ComparisonOptions) -> Callable[[Column], Column]:
+    """An Arrow UDF computing payloads with ``merkle.canonical`` (columns holding JSON)."""
 
+    def payloads(values: pa.Array) -> pa.Array:
+        encode = payload_encoder(ltype, options)
+        rows = values.to_pylist()
+        return pa.array([None if v is None else encode(v) for v in rows], pa.binary())
 
-def _json_udf() -> Callable[[Column], Column]:
     udf: Callable[[Column], Column] = F.arrow_udf(  # type: ignore[call-overload]
-        _canonical_json, T.BinaryType()
+        payloads, T.BinaryType()
     )
     return udf
+
+
+def _holds_json(ltype: LogicalType) -> bool:
+    return isinstance(ltype, JsonType) or (
+        isinstance(ltype, ArrayType) and _holds_json(ltype.element)
+    )
+
+
+def _time_tz_payload(
+    value: Column, dtype: T.DataType, ltype: TimeTzType, options: ComparisonOptions
+) -> Column:
+    """``<micros>,<offset>`` of the struct readers produce (``merkle.types.TimeTzType``)."""
+    if not isinstance(dtype, T.StructType) or tuple(dtype.names) != TIME_TZ_FIELDS:
+        raise _unsupported(ltype, dtype)
+    micros_name, offset_name = TIME_TZ_FIELDS
+    micros = _time_micros(value.getField(micros_name), dtype[micros_name].dataType, ltype)
+    reduced = _reduce_micros(micros, options.fraction_digits(ltype), options.rounding, 0)
+    offset = value.getField(offset_name).cast("string")
+    return _text(F.concat(reduced.cast("string"), F.lit(","), offset))
+
+
+def _array_payload(
+    value: Column, dtype: T.DataType, ltype: ArrayType, options: ComparisonOptions
+) -> Column:
+    """``<count>:`` and each element as a field (``merkle.canonical``, ``array``)."""
+    if not isinstance(dtype, T.ArrayType):
+        raise _unsupported(ltype, dtype)
+    if _holds_json(ltype.element):
+        return _python_payloads(ltype, options)(value)
+    element_type, element = dtype.elementType, ltype.element
+    fields = F.transform(
+        value, lambda item: field_column(payload_column(item, element_type, element, options))
+    )
+    joined = F.aggregate(fields, F.lit(b""), lambda done, field: F.concat(done, field))
+    count = F.concat(F.size(value).cast("string"), F.lit(":")).cast("binary")
+    return F.when(value.isNotNull(), F.concat(count, joined))
 
 
 def payload_column(
@@ -271,11 +315,15 @@ def payload_column(
         return _text(reduced.cast("string"))
     elif isinstance(ltype, JsonType):
         if isinstance(dtype, T.StringType | T.BinaryType):
-            return _json_udf()(value.cast("string"))
+            return _python_payloads(ltype, options)(value.cast("string"))
     elif isinstance(ltype, UuidType):
         return _uuid_payload(value, dtype, ltype)
     elif isinstance(ltype, IntervalType):
         return _interval_payload(value, dtype, ltype)
+    elif isinstance(ltype, TimeTzType):
+        return _time_tz_payload(value, dtype, ltype, options)
+    elif isinstance(ltype, ArrayType):
+        return _array_payload(value, dtype, ltype, options)
     raise _unsupported(ltype, dtype)
 
 

@@ -123,6 +123,24 @@ class TimeType(_FractionalType):
 
 
 @dataclass(frozen=True, slots=True)
+class TimeTzType(_FractionalType):
+    """A time of day with its UTC offset (PostgreSQL's ``time with time zone``).
+
+    Neither a time of day (the offset counts) nor an instant (it has no date): two values
+    are equal when both the wall-clock time and the offset are, as PostgreSQL compares
+    them. Readers hand values to Arrow and Spark as ``struct<micros: int64,
+    offset_seconds: int32>`` (``TIME_TZ_FIELDS``): the wall clock in microseconds since
+    midnight and the offset in seconds east of UTC.
+    """
+
+    name = "time_tz"
+
+
+TIME_TZ_FIELDS = ("micros", "offset_seconds")
+"""Field names of the Arrow/Spark struct holding a ``time_tz`` value (see ``TimeTzType``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class TimestampType(_FractionalType):
     """Wall-clock date and time without a zone (DATETIME, TIMESTAMP WITHOUT TIME ZONE)."""
 
@@ -157,6 +175,25 @@ class IntervalType(LogicalType):
     name = "interval"
 
 
+@dataclass(frozen=True, slots=True)
+class ArrayType(LogicalType):
+    """A one-dimensional list of values of one logical type, each possibly NULL.
+
+    Arrow and Spark hold it as a list (``list<element>``, ``array<element>``); PostgreSQL's
+    arrays map here when they are one-dimensional with lower bound 1 (``merkle.canonical``).
+    """
+
+    element: LogicalType
+    name = "array"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.element, LogicalType):
+            raise ContractError(f"an array's element must be a logical type, not {self.element!r}")
+
+    def __str__(self) -> str:
+        return f"array<{self.element}>"
+
+
 _SIMPLE: dict[str, LogicalType] = {
     "integer": IntegerType(),
     "decimal": DecimalType(),
@@ -171,22 +208,32 @@ _SIMPLE: dict[str, LogicalType] = {
     "boolean": BooleanType(),
     "date": DateType(),
     "time": TimeType(),
+    "time_tz": TimeTzType(),
     "timestamp": TimestampType(),
     "timestamp_tz": TimestampTzType(),
     "json": JsonType(),
     "uuid": UuidType(),
     "interval": IntervalType(),
 }
-_PRECISE = {"time": TimeType, "timestamp": TimestampType, "timestamp_tz": TimestampTzType}
+_PRECISE: dict[str, type[_FractionalType]] = {
+    "time": TimeType,
+    "time_tz": TimeTzType,
+    "timestamp": TimestampType,
+    "timestamp_tz": TimestampTzType,
+}
 _PATTERN = re.compile(r"^\s*([a-z_0-9]+)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
 
 
 def parse_logical_type(text: str) -> LogicalType:
     """Parse the text form of a logical type, the inverse of ``str(ltype)``.
 
-    Examples: ``integer``, ``decimal(10,2)``, ``float32``, ``char``, ``timestamp_tz(3)``.
+    Examples: ``integer``, ``decimal(10,2)``, ``float32``, ``char``, ``timestamp_tz(3)``,
+    ``array<time_tz(3)>``.
     """
-    match = _PATTERN.match(text.lower())
+    bare = text.strip().lower()
+    if bare.startswith("array<") and bare.endswith(">"):
+        return ArrayType(parse_logical_type(bare[len("array<") : -1]))
+    match = _PATTERN.match(bare)
     if not match:
         raise ContractError(f"not a logical type: {text!r}")
     name, first, second = match.groups()
@@ -197,4 +244,5 @@ def parse_logical_type(text: str) -> LogicalType:
         return DecimalType(int(first), int(second))
     elif name in _PRECISE and second is None:
         return _PRECISE[name](int(first))
-    raise ContractError(f"not a logical type: {text!r} (known: {', '.join(sorted(_SIMPLE))})")
+    known = ", ".join([*sorted(_SIMPLE), "array<element>"])
+    raise ContractError(f"not a logical type: {text!r} (known: {known})")

@@ -190,6 +190,61 @@ def interval_cases() -> Iterator[Case]:
     yield from _single("interval", [{"months": m} for m in (0, 14, -1, 1200)])
 
 
+def time_tz_cases() -> Iterator[Case]:
+    clocks = ["00:00:00+00:00", "12:34:56.789012+05:30", "12:00:00+02:00", "11:00:00+01:00"]
+    clocks += ["10:00:00+00:00", "23:59:59.999999-03:30", "00:00:00.000001+15:59:59"]
+    clocks += ["12:00:00-15:59:59", "08:15:00+00:00:01", None]
+    structs = [{"micros": 86_400_000_000, "offset_seconds": 0}]  # 24:00:00+00
+    structs += [{"micros": 0, "offset_seconds": -50_400}, {"micros": 1, "offset_seconds": 1}]
+    yield from _single("time_tz(6)", clocks + structs)
+    halves = ["12:34:56.5+02:00", "12:34:56.499999+02:00", "23:59:59.6-01:00"]
+    for rule in RULES:
+        yield from _single("time_tz(6)", halves, timestamp_precision=0, timestamp_rounding=rule)
+    yield from _single("time_tz(3)", ["10:00:00.9995+00:00", "10:00:00.9994-00:30"])
+    yield from _single("time_tz(0)", ["10:00:00.5+01:00"])
+
+
+def array_cases() -> Iterator[Case]:
+    yield from _single("array<integer>", [[1, None, 23], [], [None], [0], [-1, 2**63 - 1], None])
+    yield from _single("array<integer>", [[12, 3], [1, 23], [123], [None, None], [1, 1]])
+    texts = [["a", "b"], ["a,b"], ["ab"], ["", None], [None, ""], ["N"], ["1:a"], [], None]
+    texts += [["é", "日本語", "😀"], ["x" * 300]]
+    yield from _single("array<string>", texts)
+    yield from _single("array<string>", [["", "x", None]], empty_string_is_null=True)
+    yield from _single("array<string>", [["ABC", "Straße"]], case_insensitive=True)
+    yield from _single("array<char>", [["ab  ", "   ", None]], trim_char=True)
+    yield from _single("array<char>", [["ab  ", "   "]], trim_char=True, empty_string_is_null=True)
+    yield from _single("array<decimal(10,2)>", [["1.10", "0.00", "-0.50", None]])
+    yield from _single("array<decimal>", [["123.4500", "0", "-0.000000000000000010"]])
+    yield from _single("array<float64>", [["0.1", "nan", "-0.0", "inf", None]])
+    yield from _single("array<float64>", [["0.30000000000000004", "-273.15"]], float_digits=3)
+    yield from _single("array<float32>", [["0.1", "16777217.0"]])
+    yield from _single("array<boolean>", [[True, False, None]])
+    yield from _single("array<bytes>", [["00ff", "", None], ["4e"]])
+    yield from _single("array<date>", [["2024-02-29", "1969-12-31", "0001-01-01", None]])
+    lake_times = [{"micros": 45_296_789_012}, {"micros": 0}, None, {"micros": 86_400_000_000}]
+    yield from _single("array<time(6)>", [lake_times])
+    yield from _single("array<time(6)>", [[{"micros": 45_296_500_000}]], timestamp_precision=0)
+    stamps = ["2020-01-01T00:00:00.123456", "1969-12-31T23:59:59.999999", None]
+    yield from _single("array<timestamp(6)>", [stamps])
+    for rule in RULES:
+        yield from _single(
+            "array<timestamp(6)>",
+            [["1999-12-31T23:59:59.9995", "1985-01-01T00:00:00.0015"]],
+            timestamp_precision=3,
+            timestamp_rounding=rule,
+        )
+    yield from _single("array<timestamp_tz(6)>", [["2024-01-01T00:00:00+02:00", None]])
+    yield from _single("array<json>", [['{"b":1,"a":2}', "1.0", "[]", None], []])
+    yield from _single("array<uuid>", [["123e4567-e89b-12d3-a456-426614174000", None]])
+    yield from _single("array<interval>", [[{"micros": 86_400_000_000}, {"micros": -1}]])
+    zones = ["12:00:00+02:00", {"micros": 0, "offset_seconds": 3600}, None]
+    yield from _single("array<time_tz(6)>", [zones, ["11:00:00+01:00"]])
+    yield from _single("array<time_tz(6)>", [["12:34:56.5-03:30"]], timestamp_precision=0)
+    nested = [[[1, 2], [], None, [None]], [[1], [2]], [[1, 2]], [], None]
+    yield from _single("array<array<integer>>", nested)
+
+
 def row_cases() -> Iterator[Case]:
     """Multi-column rows, including the ambiguity traps of DESIGN.md."""
     yield [("string", "a|b"), ("string", "c")], {}
@@ -212,6 +267,11 @@ def row_cases() -> Iterator[Case]:
     yield row, {}
     yield [("char", "x  "), ("string", "y")], {"trim_char": True, "case_insensitive": True}
     yield [("json", '{"b":[1,2],"a":"x"}'), ("interval", {"micros": 5})], {}
+    yield [("array<string>", ["a"]), ("array<string>", ["b"])], {}
+    yield [("array<string>", ["a", "b"]), ("array<string>", [])], {}
+    yield [("array<string>", []), ("array<string>", ["a", "b"])], {}
+    yield [("array<string>", None), ("array<string>", [])], {}
+    yield [("integer", 1), ("array<integer>", [2, 3]), ("time_tz(6)", "12:00:00+02:00")], {}
 
 
 GROUPS = [
@@ -229,6 +289,8 @@ GROUPS = [
     ("json", json_cases),
     ("uuid", uuid_cases),
     ("interval", interval_cases),
+    ("time_tz", time_tz_cases),
+    ("array", array_cases),
     ("row", row_cases),
 ]
 

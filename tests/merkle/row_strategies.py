@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from merkle.layout import RowLayout
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
+    TIME_TZ_FIELDS,
+    ArrayType,
     BooleanType,
     BytesType,
     DateType,
@@ -24,6 +26,7 @@ from merkle.types import (
     TimestampType,
     TimestampTzType,
     TimeType,
+    TimeTzType,
     UuidType,
 )
 
@@ -47,6 +50,10 @@ def _decimal_type() -> st.SearchStrategy[DecimalType]:
 
 
 def _logical_types() -> st.SearchStrategy[LogicalType]:
+    return _scalar_types() | _scalar_types().map(ArrayType)
+
+
+def _scalar_types() -> st.SearchStrategy[LogicalType]:
     return st.one_of(
         st.just(IntegerType()),
         _decimal_type(),
@@ -61,11 +68,21 @@ def _logical_types() -> st.SearchStrategy[LogicalType]:
         st.just(JsonType()),
         st.just(UuidType()),
         st.just(IntervalType()),
+        st.integers(0, 6).map(TimeTzType),
     )
+
+
+_DAY_MICROS = 86_400_000_000
+_TIME_TZ = st.tuples(st.integers(0, _DAY_MICROS), st.integers(-57_599, 57_599))
 
 
 def values_of(ltype: LogicalType) -> st.SearchStrategy[Any]:
     """Python values of a logical type that Spark's createDataFrame takes as they are."""
+    if isinstance(ltype, ArrayType):
+        element = ltype.element
+        if isinstance(element, TimeType):  # in a list, as the lake stores times
+            return st.lists(st.none() | st.integers(0, _DAY_MICROS), max_size=4)
+        return st.lists(st.none() | values_of(element), max_size=4)
     if isinstance(ltype, DecimalType):
         assert ltype.precision is not None and ltype.scale is not None
         bound = 10 ** (ltype.precision - ltype.scale) - 1
@@ -85,6 +102,7 @@ def values_of(ltype: LogicalType) -> st.SearchStrategy[Any]:
         JsonType: _JSON.map(json.dumps),
         UuidType: st.uuids().map(str),
         IntervalType: st.timedeltas(dt.timedelta(days=-(10**6)), dt.timedelta(days=10**6)),
+        TimeTzType: _TIME_TZ,  # the struct (micros, offset_seconds) as a tuple
     }
     return strategies[type(ltype)]
 
@@ -93,6 +111,14 @@ def spark_type(ltype: LogicalType) -> Any:
     """The Spark type of ``values_of(ltype)`` columns."""
     from pyspark.sql import types as T
 
+    if isinstance(ltype, ArrayType):
+        element = ltype.element
+        return T.ArrayType(T.LongType() if isinstance(element, TimeType) else spark_type(element))
+    if isinstance(ltype, TimeTzType):
+        micros, offset = TIME_TZ_FIELDS
+        return T.StructType(
+            [T.StructField(micros, T.LongType()), T.StructField(offset, T.IntegerType())]
+        )
     if isinstance(ltype, DecimalType):
         return T.DecimalType(ltype.precision or 38, ltype.scale or 0)
     if isinstance(ltype, FloatType):

@@ -13,6 +13,7 @@ from merkle.canonical import Interval, RowEncoder, to_canonical_field
 from merkle.hashing import hash_bytes
 from merkle.options import ComparisonOptions
 from merkle.types import (
+    ArrayType,
     BooleanType,
     BytesType,
     DateType,
@@ -26,6 +27,7 @@ from merkle.types import (
     TimestampType,
     TimestampTzType,
     TimeType,
+    TimeTzType,
     UuidType,
     parse_logical_type,
 )
@@ -197,6 +199,73 @@ def test_intervals_fold_days_but_not_months() -> None:
     assert field(Interval(months=1), IntervalType()) != field(Interval(days=30), IntervalType())
 
 
+def _clock(hour: int, minute: int, offset_minutes: int, micro: int = 0) -> dt.time:
+    zone = dt.timezone(dt.timedelta(minutes=offset_minutes))
+    return dt.time(hour, minute, 0, micro, tzinfo=zone)
+
+
+def test_time_tz_keeps_wall_clock_and_offset() -> None:
+    assert field(_clock(12, 0, 150), TimeTzType()) == b"16:43200000000,9000"
+    assert field(_clock(12, 0, -210), TimeTzType()) == b"18:43200000000,-12600"
+    # The same instant of the day in two zones differs, as PostgreSQL's timetz equality says.
+    assert field(_clock(12, 0, 120), TimeTzType()) != field(_clock(11, 0, 60), TimeTzType())
+    # The struct readers produce (a mapping from Arrow, a pair from Spark) is the same value.
+    struct = {"micros": 43_200_000_000, "offset_seconds": 9000}
+    assert field(struct, TimeTzType()) == field((43_200_000_000, 9000), TimeTzType())
+    assert field(struct, TimeTzType()) == field(_clock(12, 0, 150), TimeTzType())
+    assert field({"micros": 86_400_000_000, "offset_seconds": 0}, TimeTzType()) == (
+        b"13:86400000000,0"  # 24:00:00+00, which datetime.time cannot hold
+    )
+
+
+def test_time_tz_rounds_the_clock_never_the_offset() -> None:
+    half = _clock(10, 0, -90, 500_000)
+    assert field(half, TimeTzType(6), timestamp_precision=0) == b"17:36001000000,-5400"
+    truncated = field(half, TimeTzType(6), timestamp_precision=0, timestamp_rounding="truncate")
+    assert truncated == b"17:36000000000,-5400"
+    assert field(_clock(10, 0, 0, 1), TimeTzType()) != field(_clock(10, 0, 0), TimeTzType())
+    assert field(_clock(10, 0, 1), TimeTzType()) != field(_clock(10, 0, 0), TimeTzType())
+
+
+def test_time_tz_needs_an_offset() -> None:
+    with pytest.raises(ContractError, match="without a UTC offset"):
+        field(dt.time(12), TimeTzType())
+    with pytest.raises(ContractError, match="cannot encode a str"):
+        field("12:00+02", TimeTzType())
+
+
+def test_arrays_count_and_frame_every_element() -> None:
+    integers = ArrayType(IntegerType())
+    assert field([1, None, 23], integers) == b"10:3:1:1N2:23"
+    assert field([], integers) == b"2:0:"
+    assert field(None, integers) == b"N"
+    assert field([None], integers) == b"3:1:N"
+    # Element boundaries and the column boundary stay apart.
+    texts = ArrayType(StringType())
+    assert field(["a", "b"], texts) != field(["ab"], texts) != field(["a,b"], texts)
+    assert row([["a", "b"], []], [texts, texts]) != row([["a"], ["b"]], [texts, texts])
+    assert row([[], ["a"]], [texts, texts]) != row([["a"], []], [texts, texts])
+    assert field([12, 3], integers) != field([1, 23], integers)
+    assert field([1, 2], integers) != field([2, 1], integers)  # order counts
+
+
+def test_array_elements_follow_their_type_and_the_options() -> None:
+    assert field(["", "x"], ArrayType(StringType()), empty_string_is_null=True) == b"6:2:N1:x"
+    assert field([D("1.10")], ArrayType(DecimalType(10, 2))) == b"7:1:3:1.1"
+    stamps = ArrayType(TimestampType(6))
+    first = [dt.datetime(2020, 1, 1, 0, 0, 0, 123456)]
+    assert field(first, stamps, timestamp_precision=3) == field(
+        [dt.datetime(2020, 1, 1, 0, 0, 0, 123000)], stamps
+    )
+    nested = ArrayType(ArrayType(IntegerType()))
+    assert field([[1, 2], None, []], nested) == b"17:3:8:2:1:11:2N2:0:"
+
+
+def test_arrays_need_a_list() -> None:
+    with pytest.raises(ContractError, match="cannot encode a str as array<string>"):
+        field("{a,b}", ArrayType(StringType()))
+
+
 def test_wrong_python_types_name_the_type_not_the_value() -> None:
     with pytest.raises(ContractError) as excinfo:
         field("secret-value", IntegerType())
@@ -228,13 +297,31 @@ def test_row_encoder_checks_arity() -> None:
         "json",
         "uuid",
         "interval",
+        "time_tz(6)",
+        "time_tz(0)",
+        "array<integer>",
+        "array<decimal(10,2)>",
+        "array<time_tz(3)>",
+        "array<array<char>>",
     ],
 )
 def test_logical_type_text_round_trips(text: str) -> None:
     assert str(parse_logical_type(text)) == text
 
 
-@pytest.mark.parametrize("text", ["decimal(5,7)", "timestamp(7)", "float16", "varchar", "int("])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "decimal(5,7)",
+        "timestamp(7)",
+        "float16",
+        "varchar",
+        "int(",
+        "array<>",
+        "array<int>",
+        "time_tz(7)",
+    ],
+)
 def test_bad_logical_types_are_rejected(text: str) -> None:
     with pytest.raises(ContractError):
         parse_logical_type(text)

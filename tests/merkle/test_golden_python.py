@@ -29,8 +29,12 @@ def test_the_file_covers_every_logical_type_with_enough_cases() -> None:
         "json",
         "uuid",
         "interval",
+        "time_tz",
     }
     assert expected <= set(kinds)
+    arrays = {c["type"] for v in VECTORS for c in v["columns"] if c["type"].startswith("array<")}
+    elements = {text.removeprefix("array<").split("(")[0].rstrip(">") for text in arrays}
+    assert {"integer", "string", "decimal", "float64", "time", "time_tz", "json"} <= elements
     assert len({vector["id"] for vector in VECTORS}) == len(VECTORS)
 
 
