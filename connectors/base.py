@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,6 +20,8 @@ from merkle.types import LogicalType
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from connectors.pushdown import DigestDialect, DigestSession
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,18 @@ class Connector(ABC):
     def shared_snapshot(self) -> Iterator[Snapshot | None]:
         """Hold a snapshot all partitions can read in (None: the product cannot share one)."""
         yield None
+
+    def digest_dialect(self) -> DigestDialect | None:
+        """SQL for computing leaf digests in this server (``connectors.pushdown``), or None
+        when the product or this server's version cannot."""
+        return None
+
+    def digest_session(
+        self, table: TableSchema, snapshot: Snapshot | None
+    ) -> AbstractContextManager[DigestSession]:
+        """A connection every phase of a database-engine comparison reads on: inside
+        ``snapshot`` when given, else in a consistent snapshot (or transaction) of its own."""
+        raise TerminalError(f"the {self.name} connector computes no leaf digests")
 
 
 _REGISTRY: dict[str, type[Connector]] = {}

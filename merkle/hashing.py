@@ -5,10 +5,17 @@ bytes, seed=42)``, both read as signed 64-bit integers: that is what Spark's nat
 ``xxhash64`` of one binary column returns, so no engine needs a Python UDF to agree.
 A row's leaf is the top ``depth`` bits of its key hash (as an unsigned number): hash
 buckets, not key ranges, so no product's collation or key order matters.
+
+Databases have no xxh64. When both sides of a comparison compute their own leaf digests in
+SQL (``connectors.pushdown``, the ``database`` engine), they hash the same canonical bytes
+with MD5, which every supported product has: ``md5_hash64 = the first 8 bytes of
+MD5(canonical bytes)``, read as a big-endian signed 64-bit integer. One comparison never
+mixes the two hashes: both of its sides use the same engine.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +38,12 @@ def to_signed64(value: int) -> int:
 def hash_bytes(data: bytes) -> int:
     """xxh64 of ``data`` with the contract's seed, as a signed 64-bit integer."""
     return to_signed64(xxhash.xxh64_intdigest(data, seed=HASH_SEED))
+
+
+def md5_hash64(data: bytes) -> int:
+    """The database engine's hash: the first 8 bytes of MD5(``data``), big-endian, signed."""
+    digest = hashlib.md5(data, usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def leaf_of(key_hash: int, depth: int) -> int:

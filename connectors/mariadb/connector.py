@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError, TransientError
@@ -35,6 +36,9 @@ from merkle.options import TimeRounding
 if TYPE_CHECKING:
     import pyarrow as pa
     import pymysql.connections
+
+    from connectors.mariadb.pushdown import MariaDBDigestSession
+    from connectors.pushdown import DigestDialect
 
 BATCH_ROWS = 20_000
 _ONE_MICRO = dt.timedelta(microseconds=1)
@@ -60,7 +64,7 @@ class MariaDBConnector(Connector):
         has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
     )
 
-    def _connect(self) -> pymysql.connections.Connection[Any]:
+    def connect(self) -> pymysql.connections.Connection[Any]:
         import pymysql
         from sqlalchemy.engine import make_url
 
@@ -86,10 +90,34 @@ class MariaDBConnector(Connector):
 
     def timestamp_rounding(self) -> TimeRounding:
         """The global sql_mode's rule: the best evidence of how stored times were rounded."""
-        with self._connect() as connection, connection.cursor() as cursor:
+        with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute("SELECT @@GLOBAL.sql_mode")
             row = cursor.fetchone()
         return timestamp_rounding(str(row[0]) if row else "")
+
+    def digest_dialect(self) -> DigestDialect | None:
+        """MariaDB, or MySQL 8 and later (the functions the digests need)."""
+        from connectors.mariadb.pushdown import MariaDBDigestDialect
+
+        with self.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")
+            row = cursor.fetchone()
+        version = str(row[0]) if row else ""
+        major = version.split(".")[0]
+        if "mariadb" not in version.lower() and not (major.isdigit() and int(major) >= 8):
+            return None
+        return MariaDBDigestDialect(self._qualified)
+
+    def digest_session(
+        self, table: TableSchema, snapshot: Snapshot | None
+    ) -> AbstractContextManager[MariaDBDigestSession]:
+        from connectors.mariadb.pushdown import digest_session
+
+        return digest_session(self, table)
+
+    def _qualified(self, table: str) -> str:
+        schema, name = _split_table(table, self._database())
+        return f"{_quote(schema)}.{_quote(name)}"
 
     def _database(self) -> str:
         from sqlalchemy.engine import make_url
@@ -98,7 +126,7 @@ class MariaDBConnector(Connector):
 
     def reflect(self, table: str) -> TableSchema:
         schema, name = _split_table(table, self._database())
-        with self._connect() as connection, connection.cursor() as cursor:
+        with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
                 " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
@@ -143,7 +171,7 @@ class MariaDBConnector(Connector):
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
         schema, name = _split_table(table, self._database())
-        with self._connect() as connection, connection.cursor() as cursor:
+        with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT MIN({_quote(column)}), MAX({_quote(column)})"
                 f" FROM {_quote(schema)}.{_quote(name)}"
@@ -183,20 +211,32 @@ class MariaDBConnector(Connector):
         partition: Partition,
         snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
+        with self.connect() as connection:
+            position = self.begin_snapshot(connection)
+            yield from self.read_in(connection, table, columns, partition, position)
+            connection.commit()
+
+    def read_in(
+        self,
+        connection: Any,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        position: int | None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows of one partition read on ``connection``, in whatever transaction it has."""
         import pymysql.cursors
 
         schema = self.arrow_schema(table, columns)
         sql, params = self._select(table, columns, partition)
-        with self._connect() as connection:
-            position = self._begin_snapshot(connection)
-            with connection.cursor(pymysql.cursors.SSCursor) as cursor:
-                cursor.execute(sql, params)
-                while rows := cursor.fetchmany(BATCH_ROWS):
-                    yield self._batch(rows, table, columns, schema, position)
-            connection.commit()
+        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(BATCH_ROWS):
+                yield self._batch(rows, table, columns, schema, position)
 
     @staticmethod
-    def _begin_snapshot(connection: Any) -> int | None:
+    def begin_snapshot(connection: Any) -> int | None:
+        """Open a consistent snapshot on ``connection``; the binlog position it sees."""
         with connection.cursor() as cursor:
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")

@@ -113,7 +113,7 @@ def list_tables(config: MariaDBSourceConfig) -> list[str]:
     else:
         sql += " AND TABLE_SCHEMA NOT IN (" + ", ".join(["%s"] * len(SYSTEM_SCHEMAS)) + ")"
         params = list(SYSTEM_SCHEMAS)
-    with contextlib.closing(connector._connect()) as connection, connection.cursor() as cursor:
+    with contextlib.closing(connector.connect()) as connection, connection.cursor() as cursor:
         cursor.execute(sql + " ORDER BY 1, 2", params)
         return [f"{schema}.{name}" for schema, name in cursor.fetchall()]
 

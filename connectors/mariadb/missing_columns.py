@@ -200,7 +200,7 @@ class MissingColumns:
 
         schema, _, name = table.rpartition(".")
         connector = self._snapshots.connector
-        with contextlib.closing(connector._connect()) as connection, connection.cursor() as cur:
+        with contextlib.closing(connector.connect()) as connection, connection.cursor() as cur:
             cur.execute(
                 "SELECT COLUMN_NAME, COLUMN_DEFAULT, COLUMN_TYPE, IS_GENERATED"
                 " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",

@@ -90,9 +90,9 @@ class MariaDBSnapshotReader:
         names = [qualify(table, self.database) for table in tables]
         wanted = {qualify(t, self.database): rows for t, rows in (keys or {}).items()}
         descriptions = [describe_table(self.connector, name, self.keys) for name in names]
-        connection = self.connector._connect()
+        connection = self.connector.connect()
         with contextlib.closing(connection):
-            value = self.connector._begin_snapshot(connection)
+            value = self.connector.begin_snapshot(connection)
             if value is None:
                 raise BinlogSetupError.binlog_off(self.connector.url)
             yield (

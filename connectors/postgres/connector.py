@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
@@ -40,25 +41,32 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from sqlalchemy.engine import URL
 
+    from connectors.postgres.pushdown import PostgresDigestSession
+    from connectors.pushdown import DigestDialect
+
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 20_000  # rows per fetch and per Arrow batch: bounds a reader's memory
 
 # Columns in order, with the declared type and, for domains, the base type that decides the
-# logical type (https://www.postgresql.org/docs/current/catalog-pg-attribute.html).
+# logical type; for arrays also their element's type (a domain's base, the column's typmod)
+# and whether it is an enum (https://www.postgresql.org/docs/current/catalog-pg-type.html).
 _COLUMNS_SQL = """
 SELECT a.attname,
        format_type(a.atttypid, a.atttypmod),
-       format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid),
-                   CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END),
-       coalesce(b.typtype, t.typtype) = 'e',
+       format_type(b.oid, CASE WHEN t.typtype = 'd' THEN t.typtypmod ELSE a.atttypmod END),
+       b.typtype = 'e',
        NOT a.attnotnull,
-       c.oid
+       c.oid,
+       format_type(eb.oid, CASE WHEN e.typtype = 'd' THEN e.typtypmod ELSE a.atttypmod END),
+       eb.typtype = 'e'
   FROM pg_attribute a
   JOIN pg_class c ON c.oid = a.attrelid
   JOIN pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_type t ON t.oid = a.atttypid
-  LEFT JOIN pg_type b ON b.oid = nullif(t.typbasetype, 0)
+  JOIN pg_type b ON b.oid = coalesce(nullif(t.typbasetype, 0), t.oid)
+  LEFT JOIN pg_type e ON e.oid = b.typelem AND b.typcategory = 'A'
+  LEFT JOIN pg_type eb ON eb.oid = coalesce(nullif(e.typbasetype, 0), e.oid)
  WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
    AND a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attnum
@@ -147,8 +155,8 @@ class PostgresConnector(Connector):
                 raise missing_table(table, self.where)
             key = connection.execute(_PRIMARY_KEY_SQL, (rows[0][5],)).fetchall()
         columns = tuple(
-            SourceColumn(column, native, logical_type(base, is_enum), nullable)
-            for column, native, base, is_enum, nullable, _ in rows
+            SourceColumn(column, native, logical_type(base, is_enum, _element(*array)), nullable)
+            for column, native, base, is_enum, nullable, _, *array in rows
         )
         return TableSchema(table, columns, tuple(k for (k,) in key))
 
@@ -178,15 +186,27 @@ class PostgresConnector(Connector):
     ) -> Iterator[pa.RecordBatch]:
         """Rows of one partition, in ``snapshot`` (position: its LSN) when given, else in a
         REPEATABLE READ transaction of its own (position NULL: see ``snapshot.py``)."""
+        position = snapshot.position if snapshot is not None else None
+        at = snapshot.position_text if snapshot is not None else None
+        log.debug("reading %s partition %s at LSN %s", table.table, partition.index, at)
+        with self.read_transaction(snapshot) as connection:
+            yield from self.read_in(connection, table, columns, partition, position)
+
+    def read_in(
+        self,
+        connection: psycopg.Connection[Any],
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        position: int | None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows of one partition read on ``connection``, in whatever transaction it has."""
         import psycopg
 
         sql, params = _partition_query(table, columns, partition)
         source_columns = [table.column(c) for c in columns]
         schema = self.arrow_schema(table, columns)
-        position = snapshot.position if snapshot is not None else None
-        at = snapshot.position_text if snapshot is not None else None
-        log.debug("reading %s partition %s at LSN %s", table.table, partition.index, at)
-        with self._read_transaction(snapshot) as connection, connection.cursor("replcheck") as cur:
+        with connection.cursor("replcheck") as cur:
             try:
                 cur.execute(sql, params)
                 while rows := cur.fetchmany(BATCH_ROWS):
@@ -198,8 +218,29 @@ class PostgresConnector(Connector):
                     {"source": self.where, "table": table.table},
                 ) from exc
 
+    def digest_dialect(self) -> DigestDialect | None:
+        """PostgreSQL 14 or later in a UTF8 database (see ``connectors.postgres.pushdown``)."""
+        from connectors.postgres.pushdown import PostgresDigestDialect
+
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT current_setting('server_version_num')::int,"
+                " current_setting('server_encoding')"
+            ).fetchone()
+        if row is None or row[0] < 140000 or row[1] != "UTF8":
+            return None
+        return PostgresDigestDialect(_qualified)
+
+    def digest_session(
+        self, table: TableSchema, snapshot: Snapshot | None
+    ) -> AbstractContextManager[PostgresDigestSession]:
+        from connectors.postgres.pushdown import digest_session
+
+        return digest_session(self, table, snapshot)
+
     @contextlib.contextmanager
-    def _read_transaction(self, snapshot: Snapshot | None) -> Iterator[psycopg.Connection[Any]]:
+    def read_transaction(self, snapshot: Snapshot | None) -> Iterator[psycopg.Connection[Any]]:
+        """A read-only REPEATABLE READ transaction, in ``snapshot`` when given."""
         from psycopg import IsolationLevel
 
         with self._connect(autocommit=False) as connection:
@@ -215,6 +256,11 @@ class PostgresConnector(Connector):
         """One exported snapshot at an exact LSN, held until the block ends."""
         with exported_snapshot(self._conninfo(), self.where) as snapshot:
             yield snapshot
+
+
+def _element(name: str | None, is_enum: bool | None) -> tuple[str, bool] | None:
+    """An array column's element type and whether it is an enum (None: not an array)."""
+    return None if name is None else (name, bool(is_enum))
 
 
 def _qualified(table: str) -> str:

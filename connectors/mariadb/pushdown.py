@@ -1,0 +1,307 @@
+"""MariaDB SQL for the database engine (``connectors.pushdown``): canonical payloads, field
+framing and MD5 hashes computed by the server.
+
+Every expression reproduces ``merkle.canonical`` exactly (tests replay the golden vectors
+through it). Functions: https://mariadb.com/kb/en/built-in-functions/ . Strings are hashed
+as UTF-8 (``CAST ... CHARACTER SET utf8mb4``), so a latin1 column hashes like its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from connectors.base import Partition, SourceColumn, TableSchema
+from connectors.pushdown import (
+    DigestColumn,
+    DigestDialect,
+    Field,
+    NotPushable,
+    Payload,
+    rounding_epoch,
+)
+from merkle import types as lt
+from merkle.options import ComparisonOptions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from connectors.mariadb.connector import MariaDBConnector
+
+TWO_52 = 1 << 52
+TWO_53 = 1 << 53
+_INTEGER_NAMES = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year")
+
+
+def _native(column: SourceColumn) -> str:
+    """The type's name: ``decimal(10,2) unsigned`` -> ``decimal``."""
+    return column.native_type.lower().split("(")[0].split()[0]
+
+
+def _precision(column: SourceColumn) -> int:
+    """Fractional-second digits of a TIME, DATETIME or TIMESTAMP column (0 when not given)."""
+    inside = column.native_type.partition("(")[2].partition(")")[0]
+    return int(inside) if inside.isdigit() else 0
+
+
+def _scale(column: SourceColumn) -> int:
+    """The declared scale of a DECIMAL column (0 when not given)."""
+    inside = column.native_type.partition("(")[2].partition(")")[0]
+    return int(inside.split(",")[1]) if "," in inside else 0
+
+
+def _magnitude_bits(value: str) -> str:
+    """IEEE 754 bits of a positive finite DOUBLE ``value`` as an exact integer.
+
+    MariaDB has no function that returns a double's bits, so they are rebuilt with exact
+    arithmetic: dividing or multiplying by a power of two never rounds while the result
+    stays normal. ``LOG2`` is ``log(x)/log(2)`` and can miss the exponent by one either way
+    (measured near 2**-1004), so the exponent guess is taken low (``- 1e-6``) and a
+    mantissa that comes out twice too large is halved. Below 2**-960 the divisor would be
+    subnormal, so the value is first scaled up by 2**600; subnormals are ``x * 2**1074``.
+    """
+
+    def normal(x: str) -> str:
+        exponent = f"CAST(FLOOR(LOG2({x}) - 0.000001) AS SIGNED)"
+        mantissa = f"CAST({x} / POW(2, {exponent} - 52) AS SIGNED)"
+        fraction = f"IF({mantissa} >= {TWO_53}, {mantissa} DIV 2, {mantissa} - {TWO_52})"
+        return f"(({exponent} + 1023) * {TWO_52} + {fraction})"
+
+    return (
+        f"CASE WHEN {value} >= POW(2, -960) THEN {normal(value)}"
+        f" WHEN {value} >= POW(2, -1022) THEN {normal(f'({value} * POW(2, 600))')}"
+        f" - {600 * TWO_52}"
+        f" ELSE CAST({value} * POW(2, 537) * POW(2, 537) AS SIGNED) END"
+    )
+
+
+def float_bits_sql(value: str) -> str:
+    """The exact ``float`` payload of a DOUBLE: its bits as a signed decimal integer (MariaDB
+    keeps neither NaN, infinities nor -0.0)."""
+    negative = f"CAST(-9223372036854775808 + {_magnitude_bits(f'(-{value})')} AS CHAR)"
+    return (
+        f"CASE WHEN {value} = 0 THEN '0' WHEN {value} > 0 THEN"
+        f" CAST({_magnitude_bits(value)} AS CHAR) ELSE {negative} END"
+    )
+
+
+class MariaDBDigestDialect(DigestDialect):
+    """MariaDB (10.5 or later) and MySQL 8."""
+
+    def __init__(self, qualify: Callable[[str], str]) -> None:
+        self._qualify = qualify
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def table(self, name: str) -> str:
+        return self._qualify(name)
+
+    def payload(self, column: DigestColumn, options: ComparisonOptions) -> Payload:
+        ref = self.quote(column.name)
+        native = _native(column.column)
+        ltype = column.ltype
+        for kind, write in _WRITERS:
+            if isinstance(ltype, kind):
+                return write(ref, native, column, options, self)
+        raise NotPushable(f"column {column.name}: {ltype} is not computed in MariaDB")
+
+    def field(self, ref: str, payload: Payload) -> str:
+        if payload.null_when == "":
+            return f"LENGTH({ref}), ':', {ref}"
+        if payload.null_when is None:
+            return f"IFNULL(CONCAT(LENGTH({ref}), ':', {ref}), 'N')"
+        return f"IF({payload.null_when}, 'N', CONCAT(LENGTH({ref}), ':', {ref}))"
+
+    def hash64(self, fields: Sequence[Field]) -> str:
+        return f"CAST(CONV(LEFT(MD5({self.key_bytes(fields)}), 16), 16, 10) AS UNSIGNED)"
+
+    def hash_leaf(self, fields: Sequence[Field], depth: int) -> str:
+        top = f"CAST(CONV(LEFT(MD5({self.key_bytes(fields)}), 8), 16, 10) AS UNSIGNED)"
+        return f"({top} >> {32 - depth})"
+
+    def key_bytes(self, fields: Sequence[Field]) -> str:
+        # CONCAT of text and binary strings is a binary string of their bytes.
+        return f"CONCAT({', '.join(sql for sql, _ in fields)})"
+
+    def int_div(self, dividend: str, divisor: int) -> str:
+        return f"(({dividend}) DIV {divisor})"
+
+
+Writer = Callable[[str, str, DigestColumn, ComparisonOptions, MariaDBDigestDialect], Payload]
+
+
+def _text(sql: str) -> str:
+    return f"CAST({sql} AS CHAR CHARACTER SET utf8mb4)"
+
+
+def _number(sql: str) -> str:
+    return f"CAST({sql} AS CHAR)"  # ASCII digits: the session's utf8mb4 is as good
+
+
+def _null_when(ref: str, column: DigestColumn) -> str:
+    """The payload is NULL exactly when the column is (``""``: never)."""
+    return f"{ref} IS NULL" if column.column.nullable else ""
+
+
+def _integer(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    if native == "bit":
+        return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
+    if native in _INTEGER_NAMES:
+        return Payload(_number(ref), null_when=_null_when(ref, column))
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
+
+
+def _decimal(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    null_when = _null_when(ref, column)
+    if native in _INTEGER_NAMES:
+        return Payload(_number(ref), null_when=null_when)
+    if native not in ("decimal", "numeric", "dec", "fixed"):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
+    if _scale(column.column) == 0:
+        return Payload(_number(ref), null_when=null_when)
+    # Plain text with the declared scale: drop trailing fractional zeros and a bare point.
+    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {_number(ref)}))"
+    return Payload(f"IF({ref} = 0, '0', {trimmed})", null_when=null_when)
+
+
+def _float(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    ltype = column.ltype
+    assert isinstance(ltype, lt.FloatType)
+    null_when = _null_when(ref, column)
+    if native == "float" and ltype.bits == 32:  # widening is exact
+        return Payload(float_bits_sql(f"CAST({ref} AS DOUBLE)"), null_when=null_when)
+    if native in ("double", "real") and ltype.bits == 64:
+        return Payload(float_bits_sql(ref), null_when=null_when)
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+
+
+def _string(
+    ref: str, native: str, column: DigestColumn, options: ComparisonOptions, *_: Any
+) -> Payload:
+    ltype = column.ltype
+    assert isinstance(ltype, lt.StringType)
+    if native in ("binary", "varbinary") or native.endswith("blob"):
+        raise NotPushable(f"column {column.name}: bytes compared as text")
+    value = _text(ref)  # CHAR comes back without its padding, as the text protocol reads it
+    if options.trim_char and ltype.padded:
+        value = f"TRIM(TRAILING ' ' FROM {value})"
+    if options.empty_string_is_null:  # by length: PAD SPACE collations say ' ' = ''
+        return Payload(f"IF(LENGTH({value}) = 0, NULL, {value})")
+    return Payload(value, null_when=_null_when(ref, column))
+
+
+def _bytes(
+    ref: str, native: str, column: DigestColumn, options: ComparisonOptions, *_: Any
+) -> Payload:
+    if not (native in ("binary", "varbinary") or native.endswith("blob")):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as bytes")
+    if options.empty_string_is_null:
+        return Payload(f"IF(LENGTH({ref}) = 0, NULL, {ref})", binary=True)
+    return Payload(ref, binary=True, null_when=_null_when(ref, column))
+
+
+def _boolean(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    if native != "bit" and native not in _INTEGER_NAMES:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as boolean")
+    value = f"CASE WHEN {ref} <> 0 THEN '1' WHEN {ref} = 0 THEN '0' END"
+    return Payload(value, null_when=_null_when(ref, column))
+
+
+def _date(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    if native != "date":
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
+    return Payload(_number(f"DATEDIFF({ref}, '1970-01-01')"))  # NULL for a zero date too
+
+
+# Exact microsecond counts of each temporal column (https://mariadb.com/kb/en/date-time-functions/):
+# TIME_TO_SEC keeps the fraction and the sign of a TIME; UNIX_TIMESTAMP of a TIMESTAMP
+# column is its stored instant, whatever the session's time zone.
+_MICROS: dict[tuple[type, str], Callable[[str], str]] = {
+    (lt.TimeType, "time"): lambda ref: f"CAST(TIME_TO_SEC({ref}) * 1000000 AS SIGNED)",
+    (lt.TimestampType, "datetime"): (
+        lambda ref: f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {ref})"
+    ),
+    (lt.TimestampTzType, "timestamp"): (
+        lambda ref: f"CAST(UNIX_TIMESTAMP({ref}) * 1000000 AS SIGNED)"
+    ),
+}
+
+
+def _temporal(
+    ref: str,
+    native: str,
+    column: DigestColumn,
+    options: ComparisonOptions,
+    dialect: MariaDBDigestDialect,
+) -> Payload:
+    ltype = column.ltype
+    to_micros = _MICROS.get((type(ltype), native))
+    if to_micros is None:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+    digits = options.fraction_digits(ltype)
+    micros = to_micros(ref)
+    if digits < _precision(column.column):  # else every stored value is a whole unit
+        rounding = options.rounding
+        epoch = rounding_epoch(rounding, ltype)
+        micros = dialect.reduce_micros(micros, digits, rounding, epoch)
+    return Payload(_number(micros))  # NULL for a zero DATETIME too
+
+
+def _uuid(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
+    if native == "uuid":
+        return Payload(f"REPLACE({_text(ref)}, '-', '')", null_when=_null_when(ref, column))
+    if native in ("char", "varchar"):  # as merkle.spark reads UUID text
+        return Payload(f"REGEXP_REPLACE(LOWER(TRIM({_text(ref)})), '^urn:uuid:|[{{}}-]', '')")
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as uuid")
+
+
+_WRITERS: tuple[tuple[type, Writer], ...] = (
+    (lt.IntegerType, _integer),
+    (lt.DecimalType, _decimal),
+    (lt.FloatType, _float),
+    (lt.StringType, _string),
+    (lt.BytesType, _bytes),
+    (lt.BooleanType, _boolean),
+    (lt.DateType, _date),
+    (lt.TimeType, _temporal),
+    (lt.TimestampType, _temporal),
+    (lt.TimestampTzType, _temporal),
+    (lt.UuidType, _uuid),
+)
+
+
+class MariaDBDigestSession:
+    """One connection in ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, at its position."""
+
+    def __init__(self, connector: MariaDBConnector, table: TableSchema, connection: Any) -> None:
+        self._connector = connector
+        self._table = table
+        self._connection = connection
+        self.position: int | None = None
+
+    def iter_rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        import pymysql.cursors
+
+        with self._connection.cursor(pymysql.cursors.SSCursor) as cursor:
+            cursor.execute(sql)
+            while rows := cursor.fetchmany(10_000):
+                yield from rows
+
+    def read_rows(self, columns: Sequence[str], partition: Partition) -> Iterator[pa.RecordBatch]:
+        return self._connector.read_in(self._connection, self._table, columns, partition, None)
+
+
+@contextmanager
+def digest_session(
+    connector: MariaDBConnector, table: TableSchema
+) -> Iterator[MariaDBDigestSession]:
+    """A session in a consistent snapshot of its own (InnoDB cannot share one)."""
+    with connector.connect() as connection:
+        session = MariaDBDigestSession(connector, table, connection)
+        session.position = connector.begin_snapshot(connection)
+        try:
+            yield session
+        finally:
+            connection.rollback()

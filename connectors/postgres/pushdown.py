@@ -1,0 +1,291 @@
+"""PostgreSQL SQL for the database engine (``connectors.pushdown``): canonical payloads,
+field framing and MD5 hashes computed by the server.
+
+Every expression reproduces ``merkle.canonical`` exactly (tests replay the golden vectors
+through it). It needs PostgreSQL 14 or later (``extract`` returns exact ``numeric``) and a
+UTF8 database (``md5(text)`` then hashes the text's UTF-8 bytes); ``digest_dialect`` of
+the connector checks both. Functions:
+https://www.postgresql.org/docs/current/functions.html .
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from connectors.base import Partition, Snapshot, TableSchema
+from connectors.postgres.types import quote
+from connectors.pushdown import (
+    DigestColumn,
+    DigestDialect,
+    Field,
+    NotPushable,
+    Payload,
+    rounding_epoch,
+)
+from merkle import types as lt
+from merkle.options import ComparisonOptions
+
+if TYPE_CHECKING:
+    import psycopg
+    import pyarrow as pa
+
+    from connectors.postgres.connector import PostgresConnector
+
+CANONICAL_NAN_BITS = 9221120237041090560  # merkle.canonical.CANONICAL_NAN_BITS
+_INTEGERS = ("smallint", "integer", "bigint")
+_LENGTH = re.compile(r"^character\((\d+)\)$")
+
+
+def _base(column: DigestColumn) -> str:
+    """The native type without its modifier: ``numeric(10,2)`` -> ``numeric``."""
+    return re.sub(r"\(.*?\)", "", column.column.native_type).strip()
+
+
+def _null_when(column: DigestColumn) -> str | None:
+    return None if column.column.nullable else ""
+
+
+def float_bits_sql(value: str) -> str:
+    """The exact ``float`` payload of a float8: its IEEE bits as a signed decimal integer
+    (``float8send`` gives them big-endian; adding +0.0 turns -0.0 into 0.0, and every NaN
+    gets Java's canonical NaN bits, as ``merkle.canonical.float_bits`` does)."""
+    bits = f"('x' || encode(float8send({value} + 0.0::float8), 'hex'))::bit(64)::bigint"
+    return f"CASE WHEN {value} = 'NaN' THEN '{CANONICAL_NAN_BITS}' ELSE ({bits})::text END"
+
+
+def _integer(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    if _base(column) not in _INTEGERS:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
+    return Payload(f"{ref}::text", null_when=_null_when(column))
+
+
+def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    base = _base(column)
+    if base in _INTEGERS:
+        return Payload(f"{ref}::text", null_when=_null_when(column))
+    if base != "numeric":
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
+    # numeric text is plain notation with the value's own scale: drop trailing fractional
+    # zeros and a bare point; NaN and infinities fall through as text no value matches.
+    trimmed = f"rtrim(rtrim({ref}::text, '0'), '.')"
+    return Payload(
+        f"CASE WHEN {ref} = 0 THEN '0' WHEN scale({ref}) > 0 THEN {trimmed} ELSE {ref}::text END",
+        null_when=_null_when(column),
+    )
+
+
+def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    ltype = column.ltype
+    assert isinstance(ltype, lt.FloatType)
+    base = _base(column)
+    if base == "real" and ltype.bits == 32:  # widening to float8 is exact
+        return Payload(float_bits_sql(f"{ref}::float8"), null_when=_null_when(column))
+    if base == "double precision" and ltype.bits == 64:
+        return Payload(float_bits_sql(ref), null_when=_null_when(column))
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+
+
+def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
+    ltype = column.ltype
+    assert isinstance(ltype, lt.StringType)
+    value = f"{ref}::text"  # drops character(n)'s padding, which the driver keeps
+    native = column.column.native_type
+    trim = options.trim_char and ltype.padded
+    if not trim:
+        padded = _LENGTH.match(native)
+        if padded:
+            value = f"rpad({value}, {padded.group(1)})"  # character(n) holds n characters
+        elif native == "bpchar":
+            raise NotPushable(f"column {column.name}: bpchar without a length keeps its spaces")
+    else:
+        value = f"rtrim({value}, ' ')"
+    if options.empty_string_is_null:
+        return Payload(f"NULLIF({value}, '')")
+    return Payload(value, null_when=_null_when(column))
+
+
+def _bytes(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
+    if _base(column) != "bytea":
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as bytes")
+    if options.empty_string_is_null:
+        return Payload(f"NULLIF({ref}, ''::bytea)", binary=True)
+    return Payload(ref, binary=True, null_when=_null_when(column))
+
+
+def _boolean(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    base = _base(column)
+    if base == "boolean":
+        test = ref
+    elif base in _INTEGERS:
+        test = f"{ref} <> 0"
+    else:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as boolean")
+    return Payload(
+        f"CASE WHEN {test} THEN '1' WHEN NOT {test} THEN '0' END", null_when=_null_when(column)
+    )
+
+
+def _date(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    if _base(column) != "date":
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
+    return Payload(f"({ref} - DATE '1970-01-01')::text", null_when=_null_when(column))
+
+
+_TEMPORAL_NATIVE: dict[type, str] = {
+    lt.TimeType: "time without time zone",
+    lt.TimestampType: "timestamp without time zone",
+    lt.TimestampTzType: "timestamp with time zone",
+}
+
+
+def _temporal(
+    ref: str, column: DigestColumn, options: ComparisonOptions, dialect: DigestDialect
+) -> Payload:
+    ltype = column.ltype
+    if _TEMPORAL_NATIVE.get(type(ltype)) != _base(column):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+    # time: microseconds since midnight; timestamp: the wall clock read as UTC; timestamptz:
+    # the instant. extract is exact numeric since PostgreSQL 14.
+    micros = f"(extract(epoch FROM {ref}) * 1000000)::bigint"
+    digits = options.fraction_digits(ltype)
+    own = getattr(column.column.ltype, "precision", lt.MAX_FRACTION_DIGITS)
+    if digits < own:  # else every stored value is a whole unit already
+        rounding = options.rounding
+        epoch = rounding_epoch(rounding, ltype)
+        micros = dialect.reduce_micros(micros, digits, rounding, epoch)
+    return Payload(f"({micros})::text", null_when=_null_when(column))
+
+
+def _uuid(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    if _base(column) == "uuid":
+        return Payload(f"replace({ref}::text, '-', '')", null_when=_null_when(column))
+    if isinstance(column.column.ltype, lt.StringType):  # as merkle.spark reads UUID text
+        bare = f"regexp_replace(lower(btrim({ref}::text)), '^urn:uuid:|[{{}}-]', '', 'g')"
+        return Payload(bare, null_when=_null_when(column))
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as uuid")
+
+
+def _interval(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    if not _base(column).startswith("interval"):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as interval")
+    # (months, microseconds): date_trunc to the month keeps exactly years and months, the
+    # rest is days and time, a day counting 86,400 s.
+    months = f"(extract(year FROM {ref}) * 12 + extract(month FROM {ref}))::bigint"
+    micros = f"(extract(epoch FROM {ref} - date_trunc('month', {ref})) * 1000000)::bigint"
+    return Payload(f"{months}::text || ',' || {micros}::text", null_when=_null_when(column))
+
+
+Writer = Callable[[str, DigestColumn, ComparisonOptions, DigestDialect], Payload]
+_WRITERS: tuple[tuple[type, Writer], ...] = (
+    (lt.IntegerType, _integer),
+    (lt.DecimalType, _decimal),
+    (lt.FloatType, _float),
+    (lt.StringType, _string),
+    (lt.BytesType, _bytes),
+    (lt.BooleanType, _boolean),
+    (lt.DateType, _date),
+    (lt.TimeType, _temporal),
+    (lt.TimestampType, _temporal),
+    (lt.TimestampTzType, _temporal),
+    (lt.UuidType, _uuid),
+    (lt.IntervalType, _interval),
+)
+
+
+class PostgresDigestDialect(DigestDialect):
+    """PostgreSQL 14 or later, in a UTF8 database."""
+
+    payload_fence = " OFFSET 0"
+
+    def __init__(self, qualify: Callable[[str], str]) -> None:
+        self._qualify = qualify
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def table(self, name: str) -> str:
+        return self._qualify(name)
+
+    def payload(self, column: DigestColumn, options: ComparisonOptions) -> Payload:
+        ref = self.quote(column.name)
+        for kind, write in _WRITERS:
+            if isinstance(column.ltype, kind):
+                return write(ref, column, options, self)
+        raise NotPushable(f"column {column.name}: {column.ltype} is not computed in Postgres")
+
+    def field(self, ref: str, payload: Payload) -> str:
+        # concat() skips a NULL argument, so a NULL payload leaves only the marker.
+        if payload.binary:
+            framed = f"convert_to(octet_length({ref}) || ':', 'UTF8') || {ref}"
+            return framed if payload.null_when == "" else f"coalesce({framed}, '\\x4e'::bytea)"
+        if payload.null_when == "":
+            return f"octet_length({ref}), ':', {ref}"
+        return f"coalesce(octet_length({ref}) || ':', 'N'), {ref}"
+
+    def key_bytes(self, fields: Sequence[Field]) -> str:
+        if not any(binary for _, binary in fields):
+            return f"concat({', '.join(sql for sql, _ in fields)})"
+        parts: list[str] = []
+        text: list[str] = []
+        for sql, binary in fields:  # runs of text fields become one UTF-8 bytea
+            if not binary:
+                text.append(sql)
+                continue
+            if text:
+                parts.append(f"convert_to(concat({', '.join(text)}), 'UTF8')")
+                text = []
+            parts.append(sql)
+        if text:
+            parts.append(f"convert_to(concat({', '.join(text)}), 'UTF8')")
+        return " || ".join(parts)
+
+    def _md5_hex(self, fields: Sequence[Field]) -> str:
+        return f"md5({self.key_bytes(fields)})"
+
+    def hash64(self, fields: Sequence[Field]) -> str:
+        return f"('x' || left({self._md5_hex(fields)}, 16))::bit(64)::bigint"
+
+    def hash_leaf(self, fields: Sequence[Field], depth: int) -> str:
+        top = f"('x' || left({self._md5_hex(fields)}, 8))::bit(32)::bigint"
+        return f"({top} >> {32 - depth})"
+
+    def int_div(self, dividend: str, divisor: int) -> str:
+        return f"(({dividend}) / {divisor})"
+
+
+class PostgresDigestSession:
+    """One connection in a REPEATABLE READ transaction (in the shared snapshot if given)."""
+
+    _names = itertools.count()
+
+    def __init__(
+        self, connector: PostgresConnector, table: TableSchema, connection: psycopg.Connection[Any]
+    ) -> None:
+        self._connector = connector
+        self._table = table
+        self._connection = connection
+        self.position: int | None = None
+
+    def iter_rows(self, sql: str) -> Iterator[tuple[Any, ...]]:
+        with self._connection.cursor(f"replcheck_digest_{next(self._names)}") as cursor:
+            cursor.execute(sql)
+            while rows := cursor.fetchmany(10_000):
+                yield from rows
+
+    def read_rows(self, columns: Sequence[str], partition: Partition) -> Iterator[pa.RecordBatch]:
+        return self._connector.read_in(self._connection, self._table, columns, partition, None)
+
+
+@contextlib.contextmanager
+def digest_session(
+    connector: PostgresConnector, table: TableSchema, snapshot: Snapshot | None
+) -> Iterator[PostgresDigestSession]:
+    """A session in ``snapshot`` (its LSN is the position), else in a transaction of its own."""
+    with connector.read_transaction(snapshot) as connection:
+        session = PostgresDigestSession(connector, table, connection)
+        session.position = snapshot.position if snapshot is not None else None
+        yield session
