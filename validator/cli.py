@@ -76,15 +76,16 @@ def _lake_of(config_path: Path, sets: list[str]) -> Path | None:
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dict[str, Any]:
     from validator.config import load_validator_config
     from validator.job import validate as run_validation
-    from validator.spark_session import build_spark_session, under_spark_submit
+    from validator.spark_session import LazySparkSession, under_spark_submit
 
     config = load_validator_config(config_path, _overrides(sets))
     for name in names:
-        config.comparison(name)  # unknown names fail before Spark starts
+        config.comparison(name)  # unknown names fail before anything starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
-    spark = build_spark_session(master=config.spark.master, extra_conf=config.spark.conf)
+    spark = LazySparkSession(master=config.spark.master, extra_conf=config.spark.conf)
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
+        spark()  # spark-submit started the JVM already: use it
     return run_validation(spark, config, names)
 
 

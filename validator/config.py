@@ -17,6 +17,12 @@ A minimal file::
 integer columns compared as booleans (MariaDB's BOOLEAN is TINYINT(1)). ``options`` takes the
 keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` (tree size).
 
+``validation.engine`` (or a comparison's own ``engine``) says who computes the digests:
+``auto`` (the default) lets two databases that can compute their own do so, with no Spark
+and no full read (``connectors.pushdown``), and uses Spark otherwise (a lake target, JSON
+columns, ``float_digits``, ...); ``spark`` and ``database`` insist on one engine.
+``validation.database_parallelism`` is how many connections each database reads on.
+
 ``expectations`` (optional) is a data-quality suite checked with Great Expectations on the
 target as materialised at the agreed position (``validator.expectations``). Columns are
 named as in the target; a failed expectation makes the comparison fail like a difference::
@@ -49,6 +55,7 @@ from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
+ENGINES = ("auto", "spark", "database")
 TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation", "resync")
 _OPTION_KEYS = (
     "trim_char",
@@ -157,6 +164,7 @@ class ComparisonConfig:
     depth: int | None = None
     rows_per_leaf: int = DEFAULT_ROWS_PER_LEAF
     expectations: tuple[ExpectationConfig, ...] = ()
+    engine: str | None = None  # overrides validation.engine for this comparison
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +182,10 @@ class ValidationSettings:
     lake_wait_timeout_s: float = 300.0  # how long to wait for the lake to reach position P
     recheck_lag_s: float = 5.0  # live targets: re-check mismatches after this lag
     max_reported_rows: int = 1000  # differing rows detailed per comparison
+    # Who computes the digests (ENGINES): "auto" lets two databases compute their own when
+    # both can (connectors.pushdown), else Spark; "spark" or "database" insist.
+    engine: str = "auto"
+    database_parallelism: int = 2  # database engine: connections a side reads on at once
 
 
 AUDIT_STORES = ("lake", "file")
@@ -301,7 +313,7 @@ def _read_comparison(
     section: Section, connections: Mapping[str, ConnectionConfig]
 ) -> ComparisonConfig:
     section.check_keys(
-        ["name", "source", "target", "key", "columns", "options", "expectations"],
+        ["name", "source", "target", "key", "columns", "options", "expectations", "engine"],
         required=["name", "source", "target"],
     )
     options, depth, rows_per_leaf = _read_options(section.optional_child("options"))
@@ -320,6 +332,7 @@ def _read_comparison(
         depth=depth,
         rows_per_leaf=rows_per_leaf,
         expectations=tuple(_read_expectation(e) for e in section.items("expectations")),
+        engine=_read_engine(section),
     )
 
 
@@ -424,18 +437,38 @@ def _read_spark(section: Section | None) -> SparkConfig:
 def _read_settings(section: Section | None) -> ValidationSettings:
     if section is None:
         return ValidationSettings()
-    section.check_keys(["lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"])
+    section.check_keys(
+        [
+            "lake_wait_timeout_s",
+            "recheck_lag_s",
+            "max_reported_rows",
+            "engine",
+            "database_parallelism",
+        ]
+    )
     defaults = ValidationSettings()
     settings = ValidationSettings(
         lake_wait_timeout_s=section.get("lake_wait_timeout_s", float, defaults.lake_wait_timeout_s)
         or 0.0,
         recheck_lag_s=section.get("recheck_lag_s", float, defaults.recheck_lag_s) or 0.0,
         max_reported_rows=section.get("max_reported_rows", int, defaults.max_reported_rows) or 0,
+        engine=_read_engine(section) or defaults.engine,
+        database_parallelism=section.get("database_parallelism", int, defaults.database_parallelism)
+        or 0,
     )
     for key in ("lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"):
         if getattr(settings, key) < 0:
             raise section.error(key, "must not be negative")
+    if settings.database_parallelism < 1:
+        raise section.error("database_parallelism", "must be at least 1")
     return settings
+
+
+def _read_engine(section: Section) -> str | None:
+    engine = section.get("engine", str)
+    if engine is not None and engine not in ENGINES:
+        raise section.error("engine", f"must be one of {', '.join(ENGINES)}, not {engine!r}")
+    return engine
 
 
 def _read_resync(

@@ -1,7 +1,11 @@
-"""Run the configured comparisons in one Spark session and write ``result.json``.
+"""Run the configured comparisons and return the run's result document.
 
-A source without a transaction log (DuckDB, SQLite) has no position: it is compared with
-a lake target as of the lake's high-water mark, i.e. with everything the lake has.
+Each comparison runs in one of two engines (``validation.engine``): the two databases
+compute their own digests when both can (``validator.database_engine``), else Spark does
+(``validator.compare``), in one session for the whole run, started only when a comparison
+needs it. A source without a transaction log (DuckDB, SQLite) has no position: it is
+compared with a lake target as of the lake's high-water mark, i.e. with everything the
+lake has.
 """
 
 from __future__ import annotations
@@ -9,24 +13,26 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
-from cdc_core.lake import LakeTable, changelog_files, high_water_mark
-from connectors.base import Connector, TableSchema, connector_for
+from cdc_core.lake import LakeTable, high_water_mark
+from connectors.base import Connector, TableSchema
+from connectors.pushdown import NotPushable
 from merkle.layout import RowLayout
-from merkle.options import TimeRounding
 from validator.compare import CompareSettings, Side, compare_sides, hashed_rows
 from validator.config import ComparisonConfig, ValidatorConfig
+from validator.database_engine import compare_in_databases
+from validator.database_plan import DatabaseSide, plan_side
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.lake_target import lake_state_at
 from validator.positions import SourcePositions, read_positions, wait_for_lake
 from validator.recheck import LiveTable, can_recheck, confirm
-from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
+from validator.reflection import Reflected, reflect_comparison
 from validator.result import (
     SCHEMA_VERSION,
     ComparisonResult,
@@ -41,39 +47,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
-
-
-def _connector(connection: ConnectionConfig) -> Connector:
-    if connection.url is None:
-        raise ConfigError(f"connection {connection.name} is a lake; use it as a target")
-    password = connection.password.reveal() if connection.password else None
-    return connector_for(connection.url, password)
-
-
-def _source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str, ...]:
-    key = comparison.key or schema.primary_key
-    if not key:
-        raise ConfigError(
-            f"comparison {comparison.name}: {comparison.source.table} has no primary key; "
-            "set key: [...] in the comparison"
-        )
-    missing = [k for k in key if k not in {c.name for c in schema.columns}]
-    if missing:
-        raise ConfigError(f"comparison {comparison.name}: key columns {missing} do not exist")
-    return tuple(key)
-
-
-def _target_types(connection: ConnectionConfig, table: str) -> dict[str, Any]:
-    if connection.lake is not None:
-        _, schema = changelog_files(LakeTable(connection.lake, table))
-        return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
-    reflected = _connector(connection).reflect(table)
-    return {c.name: c.ltype for c in reflected.columns}
-
-
-def _target_rounding(connection: ConnectionConfig) -> TimeRounding | None:
-    """How the target's product rounds stored times (unknown for a lake's writer)."""
-    return None if connection.lake is not None else _connector(connection).timestamp_rounding()
 
 
 def _lake_side(
@@ -98,15 +71,17 @@ def _lake_side(
 
 
 def _database_side(
-    spark: SparkSession, connection: ConnectionConfig, table: str, key: Sequence[str]
-) -> tuple[Side, Connector, TableSchema]:
+    spark: SparkSession,
+    connection: ConnectionConfig,
+    target: tuple[Connector, TableSchema],
+    key: Sequence[str],
+) -> Side:
     """A live database target, compared as it is now (it has no time travel)."""
-    connector = _connector(connection)
-    schema = connector.reflect(table)
+    connector, schema = target
     partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
     supported = [c.name for c in schema.columns if c.ltype is not None]
     frame = source_frame(spark, connector, schema, supported, partitions)
-    return Side(frame, f"{connection.name}:{table}"), connector, schema
+    return Side(frame, f"{connection.name}:{schema.table}")
 
 
 def _read_source_once(
@@ -130,46 +105,96 @@ def _read_source_once(
     return frame, positions
 
 
+def _session(spark: SparkSession | Callable[[], SparkSession]) -> SparkSession:
+    """The Spark session, started now if the caller passed a way to start it."""
+    return spark() if callable(spark) else spark
+
+
 def run_comparison(
-    spark: SparkSession, config: ValidatorConfig, comparison: ComparisonConfig
+    spark: SparkSession | Callable[[], SparkSession],
+    config: ValidatorConfig,
+    comparison: ComparisonConfig,
 ) -> ComparisonResult:
-    """Compare one source table with its target."""
-    source_connection = config.connections[comparison.source.connection]
-    target_connection = config.connections[comparison.target.connection]
-    connector = _connector(source_connection)
-    schema = connector.reflect(comparison.source.table)
-    key = _source_key(comparison, schema)
-    rules = comparison.columns
-    reconciled = reconcile(
-        {c.name: c.ltype for c in schema.columns},
-        _target_types(target_connection, comparison.target.table),
-        key,
-        rules.rename,
-        rules.exclude,
-        rules.sensitive,
-        comparison.options,
-        boolean=rules.boolean,
-        rounding=SideRounding(connector.timestamp_rounding(), _target_rounding(target_connection)),
-    )
+    """Compare one source table with its target, in the databases when both can compute
+    their own digests (``validation.engine``), else in Spark."""
+    reflected = reflect_comparison(config, comparison)
+    sides = _database_sides(config, reflected)
+    if sides is not None:
+        result = compare_in_databases(
+            comparison.name,
+            *sides,
+            reflected.reconciled.layout,
+            _settings(config, comparison),
+            config.validation.database_parallelism,
+        )
+        target: Side | None = None
+    else:
+        result, target = _compare_in_spark(_session(spark), config, reflected)
+    result = replace(result, schema_differences=reflected.reconciled.schema_differences)
+    if reflected.target is not None and result.differences:
+        result = _confirm_live(result, config, reflected)
+    if comparison.expectations:
+        if target is None:  # the database engine read no frame: read the live target now
+            target = _target_side(_session(spark), config, reflected, None)
+        result = _check_expectations(result, comparison, target, reflected.target_key)
+    return result
+
+
+def _database_sides(
+    config: ValidatorConfig, reflected: Reflected
+) -> tuple[DatabaseSide, DatabaseSide] | None:
+    """Both sides planned for the database engine, or None to compare in Spark."""
+    comparison = reflected.comparison
+    engine = comparison.engine or config.validation.engine
+    if engine == "spark":
+        return None
+    try:
+        if reflected.target is None:
+            raise NotPushable("the target is a lake, which only Spark reads")
+        layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
+        source_connection = config.connections[comparison.source.connection]
+        source = plan_side(
+            reflected.source,
+            reflected.source_schema,
+            layout,
+            {n: n for n in layout.names},
+            f"{source_connection.name}:{comparison.source.table}",
+        )
+        target = plan_side(
+            *reflected.target,
+            layout,
+            names,
+            f"{reflected.target_connection.name}:{comparison.target.table}",
+        )
+    except NotPushable as exc:
+        if engine == "database":
+            raise ConfigError(
+                f"comparison {comparison.name}: the database engine cannot compare it ({exc});"
+                " set engine: auto or spark"
+            ) from exc
+        log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
+        return None
+    return source, target
+
+
+def _compare_in_spark(
+    spark: SparkSession, config: ValidatorConfig, reflected: Reflected
+) -> tuple[ComparisonResult, Side]:
+    """The Spark engine (``validator.compare``); the result and the target it read."""
+    comparison, reconciled = reflected.comparison, reflected.reconciled
     names = reconciled.layout.names
     started = time.perf_counter()
-    source, positions = _read_source_once(spark, connector, schema, reconciled.layout)
+    source, positions = _read_source_once(
+        spark, reflected.source, reflected.source_schema, reconciled.layout
+    )
     read_s = round(time.perf_counter() - started, 3)
     try:
-        target_key = [rules.target_name(k) for k in key]
-        table = comparison.target.table
-        live: tuple[Connector, TableSchema] | None = None
-        if target_connection.is_lake:
-            target = _lake_side(spark, config, target_connection, table, target_key, positions)
-        else:
-            target, target_connector, target_schema = _database_side(
-                spark, target_connection, table, target_key
-            )
-            live = (target_connector, target_schema)
+        target = _target_side(spark, config, reflected, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
         target_frame = target.frame.select(
             *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
         )
+        source_connection = config.connections[comparison.source.connection]
         label = f"{source_connection.name}:{comparison.source.table}"
         position = positions.describe() if positions else None
         result = compare_sides(
@@ -181,16 +206,19 @@ def run_comparison(
         )
     finally:
         source.unpersist()
-    result = replace(
-        result,
-        schema_differences=reconciled.schema_differences,
-        timings={"source": read_s, **result.timings},
-    )
-    if live is not None and result.differences:
-        result = _confirm_live(result, config, reconciled, (connector, schema), live, key)
-    if comparison.expectations:
-        result = _check_expectations(result, comparison, target, target_key)
-    return result
+    return replace(result, timings={"source": read_s, **result.timings}), target
+
+
+def _target_side(
+    spark: SparkSession,
+    config: ValidatorConfig,
+    reflected: Reflected,
+    positions: SourcePositions | None,
+) -> Side:
+    connection, table = reflected.target_connection, reflected.comparison.target.table
+    if reflected.target is None:
+        return _lake_side(spark, config, connection, table, reflected.target_key, positions)
+    return _database_side(spark, connection, reflected.target, reflected.target_key)
 
 
 def _check_expectations(
@@ -216,28 +244,21 @@ def _check_expectations(
 
 
 def _confirm_live(
-    result: ComparisonResult,
-    config: ValidatorConfig,
-    reconciled: Reconciled,
-    source: tuple[Connector, TableSchema],
-    target: tuple[Connector, TableSchema],
-    key: Sequence[str],
+    result: ComparisonResult, config: ValidatorConfig, reflected: Reflected
 ) -> ComparisonResult:
     """Re-check a live target's differences after the replication lag (validator.recheck)."""
-    layout = reconciled.layout
+    assert reflected.target is not None
+    layout = reflected.reconciled.layout
     lag = config.validation.recheck_lag_s
     if lag <= 0 or not can_recheck(layout):
         log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
         return result
-    names = layout.names
-    target_names = tuple(reconciled.target_names[n] for n in names)
+    target_names = tuple(reflected.reconciled.target_names[n] for n in layout.names)
     return confirm(
         result,
         layout,
-        LiveTable(source[0], source[1], names, tuple(key)),
-        LiveTable(
-            target[0], target[1], target_names, tuple(reconciled.target_names[k] for k in key)
-        ),
+        LiveTable(reflected.source, reflected.source_schema, layout.names, reflected.key),
+        LiveTable(*reflected.target, target_names, reflected.target_key),
         lag,
     )
 
@@ -262,9 +283,18 @@ def _failed(
 
 
 def validate(
-    spark: SparkSession, config: ValidatorConfig, names: Sequence[str] = ()
+    spark: SparkSession | Callable[[], SparkSession],
+    config: ValidatorConfig,
+    names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run the comparisons (all, or those named) and return the run's result document."""
+    """Run the comparisons (all, or those named) and return the run's result document.
+
+    Args:
+        spark: The Spark session, or a callable that starts it (``LazySparkSession``), called
+            only when a comparison runs in Spark.
+        config: The validator's configuration.
+        names: Comparisons to run (default: all).
+    """
     chosen = [config.comparison(n) for n in names] if names else list(config.comparisons)
     started = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()

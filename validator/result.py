@@ -148,6 +148,7 @@ class ComparisonResult:
     expectations: tuple[ExpectationResult, ...] = ()  # data-quality suite on the target
     timings: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
+    engine: str = "spark"  # who computed the digests: Spark, or the two databases
 
     @property
     def differences_omitted(self) -> int:

@@ -1,6 +1,6 @@
 """What a re-sync knows about one comparison: both sides, the key and the hashed layout.
 
-The layout is reconciled exactly as the validation reconciles it (``validator.job``), so
+The layout is reconciled exactly as the validation reconciles it (``validator.reflection``), so
 the re-sync decides "equal" by the same hash contract, column rules and options that
 found the difference.
 """
@@ -15,8 +15,8 @@ from cdc_core.lake import LakeTable
 from connectors.base import POSITION_COLUMN, Connector, Partition, Snapshot, TableSchema
 from merkle.hashing import RowHasher
 from validator.config import ComparisonConfig, ValidatorConfig
-from validator.job import _connector, _source_key, _target_rounding, _target_types
-from validator.reconcile import Reconciled, SideRounding, reconcile
+from validator.reconcile import Reconciled
+from validator.reflection import reflect_comparison
 from validator.resync_keys import TypedKey, check_key_types
 
 Row = list[object]  # one row's values in layout order
@@ -76,25 +76,15 @@ class ComparisonContext:
 
 def prepare(config: ValidatorConfig, comparison: ComparisonConfig) -> ComparisonContext:
     """Reflect both sides of ``comparison`` and reconcile its layout (as validation does)."""
-    source_connection = config.connections[comparison.source.connection]
-    target_connection = config.connections[comparison.target.connection]
-    connector = _connector(source_connection)
-    schema = connector.reflect(comparison.source.table)
-    key = _source_key(comparison, schema)
-    rules = comparison.columns
-    reconciled = reconcile(
-        {c.name: c.ltype for c in schema.columns},
-        _target_types(target_connection, comparison.target.table),
-        key,
-        rules.rename,
-        rules.exclude,
-        rules.sensitive,
-        comparison.options,
-        boolean=rules.boolean,
-        rounding=SideRounding(connector.timestamp_rounding(), _target_rounding(target_connection)),
+    reflected = reflect_comparison(config, comparison)
+    check_key_types(reflected.reconciled.layout, comparison.name)
+    return ComparisonContext(
+        comparison,
+        reflected.source,
+        reflected.source_schema,
+        reflected.target_connection,
+        reflected.reconciled,
     )
-    check_key_types(reconciled.layout, comparison.name)
-    return ComparisonContext(comparison, connector, schema, target_connection, reconciled)
 
 
 @dataclass(frozen=True, slots=True)

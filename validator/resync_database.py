@@ -29,7 +29,7 @@ from pathlib import Path
 from cdc_core.errors import TransientError
 from connectors.base import Connector, TableSchema
 from merkle.canonical import to_canonical_field
-from validator.job import _connector
+from validator.reflection import connector_of
 from validator.repair_sql import (
     RepairAction,
     RepairTarget,
@@ -80,7 +80,7 @@ class DatabaseSide:
 
 def open_target(context: ComparisonContext) -> DatabaseSide:
     """Reflect the target table for reading and for repair SQL."""
-    connector = _connector(context.target)
+    connector = connector_of(context.target)
     schema = connector.reflect(context.comparison.target.table)
     repair = reflect_target(
         context.target, context.comparison.target.table, context.target_key, context.sensitive

@@ -77,6 +77,32 @@ def build_spark_session(
     return session
 
 
+class LazySparkSession:
+    """A Spark session started on first use: a run whose comparisons all run in their
+    databases (``validation.engine``) never pays for the JVM.
+
+    Args:
+        master: As for ``build_spark_session``.
+        extra_conf: As for ``build_spark_session``.
+    """
+
+    def __init__(self, master: str = "local[2]", extra_conf: Mapping[str, str] | None = None):
+        self._master = master
+        self._extra_conf = dict(extra_conf or {})
+        self._session: SparkSession | None = None
+
+    def __call__(self) -> SparkSession:
+        """The session, started now if it is not running yet."""
+        if self._session is None:
+            self._session = build_spark_session(master=self._master, extra_conf=self._extra_conf)
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        """Whether a comparison needed Spark."""
+        return self._session is not None
+
+
 def _prepare_environment() -> None:
     """Set the variables the JVM and the Python workers read at launch, unless already set."""
     # Spark otherwise binds to the machine's external interface (DESIGN.md, platform notes).

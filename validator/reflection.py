@@ -1,0 +1,104 @@
+"""Both sides of a comparison reflected and its row layout reconciled, once, for whoever
+compares them: the validation (either engine) and the re-sync, so both decide "equal" by
+the same columns, types, rules and options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.config import ConnectionConfig
+from cdc_core.errors import ConfigError
+from cdc_core.lake import LakeTable, changelog_files
+from connectors.base import Connector, TableSchema, connector_for
+from validator.config import ComparisonConfig, ValidatorConfig
+from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
+
+
+def connector_of(connection: ConnectionConfig) -> Connector:
+    """The connector of a database connection (a lake has none)."""
+    if connection.url is None:
+        raise ConfigError(f"connection {connection.name} is a lake; use it as a target")
+    password = connection.password.reveal() if connection.password else None
+    return connector_for(connection.url, password)
+
+
+def source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str, ...]:
+    """The configured key, else the source's primary key; a ConfigError when neither."""
+    key = comparison.key or schema.primary_key
+    if not key:
+        raise ConfigError(
+            f"comparison {comparison.name}: {comparison.source.table} has no primary key; "
+            "set key: [...] in the comparison"
+        )
+    missing = [k for k in key if k not in {c.name for c in schema.columns}]
+    if missing:
+        raise ConfigError(f"comparison {comparison.name}: key columns {missing} do not exist")
+    return tuple(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Reflected:
+    """A comparison's two sides as reflected, and the layout both hash.
+
+    Attributes:
+        comparison: Its configuration.
+        source: The source's connector.
+        source_schema: The reflected source table.
+        key: Key columns, source names.
+        target_connection: The target's connection (a lake or a database).
+        target: The target's connector and reflected table (None for a lake).
+        reconciled: The layout both sides hash (source column names) and target names.
+    """
+
+    comparison: ComparisonConfig
+    source: Connector
+    source_schema: TableSchema
+    key: tuple[str, ...]
+    target_connection: ConnectionConfig
+    target: tuple[Connector, TableSchema] | None
+    reconciled: Reconciled
+
+    @property
+    def target_key(self) -> tuple[str, ...]:
+        """Key columns, target names."""
+        return tuple(self.reconciled.target_names[k] for k in self.key)
+
+
+def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) -> Reflected:
+    """Reflect both sides of ``comparison`` and reconcile their columns."""
+    source_connection = config.connections[comparison.source.connection]
+    target_connection = config.connections[comparison.target.connection]
+    connector = connector_of(source_connection)
+    schema = connector.reflect(comparison.source.table)
+    key = source_key(comparison, schema)
+    target: tuple[Connector, TableSchema] | None = None
+    if target_connection.lake is None:
+        target_connector = connector_of(target_connection)
+        target = (target_connector, target_connector.reflect(comparison.target.table))
+    rules = comparison.columns
+    reconciled = reconcile(
+        {c.name: c.ltype for c in schema.columns},
+        _target_types(target_connection, comparison.target.table, target),
+        key,
+        rules.rename,
+        rules.exclude,
+        rules.sensitive,
+        comparison.options,
+        boolean=rules.boolean,
+        rounding=SideRounding(
+            connector.timestamp_rounding(), target[0].timestamp_rounding() if target else None
+        ),
+    )
+    return Reflected(comparison, connector, schema, key, target_connection, target, reconciled)
+
+
+def _target_types(
+    connection: ConnectionConfig, table: str, target: tuple[Connector, TableSchema] | None
+) -> dict[str, Any]:
+    if target is not None:
+        return {c.name: c.ltype for c in target[1].columns}
+    assert connection.lake is not None
+    _, schema = changelog_files(LakeTable(connection.lake, table))
+    return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
