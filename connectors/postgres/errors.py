@@ -8,8 +8,22 @@ publications: https://www.postgresql.org/docs/current/sql-createpublication.html
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cdc_core.errors import ConfigError, TerminalError
+
+
+@dataclass(frozen=True, slots=True)
+class ValueContext:
+    """Where values come from, for errors (never the values themselves)."""
+
+    table: str
+    column: str
+
+    def error(self, problem: str, fix: str) -> TerminalError:
+        """A TerminalError about a value of this column: the problem, then the fix."""
+        message = f"column {self.column!r} of {self.table}: {problem}; {fix}"
+        return TerminalError(message, {"table": self.table, "column": self.column})
 
 
 class LogicalDecodingSetupError(ConfigError):

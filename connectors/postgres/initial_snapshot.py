@@ -38,6 +38,7 @@ from connectors.postgres.replication import (
     slot_state,
 )
 from connectors.postgres.snapshot import exported_snapshot
+from merkle import types as lt
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,6 +58,11 @@ SELECT c.relreplident,
 """
 
 
+# Values a row locator cannot hold: it is a tuple of scalars (``cdc_core.image_store``), and
+# the mirror is merged on equal key values.
+_NOT_LOCATING = (lt.ArrayType, lt.TimeTzType)
+
+
 def choose_key(
     table: TableSchema, identity: str, index: Sequence[str], configured: Sequence[str] | None
 ) -> tuple[str, ...]:
@@ -64,8 +70,21 @@ def choose_key(
 
     REPLICA IDENTITY USING INDEX logs the index's columns in deletes, so they are the key;
     otherwise the primary key (DEFAULT logs it; FULL logs the whole row); a table without
-    either is located by the configured key, else by all its stored columns.
+    either is located by the configured key, else by all its stored columns except arrays
+    and ``time_tz`` columns, which cannot locate a row.
+
+    Raises:
+        TerminalError: The key names an array or ``time_tz`` column, or a column the table
+            does not store.
     """
+    key = _key_of(table, identity, index, configured)
+    _check_locating(table, key)
+    return key
+
+
+def _key_of(
+    table: TableSchema, identity: str, index: Sequence[str], configured: Sequence[str] | None
+) -> tuple[str, ...]:
     if identity == "i" and index:
         return tuple(index)
     if table.primary_key:
@@ -82,10 +101,27 @@ def choose_key(
         return tuple(configured)
     logger.warning(
         "table %s has no primary key, replica identity index or configured key; rows are"
-        " located by all their columns (configure a key)",
+        " located by all their columns but arrays and time_tz columns (configure a key)",
         table.table,
     )
-    return tuple(stored)
+    return tuple(c.name for c in table.columns if c.name in stored and _locates(c.ltype))
+
+
+def _locates(ltype: lt.LogicalType | None) -> bool:
+    return ltype is not None and not isinstance(ltype, _NOT_LOCATING)
+
+
+def _check_locating(table: TableSchema, key: tuple[str, ...]) -> None:
+    wrong = [name for name in key if not _locates(table.column(name).ltype)]
+    if wrong or not key:
+        problem = f"its key columns {wrong} are" if wrong else "none of its columns is"
+        raise TerminalError(
+            f"table {table.table}: {problem} scalar values that can locate its rows in the"
+            " lake (arrays, time with time zone and unstored types cannot); give it a unique"
+            " index of other columns as replica identity (ALTER TABLE ... REPLICA IDENTITY"
+            " USING INDEX ...), or, without a primary key, configure its key",
+            {"table": table.table},
+        )
 
 
 def describe_table(

@@ -68,11 +68,10 @@ from connectors.postgres.replication import (
     connector_of,
     ensure_publication,
     ensure_slot,
-    lookup_type,
     next_xid,
     open_stream_connection,
 )
-from connectors.postgres.wal_values import ValueDecoder
+from connectors.postgres.wal_values import ValueDecoder, lookup_type
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
-from connectors.postgres.errors import ReplicaIdentityError
+from connectors.postgres.errors import ReplicaIdentityError, ValueContext
 from connectors.postgres.pgoutput import (
     UNCHANGED_TOAST,
     DeleteMessage,
@@ -38,7 +38,6 @@ from connectors.postgres.pgoutput import (
     TupleValue,
     UpdateMessage,
 )
-from connectors.postgres.types import ValueContext
 from connectors.postgres.wal_values import Decode, ValueDecoder
 
 logger = logging.getLogger(__name__)

@@ -27,7 +27,6 @@ from connectors.postgres.errors import (
 from connectors.postgres.position import lsn_to_int
 from connectors.postgres.snapshot import _replication_connection
 from connectors.postgres.types import quote
-from connectors.postgres.wal_values import TypeInfo
 
 if TYPE_CHECKING:
     import psycopg
@@ -209,24 +208,6 @@ def next_xid(connection: psycopg.Connection[Any]) -> int:
     row = connection.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").fetchone()
     assert row is not None
     return int(row[0]) & 0xFFFFFFFF
-
-
-def lookup_type(connection: psycopg.Connection[Any], type_oid: int) -> TypeInfo:
-    """What a non-builtin type is, from ``pg_type``."""
-    row = connection.execute(
-        "SELECT typtype, typbasetype, typelem, typcategory FROM pg_type WHERE oid = %s",
-        (type_oid,),
-    ).fetchone()
-    if row is None:
-        return TypeInfo("other")
-    kind, base, element, category = row
-    if kind == "e":
-        return TypeInfo("enum")
-    if kind == "d":
-        return TypeInfo("domain", base=int(base))
-    if category == "A" and element:
-        return TypeInfo("array", element=int(element))
-    return TypeInfo("other")
 
 
 def _qualified(table: str) -> str:

@@ -8,19 +8,22 @@ Values are read as the hash contract wants them without going through Python's d
 time types: dates as days and times, timestamps and intervals as microseconds, computed by
 the server with exact ``numeric`` arithmetic (``extract`` returns ``numeric`` since
 PostgreSQL 14), so years outside 1..9999 and ``24:00:00`` survive and the session time zone
-cannot shift an instant.
+cannot shift an instant. Arrays and ``time with time zone`` are read in binary, through
+their send functions, and decoded as the log reader decodes the stream (``wal_values``):
+one decoder for both paths, so a snapshot and the stream cannot disagree.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from connectors.base import SourceColumn, arrow_type_of
+from connectors.postgres.errors import ValueContext
+from connectors.postgres.wal_values import TypeInfo, ValueDecoder, decode_timetz
 from merkle import types as lt
 from merkle.options import TimeRounding
 
@@ -57,6 +60,7 @@ _SIMPLE: dict[str, lt.LogicalType] = {
 }
 _FRACTIONAL: dict[str, Callable[[int], lt.LogicalType]] = {
     "time without time zone": lt.TimeType,
+    "time with time zone": lt.TimeTzType,
     "timestamp without time zone": lt.TimestampType,
     "timestamp with time zone": lt.TimestampTzType,
 }
@@ -65,18 +69,24 @@ _FRACTIONAL: dict[str, Callable[[int], lt.LogicalType]] = {
 _MODIFIER = re.compile(r"\((-?\d+)(?:,(-?\d+))?\)")
 
 
-def logical_type(native_type: str, is_enum: bool = False) -> lt.LogicalType | None:
+def logical_type(
+    native_type: str, is_enum: bool = False, element: tuple[str, bool] | None = None
+) -> lt.LogicalType | None:
     """The logical type of a column spelled by ``format_type``, or None if replcheck cannot
-    hash it (arrays, ranges, geometric and network types, ``time with time zone``, ...).
+    hash it (ranges, geometric and network types, ...).
 
-    ``time with time zone`` has no logical type yet: its value is a wall-clock time plus a
-    UTC offset, neither a time of day (the offset matters) nor an instant (no date), and no
-    other product has it to compare with.
+    Args:
+        native_type: The type, or a domain's base type (``numeric(10,2)``, ``integer[]``).
+        is_enum: The type is an enum.
+        element: For an array, its element's type spelled the same way (a domain's base)
+            and whether that is an enum; None reads the element from ``native_type``.
     """
+    if native_type.endswith("]"):
+        named = (native_type[: native_type.index("[")], False)
+        inner = logical_type(*(element or named))
+        return None if inner is None else lt.ArrayType(inner)
     if is_enum:
         return lt.StringType()  # compared by label, as replicas usually store it
-    if native_type.endswith("]"):
-        return None  # arrays
     match = _MODIFIER.search(native_type)
     name = _MODIFIER.sub("", native_type).strip()
     if name in _INTEGERS:
@@ -105,11 +115,20 @@ def arrow_type(column: SourceColumn) -> pa.DataType:
     """The Arrow type a column is read as (``connectors.base.arrow_type_of``, except that
     decimals wider than Arrow's 38 digits and unconstrained numerics are read as
     decimal128 with a scale chosen here; a value that does not fit raises, never rounds)."""
+
+    if column.ltype is None:
+        raise TerminalError(f"column {column.name!r} ({column.native_type}) cannot be read")
+    return _arrow_of(column.ltype)
+
+
+def _arrow_of(ltype: lt.LogicalType) -> pa.DataType:
     import pyarrow as pa
 
-    ltype = column.ltype
-    if ltype is None:
-        raise TerminalError(f"column {column.name!r} ({column.native_type}) cannot be read")
+    if isinstance(ltype, lt.ArrayType):
+        return pa.list_(_arrow_of(ltype.element))
+    if isinstance(ltype, lt.TimeTzType):
+        micros, offset = lt.TIME_TZ_FIELDS
+        return pa.struct([pa.field(micros, pa.int64()), pa.field(offset, pa.int32())])
     if isinstance(ltype, lt.DecimalType):
         if ltype.precision is None:
             return pa.decimal128(MAX_ARROW_PRECISION, UNCONSTRAINED_SCALE)
@@ -119,10 +138,43 @@ def arrow_type(column: SourceColumn) -> pa.DataType:
     return result
 
 
+# An array is cast to an array of the builtin type its logical element type reads exactly
+# (enum labels as text, a domain as its base type, every integer width as bigint), so that
+# array_send names only builtin element types and no catalog lookup is needed to decode it.
+# char(n) stays bpchar (text would drop its padding); json and jsonb become the text their
+# send functions give (the document as stored; jsonb's normalised form).
+_ARRAY_CASTS: dict[type[lt.LogicalType], str] = {
+    lt.IntegerType: "bigint",
+    lt.DecimalType: "numeric",
+    lt.BytesType: "bytea",
+    lt.BooleanType: "boolean",
+    lt.DateType: "date",
+    lt.TimeType: "time",
+    lt.TimeTzType: "timetz",
+    lt.TimestampType: "timestamp",
+    lt.TimestampTzType: "timestamptz",
+    lt.JsonType: "text",
+    lt.UuidType: "uuid",
+    lt.IntervalType: "interval",
+}
+
+
+def _array_cast(element: lt.LogicalType) -> str:
+    if isinstance(element, lt.FloatType):
+        return "real" if element.bits == 32 else "double precision"
+    if isinstance(element, lt.StringType):
+        return "bpchar" if element.padded else "text"
+    return _ARRAY_CASTS[type(element)]
+
+
 def select_expression(column: SourceColumn) -> str:
     """The SQL expression that reads ``column`` in the shape ``to_arrow`` expects."""
     quoted = quote(column.name)
     ltype = column.ltype
+    if isinstance(ltype, lt.ArrayType):
+        return f"array_send({quoted}::{_array_cast(ltype.element)}[])"
+    if isinstance(ltype, lt.TimeTzType):
+        return f"timetz_send({quoted})"
     if isinstance(ltype, lt.DateType):
         return f"({quoted} - DATE '1970-01-01')"  # days since the epoch
     if isinstance(ltype, lt.TimeType | lt.TimestampType | lt.TimestampTzType):
@@ -152,16 +204,11 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-@dataclass(frozen=True, slots=True)
-class ValueContext:
-    """Where values come from, for errors (never the values themselves)."""
+def _builtin_only(type_oid: int) -> TypeInfo:
+    raise TerminalError(f"an array read by a snapshot has elements of type {type_oid}")
 
-    table: str
-    column: str
 
-    def error(self, problem: str, fix: str) -> TerminalError:
-        message = f"column {self.column!r} of {self.table}: {problem}; {fix}"
-        return TerminalError(message, {"table": self.table, "column": self.column})
+_BINARY = ValueDecoder(_builtin_only)  # arrays cast to builtin element types: no lookups
 
 
 def to_arrow(column: SourceColumn, values: Sequence[Any], table: str) -> pa.Array:
@@ -170,6 +217,11 @@ def to_arrow(column: SourceColumn, values: Sequence[Any], table: str) -> pa.Arra
 
     target = arrow_type(column)
     where = ValueContext(table, column.name)
+    if isinstance(column.ltype, lt.ArrayType):
+        return _array_to_arrow(column.ltype, values, target, where)
+    if isinstance(column.ltype, lt.TimeTzType):
+        decoded = [None if value is None else decode_timetz(value, where) for value in values]
+        return pa.array(decoded, target)
     if pa.types.is_decimal(target):
         _check_decimals(values, target, where)
     elif isinstance(column.ltype, lt.IntervalType):
@@ -227,3 +279,17 @@ def _interval_micros(values: Sequence[list[int] | None], where: ValueContext) ->
             )
         micros.append(None if value is None else value[1])
     return micros
+
+
+def _array_to_arrow(
+    ltype: lt.ArrayType, values: Sequence[bytes | None], target: pa.ListType, where: ValueContext
+) -> pa.Array:
+    """Arrays read by ``array_send``, decoded as the stream decodes them (``wal_values``)."""
+    import pyarrow as pa
+
+    decoded = [None if value is None else _BINARY.decode_array(value, where) for value in values]
+    element = target.value_type
+    if pa.types.is_decimal(element):
+        flat = [item for array in decoded if array is not None for item in array]
+        _check_decimals(flat, element, where)
+    return pa.array(decoded, target)

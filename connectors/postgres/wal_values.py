@@ -15,8 +15,13 @@ through Arrow), so an image from the log equals the same row read in a snapshot:
 - ``date`` ``datetime.date``; ``time`` microseconds since midnight (the lake's int64);
   ``timestamp`` a naive ``datetime``; ``timestamptz`` a ``datetime`` in UTC; ``interval``
   a ``timedelta`` (one with months is an error, as in a snapshot: a month has no fixed
-  length); ``timetz`` a ``datetime.time`` with its UTC offset;
-- arrays nested lists of their elements' values (no logical type: not stored in the lake).
+  length); ``timetz`` the struct the lake stores, ``{"micros": wall clock since midnight,
+  "offset_seconds": seconds east of UTC}`` (``merkle.types.TIME_TZ_FIELDS``; a dict, as
+  Arrow hands a struct back, since ``datetime.time`` cannot hold ``24:00:00``);
+- arrays a list of their elements' values. Only one-dimensional arrays with lower bound 1
+  (and empty ones) have a logical value (``merkle.canonical``, ``array``): any other is an
+  error naming the column, never flattened. The snapshot path reads arrays and ``timetz``
+  through the same send functions (``array_send``, ``timetz_send``) and these decoders.
 """
 
 from __future__ import annotations
@@ -27,10 +32,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from connectors.postgres.types import ValueContext
+from connectors.postgres.errors import ValueContext
+from merkle.types import TIME_TZ_FIELDS
 
+if TYPE_CHECKING:
+    import psycopg
+
+MICROS, OFFSET_SECONDS = TIME_TZ_FIELDS
 PG_EPOCH_DATE: Final = dt.date(2000, 1, 1)
 PG_EPOCH_NAIVE: Final = dt.datetime(2000, 1, 1)
 PG_EPOCH_UTC: Final = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
@@ -130,10 +140,11 @@ def _time(data: bytes, _: ValueContext) -> int:
     return int(struct.unpack(">q", data)[0])
 
 
-def _timetz(data: bytes, _: ValueContext) -> dt.time:
+def decode_timetz(data: bytes, _: ValueContext) -> dict[str, int]:
+    """timetz_send: the wall clock (int64 microseconds) and the zone in seconds *west* of
+    UTC (int32, as PostgreSQL keeps it), as the lake's struct (offset east of UTC)."""
     micros, west = struct.unpack(">qi", data)
-    clock = (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-    return clock.replace(tzinfo=dt.timezone(dt.timedelta(seconds=-west)))
+    return {MICROS: int(micros), OFFSET_SECONDS: -int(west)}
 
 
 def _timestamp(data: bytes, where: ValueContext) -> dt.datetime:
@@ -182,24 +193,25 @@ BUILTIN: Final[dict[int, Decode]] = {
     1114: _timestamp,
     1184: _timestamptz,
     1186: _interval,
-    1266: _timetz,
+    1266: decode_timetz,
     1700: _numeric,
     2950: _uuid,
     3802: _jsonb,
 }
 # Builtin types with a logical type (``connectors.postgres.types.logical_type``): the columns
-# the lake stores. Enums and domains over these are stored too; arrays, timetz and the rest
-# are decoded but not stored.
+# the lake stores. Enums, domains over these and arrays of them are stored too; "char",
+# name, oid and the rest are decoded but not stored.
 STORABLE: Final = frozenset(
-    {16, 17, 20, 21, 23, 25, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1700}
-    | {2950, 3802}
+    {16, 17, 20, 21, 23, 25, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1266}
+    | {1700, 2950, 3802}
 )
 FIRST_NORMAL_OID: Final = 16384  # OIDs below are the system's own (FirstNormalObjectId)
-# Array types whose element is builtin (typarray of the types above).
-BUILTIN_ARRAYS: Final = frozenset(
-    {1000, 1001, 1002, 1003, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1028, 199}
-    | {1115, 1182, 1183, 1185, 1187, 1231, 1270, 2951, 3807}
-)
+# Array types of builtin elements: array OID -> element OID (typarray in pg_type.dat).
+BUILTIN_ARRAYS: Final[dict[int, int]] = {
+    1000: 16, 1001: 17, 1002: 18, 1003: 19, 1005: 21, 1007: 23, 1009: 25, 1014: 1042,
+    1015: 1043, 1016: 20, 1021: 700, 1022: 701, 1028: 26, 199: 114, 1115: 1114, 1182: 1082,
+    1183: 1083, 1185: 1184, 1187: 1186, 1231: 1700, 1270: 1266, 2951: 2950, 3807: 3802,
+}  # fmt: skip
 
 
 class ValueDecoder:
@@ -230,50 +242,71 @@ class ValueDecoder:
         found = self._storable.get(type_oid)
         if found is None:
             found = False
-            if type_oid >= FIRST_NORMAL_OID:
+            if type_oid in BUILTIN_ARRAYS:
+                found = self.storable(BUILTIN_ARRAYS[type_oid])
+            elif type_oid >= FIRST_NORMAL_OID:
                 info = self._lookup(type_oid)
-                found = info.kind == "enum" or (info.kind == "domain" and self.storable(info.base))
+                found = info.kind == "enum" or (
+                    info.kind in ("domain", "array")
+                    and self.storable(info.base if info.kind == "domain" else info.element)
+                )
             self._storable[type_oid] = found
         return found
 
     def _resolve(self, type_oid: int) -> Decode:
         if type_oid in BUILTIN_ARRAYS:
-            return self._array
+            return self.decode_array
         info = self._lookup(type_oid)
         if info.kind == "enum":
             return _text  # enum_send sends the label
         if info.kind == "domain":
             return self.decoder(info.base)  # a domain is sent as its base type
         if info.kind == "array":
-            return self._array
+            return self.decode_array
         return _bytea
 
-    def _array(self, data: bytes, where: ValueContext) -> list[Any]:
+    def decode_array(self, data: bytes, where: ValueContext) -> list[Any]:
         """array_send: ndim, has-nulls flag, element OID, (length, lower bound) per
-        dimension, then each element as a length (-1: NULL) and its bytes."""
+        dimension, then each element as a length (-1: NULL) and its bytes.
+
+        Raises:
+            TerminalError: The array has more than one dimension or a lower bound other
+                than 1 (no canonical value: ``merkle.canonical``, ``array``).
+        """
         ndim, _, element = struct.unpack_from(">iiI", data)
-        shape = [struct.unpack_from(">ii", data, 12 + 8 * i)[0] for i in range(ndim)]
-        at = 12 + 8 * ndim
-        decode = self.decoder(element)
-        flat: list[Any] = []
-        for _ in range(_product(shape)):
+        if ndim == 0:
+            return []  # the empty array: no dimensions at all
+        size, lower = struct.unpack_from(">ii", data, 12)
+        if ndim > 1 or lower != 1:
+            raise where.error(
+                f"an array with {ndim} dimensions and lower bound {lower} has no logical value"
+                " (replcheck compares one-dimensional arrays numbered from 1, as Arrow, Spark"
+                " and other products hold lists)",
+                "store one-dimensional arrays starting at index 1, or leave the column out",
+            )
+        decode, at = self.decoder(element), 20
+        values: list[Any] = []
+        for _ in range(size):
             (length,) = struct.unpack_from(">i", data, at)
             at += 4
-            flat.append(None if length < 0 else decode(data[at : at + length], where))
+            values.append(None if length < 0 else decode(data[at : at + length], where))
             at += max(length, 0)
-        return _nest(flat, shape)
+        return values
 
 
-def _product(shape: list[int]) -> int:
-    count = 1 if shape else 0
-    for size in shape:
-        count *= size
-    return count
-
-
-def _nest(flat: list[Any], shape: list[int]) -> list[Any]:
-    """Split a flat element list into nested lists of ``shape`` (row-major)."""
-    if len(shape) <= 1:
-        return flat
-    step = len(flat) // shape[0]
-    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+def lookup_type(connection: psycopg.Connection[Any], type_oid: int) -> TypeInfo:
+    """What a non-builtin type is, from ``pg_type``."""
+    row = connection.execute(
+        "SELECT typtype, typbasetype, typelem, typcategory FROM pg_type WHERE oid = %s",
+        (type_oid,),
+    ).fetchone()
+    if row is None:
+        return TypeInfo("other")
+    kind, base, element, category = row
+    if kind == "e":
+        return TypeInfo("enum")
+    if kind == "d":
+        return TypeInfo("domain", base=int(base))
+    if category == "A" and element:
+        return TypeInfo("array", element=int(element))
+    return TypeInfo("other")

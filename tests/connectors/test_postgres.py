@@ -101,7 +101,7 @@ def test_reflection_maps_every_type(every_type: Connector) -> None:
         "flag": lt.BooleanType(),
         "day": lt.DateType(),
         "t": lt.TimeType(3),
-        "tz": None,
+        "tz": lt.TimeTzType(6),
         "ts": lt.TimestampType(3),
         "tstz": lt.TimestampTzType(6),
         "doc": lt.JsonType(),
@@ -109,7 +109,7 @@ def test_reflection_maps_every_type(every_type: Connector) -> None:
         "ref": lt.UuidType(),
         "span": lt.IntervalType(),
         "feeling": lt.StringType(),
-        "tags": None,
+        "tags": lt.ArrayType(lt.StringType()),
         "pos": lt.IntegerType(),
     }
     native = {c.name: c.native_type for c in schema.columns}
@@ -152,6 +152,7 @@ def test_partition_reads_exactly_its_range_with_exact_values(every_type: Connect
         "flag": True,
         "day": dt.date(2024, 2, 29),
         "t": 45_296_789_000,  # microseconds since midnight
+        "tz": {"micros": 43_200_000_000, "offset_seconds": 7200},  # 12:00+02
         "ts": dt.datetime(2024, 3, 31, 2, 30, 0, 123_000),  # wall clock, no zone
         "tstz": dt.datetime(2023, 12, 31, 22, 0, tzinfo=dt.UTC),
         "doc": '{"b": 1,  "a": [1, 2]}',  # json keeps the document's text
@@ -159,6 +160,7 @@ def test_partition_reads_exactly_its_range_with_exact_values(every_type: Connect
         "ref": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
         "span": dt.timedelta(days=3, seconds=-1.5),
         "feeling": "happy",
+        "tags": ["x"],
         "pos": 5,
         POSITION_COLUMN: None,  # no shared snapshot: no exact position
     }
@@ -326,6 +328,10 @@ def test_values_without_an_arrow_value_are_clear_errors(
         ("numeric", "decimal128(38, 18)"),
         ("interval day to second(3)", "duration[us]"),
         ("time without time zone", "int64"),
+        ("time(3) with time zone", "struct<micros: int64, offset_seconds: int32>"),
+        ("numeric(50,10)[]", "list<item: decimal128(38, 10)>"),
+        ("timestamp with time zone[]", "list<item: timestamp[us, tz=UTC]>"),
+        ("time with time zone[]", "list<item: struct<micros: int64, offset_seconds: int32>>"),
     ],
 )
 def test_arrow_types_of_wide_and_odd_types(native: str, arrow: str) -> None:
