@@ -26,7 +26,7 @@ from validator.result import SchemaDifference
 log = logging.getLogger(__name__)
 
 _TEXTUAL = (lt.JsonType, lt.UuidType)
-_TEMPORAL = (lt.TimeType, lt.TimestampType, lt.TimestampTzType)
+_TEMPORAL = (lt.TimeType, lt.TimeTzType, lt.TimestampType, lt.TimestampTzType)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +47,13 @@ class Reconciled:
 
 
 def reconcile_pair(source: lt.LogicalType, target: lt.LogicalType) -> lt.LogicalType | None:
-    """The logical type both sides are hashed as, or None when they cannot be compared."""
+    """The logical type both sides are hashed as, or None when they cannot be compared
+    (arrays: an array of the type their elements are compared as)."""
     if source == target:
         return source
+    if isinstance(source, lt.ArrayType) and isinstance(target, lt.ArrayType):
+        element = reconcile_pair(source.element, target.element)
+        return None if element is None else lt.ArrayType(element)
     for first, second in ((source, target), (target, source)):
         combined = _combine(first, second)
         if combined is not None:
@@ -70,7 +74,7 @@ def _combine(a: lt.LogicalType, b: lt.LogicalType) -> lt.LogicalType | None:
         return a  # JSON and UUID text is parsed, so CHAR padding does not matter
     if isinstance(a, lt.TimeType) and isinstance(b, lt.IntegerType):
         return a  # the lake keeps times as microseconds since midnight
-    for kind in (lt.TimeType, lt.TimestampType, lt.TimestampTzType):
+    for kind in _TEMPORAL:
         if isinstance(a, kind) and isinstance(b, kind):
             return kind(min(a.precision, b.precision))
     return None
@@ -127,7 +131,10 @@ def reconcile(
 
 
 def _fraction_digits(ltype: lt.LogicalType) -> int:
-    """Fractional-second digits a side keeps (an integer time is lake microseconds)."""
+    """Fractional-second digits a side keeps (an integer time is lake microseconds; an
+    array keeps its elements')."""
+    if isinstance(ltype, lt.ArrayType):
+        return _fraction_digits(ltype.element)
     if isinstance(ltype, _TEMPORAL):
         return ltype.precision
     return lt.MAX_FRACTION_DIGITS
@@ -204,11 +211,18 @@ def _pair(
 
 
 def logical_type_of_arrow(arrow_type: object) -> lt.LogicalType | None:
-    """The logical type a lake (Arrow/Parquet) column is read as."""
+    """The logical type a lake (Arrow/Parquet) column is read as: a list is an array of its
+    items' type, the struct ``merkle.types.TIME_TZ_FIELDS`` names a ``time_tz``."""
     import pyarrow as pa
     import pyarrow.types as pat
 
     assert isinstance(arrow_type, pa.DataType)
+    if pat.is_list(arrow_type) or pat.is_large_list(arrow_type):
+        element = logical_type_of_arrow(arrow_type.value_type)
+        return None if element is None else lt.ArrayType(element)
+    if pat.is_struct(arrow_type):
+        names = tuple(arrow_type.field(i).name for i in range(arrow_type.num_fields))
+        return lt.TimeTzType() if names == lt.TIME_TZ_FIELDS else None
     if pat.is_integer(arrow_type):
         return lt.IntegerType()
     if pat.is_decimal(arrow_type):

@@ -28,6 +28,21 @@ from validator.reconcile import SideRounding, logical_type_of_arrow, reconcile, 
         (lt.TimestampType(6), lt.TimestampTzType(6), None),
         (lt.BytesType(), lt.StringType(), None),
         (lt.DateType(), lt.TimestampType(6), None),
+        (lt.TimeTzType(6), lt.TimeTzType(3), lt.TimeTzType(3)),
+        (lt.TimeTzType(6), lt.TimeType(6), None),  # the offset counts
+        (
+            lt.ArrayType(lt.TimeType(3)),
+            lt.ArrayType(lt.IntegerType()),
+            lt.ArrayType(lt.TimeType(3)),
+        ),
+        (lt.ArrayType(lt.JsonType()), lt.ArrayType(lt.StringType()), lt.ArrayType(lt.JsonType())),
+        (
+            lt.ArrayType(lt.DecimalType(10, 2)),
+            lt.ArrayType(lt.DecimalType(38, 18)),
+            lt.ArrayType(lt.DecimalType()),
+        ),
+        (lt.ArrayType(lt.IntegerType()), lt.IntegerType(), None),
+        (lt.ArrayType(lt.BytesType()), lt.ArrayType(lt.StringType()), None),
     ],
 )
 def test_pairs(source: lt.LogicalType, target: lt.LogicalType, expected: object) -> None:
@@ -82,7 +97,13 @@ def test_lake_arrow_types_map_to_logical_types() -> None:
     assert logical_type_of_arrow(pa.decimal128(12, 2)) == lt.DecimalType(12, 2)
     assert logical_type_of_arrow(pa.float32()) == lt.FloatType(32)
     assert logical_type_of_arrow(pa.int32()) == lt.IntegerType()
-    assert logical_type_of_arrow(pa.list_(pa.int32())) is None
+    assert logical_type_of_arrow(pa.list_(pa.int32())) == lt.ArrayType(lt.IntegerType())
+    assert logical_type_of_arrow(pa.large_list(pa.string())) == lt.ArrayType(lt.StringType())
+    time_tz = pa.struct([("micros", pa.int64()), ("offset_seconds", pa.int32())])
+    assert logical_type_of_arrow(time_tz) == lt.TimeTzType(6)
+    assert logical_type_of_arrow(pa.list_(time_tz)) == lt.ArrayType(lt.TimeTzType(6))
+    assert logical_type_of_arrow(pa.struct([("micros", pa.int64())])) is None
+    assert logical_type_of_arrow(pa.list_(pa.struct([("x", pa.int8())]))) is None
 
 
 def _one_column(
@@ -115,6 +136,12 @@ PG_DUCK = SideRounding(TimeRounding.HALF_AWAY_FROM_2000, TimeRounding.HALF_AWAY_
         (lt.TimestampType(6), lt.TimestampType(3), TimeRounding.HALF_AWAY_FROM_1970),
         (lt.TimestampTzType(6), lt.TimestampTzType(0), TimeRounding.HALF_AWAY_FROM_1970),
         (lt.TimeType(3), lt.IntegerType(), TimeRounding.HALF_AWAY_FROM_2000),  # lake micros
+        (lt.TimeTzType(3), lt.TimeTzType(6), TimeRounding.HALF_AWAY_FROM_2000),
+        (
+            lt.ArrayType(lt.TimestampType(6)),
+            lt.ArrayType(lt.TimestampType(3)),
+            TimeRounding.HALF_AWAY_FROM_1970,
+        ),
         (lt.TimestampType(3), lt.TimestampType(3), TimeRounding.ROUND),  # nobody rounded
     ],
 )
