@@ -24,7 +24,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from merkle.layout import RowLayout
@@ -43,6 +43,7 @@ from validator.result import (
     MissingInTarget,
     Status,
 )
+from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -62,16 +63,6 @@ class Side:
     frame: DataFrame
     label: str
     position: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CompareSettings:
-    """Tree size and report size for one comparison."""
-
-    depth: int | None = None
-    rows_per_leaf: int = 4096
-    max_reported_rows: int = 1000
-    sensitive: frozenset[str] = field(default_factory=frozenset)
 
 
 class _Timer:

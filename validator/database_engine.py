@@ -39,7 +39,6 @@ from connectors.pushdown import (
 from merkle.canonical import RowEncoder
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest, build_tree, diff_trees
-from validator.compare import CompareSettings
 from validator.database_keys import (
     ColumnDiffer,
     KeyEntry,
@@ -52,6 +51,7 @@ from validator.database_keys import (
 from validator.database_plan import DatabaseSide, choose_leaves, leaf_slices
 from validator.positions import PartitionPosition, SourcePositions
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
+from validator.settings import CompareSettings
 
 log = logging.getLogger(__name__)
 

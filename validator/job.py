@@ -2,10 +2,10 @@
 
 Each comparison runs in one of two engines (``validation.engine``): the two databases
 compute their own digests when both can (``validator.database_engine``), else Spark does
-(``validator.compare``), in one session for the whole run, started only when a comparison
-needs it. A source without a transaction log (DuckDB, SQLite) has no position: it is
-compared with a lake target as of the lake's high-water mark, i.e. with everything the
-lake has.
+(``validator.spark_engine``), in one session for the whole run, started only when a
+comparison needs it (so a run in the databases never imports pyspark). A source without a
+transaction log (DuckDB, SQLite) has no position: it is compared with a lake target as of
+the lake's high-water mark, i.e. with everything the lake has.
 """
 
 from __future__ import annotations
@@ -18,19 +18,11 @@ from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
-from cdc_core.lake import LakeTable, high_water_mark
-from connectors.base import Connector, TableSchema
 from connectors.pushdown import NotPushable
-from merkle.layout import RowLayout
-from validator.compare import CompareSettings, Side, compare_sides, hashed_rows
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.database_engine import compare_in_databases
 from validator.database_plan import DatabaseSide, plan_side
-from validator.expectations import TargetFacts, check_columns, evaluate_expectations
-from validator.lake_target import lake_state_at
-from validator.positions import SourcePositions, read_positions, wait_for_lake
 from validator.recheck import LiveTable, can_recheck, confirm
 from validator.reflection import Reflected, reflect_comparison
 from validator.result import (
@@ -39,70 +31,15 @@ from validator.result import (
     Status,
     overall_status,
     to_dict,
-    with_expectations,
 )
-from validator.sources import plan_partitions, source_frame
+from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
+
+    from validator.compare import Side
 
 log = logging.getLogger(__name__)
-
-
-def _lake_side(
-    spark: SparkSession,
-    config: ValidatorConfig,
-    connection: ConnectionConfig,
-    table: str,
-    key: Sequence[str],
-    positions: SourcePositions | None,
-) -> Side:
-    assert connection.lake is not None
-    lake_table = LakeTable(connection.lake, table)
-    label = f"{connection.name}:{table}"
-    if positions is None:  # a source without a log: everything the lake has
-        mark = high_water_mark(lake_table)
-        frame = lake_state_at(spark, lake_table, key, mark)
-        return Side(frame, label, None if mark is None else str(mark))
-    timeout = config.validation.lake_wait_timeout_s
-    wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
-    frame = lake_state_at(spark, lake_table, key, positions)
-    return Side(frame, label, positions.describe())
-
-
-def _database_side(
-    spark: SparkSession,
-    connection: ConnectionConfig,
-    target: tuple[Connector, TableSchema],
-    key: Sequence[str],
-) -> Side:
-    """A live database target, compared as it is now (it has no time travel)."""
-    connector, schema = target
-    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
-    supported = [c.name for c in schema.columns if c.ltype is not None]
-    frame = source_frame(spark, connector, schema, supported, partitions)
-    return Side(frame, f"{connection.name}:{schema.table}")
-
-
-def _read_source_once(
-    spark: SparkSession, connector: Connector, schema: TableSchema, layout: RowLayout
-) -> tuple[DataFrame, SourcePositions | None]:
-    """Read the source in its snapshot(s) exactly once, hashed as it is read: every later
-    phase reuses these rows, so all phases see the same snapshots (a re-read would open new
-    ones). The job that reads the positions is the one that reads and caches the rows."""
-    from pyspark import StorageLevel
-
-    parallelism = spark.sparkContext.defaultParallelism
-    partitions = plan_partitions(connector, schema, layout.key, parallelism)
-    with connector.shared_snapshot() as snapshot:
-        frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
-        frame = hashed_rows(frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            positions = read_positions(frame, partitions)
-        except BaseException:
-            frame.unpersist()
-            raise
-    return frame, positions
 
 
 def _session(spark: SparkSession | Callable[[], SparkSession]) -> SparkSession:
@@ -129,14 +66,19 @@ def run_comparison(
         )
         target: Side | None = None
     else:
-        result, target = _compare_in_spark(_session(spark), config, reflected)
+        from validator.spark_engine import compare_in_spark
+
+        settings = _settings(config, comparison)
+        result, target = compare_in_spark(_session(spark), config, reflected, settings)
     result = replace(result, schema_differences=reflected.reconciled.schema_differences)
     if reflected.target is not None and result.differences:
         result = _confirm_live(result, config, reflected)
     if comparison.expectations:
+        from validator.spark_engine import check_expectations, target_side
+
         if target is None:  # the database engine read no frame: read the live target now
-            target = _target_side(_session(spark), config, reflected, None)
-        result = _check_expectations(result, comparison, target, reflected.target_key)
+            target = target_side(_session(spark), config, reflected, None)
+        result = check_expectations(result, comparison, target, reflected.target_key)
     return result
 
 
@@ -175,72 +117,6 @@ def _database_sides(
         log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
         return None
     return source, target
-
-
-def _compare_in_spark(
-    spark: SparkSession, config: ValidatorConfig, reflected: Reflected
-) -> tuple[ComparisonResult, Side]:
-    """The Spark engine (``validator.compare``); the result and the target it read."""
-    comparison, reconciled = reflected.comparison, reflected.reconciled
-    names = reconciled.layout.names
-    started = time.perf_counter()
-    source, positions = _read_source_once(
-        spark, reflected.source, reflected.source_schema, reconciled.layout
-    )
-    read_s = round(time.perf_counter() - started, 3)
-    try:
-        target = _target_side(spark, config, reflected, positions)
-        check_columns(comparison.expectations, target.frame.columns, target.label)
-        target_frame = target.frame.select(
-            *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
-        )
-        source_connection = config.connections[comparison.source.connection]
-        label = f"{source_connection.name}:{comparison.source.table}"
-        position = positions.describe() if positions else None
-        result = compare_sides(
-            comparison.name,
-            Side(source, label, position),
-            Side(target_frame, target.label, target.position),
-            reconciled.layout,
-            _settings(config, comparison),
-        )
-    finally:
-        source.unpersist()
-    return replace(result, timings={"source": read_s, **result.timings}), target
-
-
-def _target_side(
-    spark: SparkSession,
-    config: ValidatorConfig,
-    reflected: Reflected,
-    positions: SourcePositions | None,
-) -> Side:
-    connection, table = reflected.target_connection, reflected.comparison.target.table
-    if reflected.target is None:
-        return _lake_side(spark, config, connection, table, reflected.target_key, positions)
-    return _database_side(spark, connection, reflected.target, reflected.target_key)
-
-
-def _check_expectations(
-    result: ComparisonResult, comparison: ComparisonConfig, target: Side, key: Sequence[str]
-) -> ComparisonResult:
-    """Check the comparison's data-quality suite on the target (validator.expectations)."""
-    from pyspark import StorageLevel
-
-    log.info("comparison %s: expectations", comparison.name)
-    rules = comparison.columns
-    sensitive = {*rules.sensitive, *(rules.target_name(c) for c in rules.sensitive)}
-    facts = TargetFacts(
-        comparison.name, target.label, tuple(key), result.source_rows, frozenset(sensitive)
-    )
-    started = time.perf_counter()
-    # GX runs several Spark jobs over the target: materialise it once, not once per job.
-    frame = target.frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        checked = evaluate_expectations(frame, comparison.expectations, facts)
-    finally:
-        frame.unpersist()
-    return with_expectations(result, checked, time.perf_counter() - started)
 
 
 def _confirm_live(

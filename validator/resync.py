@@ -326,12 +326,10 @@ def _full_revalidation(run: _Run, done: Sequence[ComparisonResync]) -> dict[str,
     names = [c.name for c in done if c.mode in (Mode.REFRESHED, Mode.APPLIED)]
     if not run.options.full_revalidation or not names:
         return {}
-    spark = run.spark
-    if spark is None:
-        from validator.spark_session import build_spark_session
+    from validator.spark_session import LazySparkSession
 
-        settings = run.config.spark
-        spark = build_spark_session(master=settings.master, extra_conf=settings.conf)
+    settings = run.config.spark
+    spark = run.spark or LazySparkSession(settings.master, settings.conf)  # database engine: none
     return {name: revalidate_full(spark, run.config, name) for name in names}
 
 

@@ -16,7 +16,7 @@ rules the Spark job applies to whole tables:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +110,9 @@ def revalidate_database(
     return KeyCheck(confirmed.differences, confirmed.in_flight, source.position)
 
 
-def revalidate_full(spark: SparkSession, config: ValidatorConfig, name: str) -> dict[str, Any]:
+def revalidate_full(
+    spark: SparkSession | Callable[[], SparkSession], config: ValidatorConfig, name: str
+) -> dict[str, Any]:
     """Validate the whole comparison again; its result as in ``result.json``."""
     from validator.job import validate
 
