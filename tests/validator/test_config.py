@@ -172,3 +172,31 @@ def test_an_unknown_rounding_rule_names_the_rules(tmp_path: Path) -> None:
     text = ISSUE_EXAMPLE.replace("trim_char: true}", "trim_char: true, timestamp_rounding: up}")
     with pytest.raises(ConfigError, match=r"comparisons\[0\]\.options.*'up'.*half_away_from_2000"):
         load(tmp_path, text)
+
+
+def test_the_engine_is_auto_unless_chosen_run_wide_or_per_comparison(tmp_path: Path) -> None:
+    config = load_validator_config(write(tmp_path, ISSUE_EXAMPLE), environ={})
+    assert config.validation.engine == "auto" and config.comparison("orders").engine is None
+    assert config.validation.database_parallelism == 2
+    chosen = (
+        ISSUE_EXAMPLE
+        + "    engine: spark\nvalidation: {engine: database, database_parallelism: 4}\n"
+    )
+    config = load_validator_config(write(tmp_path, chosen), environ={})
+    assert config.comparison("orders").engine == "spark"
+    assert (config.validation.engine, config.validation.database_parallelism) == ("database", 4)
+
+
+@pytest.mark.parametrize(
+    ("tail", "message"),
+    [
+        ("    engine: pushdown\n", "engine: must be one of auto, spark, database, not 'pushdown'"),
+        ("validation: {engine: fast}\n", "must be one of auto, spark, database"),
+        ("validation: {database_parallelism: 0}\n", "database_parallelism: must be at least 1"),
+    ],
+)
+def test_an_unknown_engine_or_no_parallelism_is_an_error(
+    tmp_path: Path, tail: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load(tmp_path, ISSUE_EXAMPLE + tail)
