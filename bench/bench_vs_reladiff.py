@@ -6,14 +6,16 @@ injects ``--diffs`` known differences into the PostgreSQL copy: rows deleted (mi
 target), rows added (extra in the target) and rows changed in one column each. Then it times,
 one after the other:
 
-- ``replcheck validate`` as a subprocess (Spark start-up included), with the config template
-  ``bench/bench_vs_reladiff.yaml``;
+- ``replcheck validate`` as a subprocess, with the config template
+  ``bench/bench_vs_reladiff.yaml``, once per engine asked for (``--engines``): ``database``
+  (both servers compute their own digests; no Spark) and ``spark`` (Spark start-up included);
 - reladiff's CLI, installed by this script in its own virtual environment
   (``bench/.venv-reladiff``), with ``-c`` for every column and ``--skip-sort-results``;
 
 and scores each tool's findings, as (kind, key) pairs, against the injected set.
 
     python -m bench.bench_vs_reladiff [--rows 1000000] [--diffs 100] [--workdir DIR]
+        [--engines database,spark] [--repeat 1]
 
 The table has an integer key, an INT, two DECIMALs, two VARCHARs, a DATETIME(6) (timestamp
 without zone), a TIMESTAMP(3) (with zone) and a DOUBLE, with NULLs in four columns.
@@ -237,31 +239,37 @@ def timed(
 
 
 def run_replcheck(
-    mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path, code: Path | None
+    mariadb: MariaDBServer,
+    postgres: PostgresServer,
+    workdir: Path,
+    code: Path | None,
+    engine: str = "database",
 ) -> Run:
     """``replcheck validate`` in its own process, as a user runs it (with the packages of
     the checkout ``code`` ahead of the installed ones, to time another version)."""
-    config = workdir / "replcheck.yaml"
+    config = workdir / f"replcheck-{engine}.yaml"
     config.write_text(
         CONFIG_TEMPLATE.read_text().format(
             mariadb_url=mariadb.url(DATABASE),
             postgres_url=postgres.url(DATABASE),
             table=TABLE,
             max_reported_rows=10_000,
+            engine=engine,
         )
     )
-    out = workdir / "replcheck-out"
+    out = workdir / f"replcheck-out-{engine}"
     replcheck = Path(sys.executable).with_name("replcheck")
     argv = [str(replcheck), "validate", "--config", str(config), "--out", str(out)]
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
-    seconds, exit_code = timed(argv, workdir / "replcheck.log", env)
+    seconds, exit_code = timed(argv, workdir / f"replcheck-{engine}.log", env)
     document = json.loads((out / "result.json").read_text())
     comparison = document["comparisons"][0]
     findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
-    return Run("replcheck", seconds, exit_code, findings, f"in-job phases: {phases}")
+    tool = f"replcheck ({comparison.get('engine', engine)} engine)"
+    return Run(tool, seconds, exit_code, findings, f"in-job phases: {phases}")
 
 
 def ensure_reladiff() -> Path:
@@ -344,8 +352,11 @@ def report(runs: Sequence[Run], expected: set[Finding], rows: int) -> None:
         wrong = sorted(run.findings - expected)[:10]
         missed = sorted(expected - run.findings)[:10]
         print(f"{run.tool}: {run.detail} false: {wrong} missed: {missed}")
-    if len(runs) == 2:
-        print(f"\nreladiff time / replcheck time = {runs[1].seconds / runs[0].seconds:.2f}")
+    reladiff = [run.seconds for run in runs if run.tool == "reladiff"]
+    for run in runs:
+        if reladiff and run.tool != "reladiff":
+            ratio = min(reladiff) / run.seconds
+            print(f"reladiff's best time / {run.tool} = {ratio:.2f}")
 
 
 def machine() -> str:
@@ -364,6 +375,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--replcheck-code", type=Path, default=None, help="time the replcheck of this checkout"
     )
+    parser.add_argument(
+        "--engines", default="database", help="replcheck engines to time: database,spark"
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each tool, in turn")
     args = parser.parse_args(argv)
     if not args.skip_reladiff:
         ensure_reladiff()
@@ -380,10 +395,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         inject(postgres, drift)
         data.unlink()
         print(f"generated and loaded in {time.perf_counter() - began:.1f} s")
-        runs = [run_replcheck(mariadb, postgres, workdir, args.replcheck_code)]
-        print(f"replcheck done, load {machine()}")
-        if not args.skip_reladiff:
-            runs.append(run_reladiff(mariadb, postgres, workdir))
+        runs = []
+        for _ in range(args.repeat):
+            for engine in args.engines.split(","):
+                runs.append(run_replcheck(mariadb, postgres, workdir, args.replcheck_code, engine))
+                print(f"{runs[-1].tool}: {runs[-1].seconds:.1f} s, load {machine()}")
+            if not args.skip_reladiff:
+                runs.append(run_reladiff(mariadb, postgres, workdir))
+                print(f"reladiff: {runs[-1].seconds:.1f} s, load {machine()}")
         print(f"after the runs: {machine()}")
     report(runs, drift.expected(), args.rows)
 
