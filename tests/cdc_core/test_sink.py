@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,3 +81,31 @@ def test_fit_to_lake_casts_losslessly_or_names_column_and_fix() -> None:
 
     with pytest.raises(SchemaChangeError, match="re-snapshot the table"):
         fit_to_lake(pa.table({"id": pa.array([2**40], pa.int64())}), lake, "s.t")
+
+
+def test_lists_and_structs_are_written_and_merged_as_they_are(tmp_path: Path) -> None:
+    """Array and time_tz columns (lists, a struct): created, then appended and merged into
+    tables whose Delta schema names a list's item differently from Arrow's default."""
+    clock = pa.struct([("micros", pa.int64()), ("offset_seconds", pa.int32())])
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("tags", pa.list_(pa.string())),
+            ("at", clock),
+            ("clocks", pa.list_(clock)),
+            ("nums", pa.list_(pa.decimal128(10, 2))),
+        ]
+    )
+    description = TableDescription("s.a", schema, ("id",))
+    noon = {"micros": 43_200_000_000, "offset_seconds": -12_600}
+    first = {"id": 1, "tags": ["a", None], "at": noon, "clocks": [noon, None], "nums": []}
+    second = {"id": 1, "tags": [], "at": None, "clocks": None, "nums": [Decimal("1.10")]}
+    sink = LakeSink(tmp_path, "p")
+    for position, row in ((5, first), (7, second)):
+        event = LakeEvent("c" if position == 5 else "u", row, position, 0, "x", TS)
+        sink.write([TableBatch(description, [event])], Position.of(position), ["s.a"])
+
+    table = LakeTable(tmp_path, "s.a")
+    stored = [{k: r[k] for k in schema.names} for r in read_delta(table.changelog)]
+    assert sorted(stored, key=lambda r: r["tags"]) == [second, first]
+    assert [{k: r[k] for k in schema.names} for r in read_delta(table.mirror)] == [second]
