@@ -5,6 +5,7 @@ ones (a slot exists) use a temporary slot's snapshot; key-set reads for re-syncs
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ import pytest
 
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.events import Commit
+from connectors.postgres.errors import SlotAheadError
 from connectors.postgres.initial_snapshot import PostgresSnapshotReader
+from connectors.postgres.log_reader import position_of
 from connectors.postgres.position import lsn_to_int
 from tests.connectors.postgres.helpers import PgCase, read_until_end
 
@@ -89,3 +92,29 @@ def test_later_snapshots_and_key_set_reads(case: PgCase) -> None:
         rows = _rows(tables)
     assert later > first and _confirmed(case) == first.value  # a temporary slot's snapshot
     assert rows == {(1,): {"id": 1, "n": 11}, (3,): {"id": 3, "n": 30}}
+
+
+def test_a_slot_confirmed_past_the_snapshot_is_refused(case: PgCase) -> None:
+    """A slot that confirmed the log beyond a new snapshot's position (a slot copied from a
+    server that was ahead, a client that confirmed too far) would skip the changes between:
+    the snapshot reader refuses it, naming the slot and both positions."""
+    case.sql("CREATE TABLE t (id int PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+    reader = case.reader("t")
+    assert read_until_end(reader, None) == []  # creates the slot
+    start = reader.end_position()
+    ahead = position_of(start.value + 16 * 1024 * 1024)  # beyond the WAL's end
+    # The server takes a client's confirmation as it is (LogicalConfirmReceivedLocation).
+    reader.acknowledge(ahead)
+    assert read_until_end(reader, start) == []  # its status update confirms `ahead`
+    deadline = time.monotonic() + 30  # the walsender applies the update on its own time
+    while _confirmed(case) != ahead.value:
+        assert time.monotonic() < deadline, "the slot never confirmed the acknowledged position"
+        time.sleep(0.05)
+    snapshots = PostgresSnapshotReader(case.config("t"))
+    with pytest.raises(SlotAheadError) as refused, snapshots.snapshot(["t"]):
+        pytest.fail("a snapshot behind the slot's confirmed position was read")
+    message = str(refused.value)
+    assert f"replication slot 'replcheck' has confirmed the log up to {ahead.text}" in message
+    assert "Drop the slot" in message
+    snapshot_position = refused.value.context["position"]
+    assert start.value <= lsn_to_int(snapshot_position) < ahead.value
