@@ -26,9 +26,9 @@ dialect cannot write exactly (JSON, float_digits, case-insensitive strings, ...)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from connectors.base import Partition, SourceColumn
 from merkle import types as lt
@@ -156,6 +156,10 @@ class DigestSession(Protocol):
         """Rows of ``partition`` (rows by key) as the connector's Arrow batches."""
 
 
+PayloadWriter = Callable[[str, DigestColumn, ComparisonOptions, "DigestDialect"], Payload]
+"""Writes one payload's SQL from the quoted column, the column, the options and the dialect."""
+
+
 class DigestDialect(ABC):
     """A product's SQL for the pieces of the database engine."""
 
@@ -172,13 +176,20 @@ class DigestDialect(ABC):
     def table(self, name: str) -> str:
         """The quoted, qualified name of a table as the connector names it."""
 
-    @abstractmethod
+    product: ClassVar[str]
+    # Per compared logical type, the function writing a payload's SQL (or NotPushable).
+    writers: ClassVar[Sequence[tuple[type, PayloadWriter]]] = ()
+
     def payload(self, column: DigestColumn, options: ComparisonOptions) -> Payload:
         """SQL of the canonical payload of ``column`` (NULL where the field is NULL).
 
         Raises:
             NotPushable: this product cannot write the payload exactly.
         """
+        for kind, write in self.writers:
+            if isinstance(column.ltype, kind):
+                return write(self.quote(column.name), column, options, self)
+        raise NotPushable(f"column {column.name}: {column.ltype} is not computed in {self.product}")
 
     @abstractmethod
     def field(self, ref: str, payload: Payload) -> str:

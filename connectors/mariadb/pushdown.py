@@ -19,6 +19,7 @@ from connectors.pushdown import (
     Field,
     NotPushable,
     Payload,
+    PayloadWriter,
     rounding_epoch,
 )
 from merkle import types as lt
@@ -86,8 +87,152 @@ def float_bits_sql(value: str) -> str:
     )
 
 
+def _text(sql: str) -> str:
+    return f"CAST({sql} AS CHAR CHARACTER SET utf8mb4)"
+
+
+def _number(sql: str) -> str:
+    return f"CAST({sql} AS CHAR)"  # ASCII digits: the session's utf8mb4 is as good
+
+
+def _null_when(ref: str, column: DigestColumn) -> str:
+    """The payload is NULL exactly when the column is (``""``: never)."""
+    return f"{ref} IS NULL" if column.column.nullable else ""
+
+
+def _integer(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    if native == "bit":
+        return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
+    if native in _INTEGER_NAMES:
+        return Payload(_number(ref), null_when=_null_when(ref, column))
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
+
+
+def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    null_when = _null_when(ref, column)
+    if native in _INTEGER_NAMES:
+        return Payload(_number(ref), null_when=null_when)
+    if native not in ("decimal", "numeric", "dec", "fixed"):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
+    if _scale(column.column) == 0:
+        return Payload(_number(ref), null_when=null_when)
+    # Plain text with the declared scale: drop trailing fractional zeros and a bare point.
+    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {_number(ref)}))"
+    return Payload(f"IF({ref} = 0, '0', {trimmed})", null_when=null_when)
+
+
+def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    ltype = column.ltype
+    assert isinstance(ltype, lt.FloatType)
+    null_when = _null_when(ref, column)
+    if native == "float" and ltype.bits == 32:  # widening is exact
+        return Payload(float_bits_sql(f"CAST({ref} AS DOUBLE)"), null_when=null_when)
+    if native in ("double", "real") and ltype.bits == 64:
+        return Payload(float_bits_sql(ref), null_when=null_when)
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+
+
+def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
+    native = _native(column.column)
+    ltype = column.ltype
+    assert isinstance(ltype, lt.StringType)
+    if native in ("binary", "varbinary") or native.endswith("blob"):
+        raise NotPushable(f"column {column.name}: bytes compared as text")
+    value = _text(ref)  # CHAR comes back without its padding, as the text protocol reads it
+    if options.trim_char and ltype.padded:
+        value = f"TRIM(TRAILING ' ' FROM {value})"
+    if options.empty_string_is_null:  # by length: PAD SPACE collations say ' ' = ''
+        return Payload(f"IF(LENGTH({value}) = 0, NULL, {value})")
+    return Payload(value, null_when=_null_when(ref, column))
+
+
+def _bytes(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
+    native = _native(column.column)
+    if not (native in ("binary", "varbinary") or native.endswith("blob")):
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as bytes")
+    if options.empty_string_is_null:
+        return Payload(f"IF(LENGTH({ref}) = 0, NULL, {ref})", binary=True)
+    return Payload(ref, binary=True, null_when=_null_when(ref, column))
+
+
+def _boolean(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    if native != "bit" and native not in _INTEGER_NAMES:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as boolean")
+    value = f"CASE WHEN {ref} <> 0 THEN '1' WHEN {ref} = 0 THEN '0' END"
+    return Payload(value, null_when=_null_when(ref, column))
+
+
+def _date(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    if native != "date":
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
+    return Payload(_number(f"DATEDIFF({ref}, '1970-01-01')"))  # NULL for a zero date too
+
+
+# Exact microsecond counts of each temporal column (https://mariadb.com/kb/en/date-time-functions/):
+# TIME_TO_SEC keeps the fraction and the sign of a TIME; UNIX_TIMESTAMP of a TIMESTAMP
+# column is its stored instant, whatever the session's time zone.
+_MICROS: dict[tuple[type, str], Callable[[str], str]] = {
+    (lt.TimeType, "time"): lambda ref: f"CAST(TIME_TO_SEC({ref}) * 1000000 AS SIGNED)",
+    (lt.TimestampType, "datetime"): (
+        lambda ref: f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {ref})"
+    ),
+    (lt.TimestampTzType, "timestamp"): (
+        lambda ref: f"CAST(UNIX_TIMESTAMP({ref}) * 1000000 AS SIGNED)"
+    ),
+}
+
+
+def _temporal(
+    ref: str, column: DigestColumn, options: ComparisonOptions, dialect: DigestDialect
+) -> Payload:
+    native = _native(column.column)
+    ltype = column.ltype
+    to_micros = _MICROS.get((type(ltype), native))
+    if to_micros is None:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+    digits = options.fraction_digits(ltype)
+    micros = to_micros(ref)
+    if digits < _precision(column.column):  # else every stored value is a whole unit
+        rounding = options.rounding
+        epoch = rounding_epoch(rounding, ltype)
+        micros = dialect.reduce_micros(micros, digits, rounding, epoch)
+    return Payload(_number(micros))  # NULL for a zero DATETIME too
+
+
+def _uuid(ref: str, column: DigestColumn, *_: Any) -> Payload:
+    native = _native(column.column)
+    if native == "uuid":
+        return Payload(f"REPLACE({_text(ref)}, '-', '')", null_when=_null_when(ref, column))
+    if native in ("char", "varchar"):  # as merkle.spark reads UUID text
+        return Payload(f"REGEXP_REPLACE(LOWER(TRIM({_text(ref)})), '^urn:uuid:|[{{}}-]', '')")
+    raise NotPushable(f"column {column.name}: {column.column.native_type} as uuid")
+
+
+_WRITERS: tuple[tuple[type, PayloadWriter], ...] = (
+    (lt.IntegerType, _integer),
+    (lt.DecimalType, _decimal),
+    (lt.FloatType, _float),
+    (lt.StringType, _string),
+    (lt.BytesType, _bytes),
+    (lt.BooleanType, _boolean),
+    (lt.DateType, _date),
+    (lt.TimeType, _temporal),
+    (lt.TimestampType, _temporal),
+    (lt.TimestampTzType, _temporal),
+    (lt.UuidType, _uuid),
+)
+
+
 class MariaDBDigestDialect(DigestDialect):
     """MariaDB (10.5 or later) and MySQL 8."""
+
+    product = "MariaDB"
+    writers = _WRITERS
 
     def __init__(self, qualify: Callable[[str], str]) -> None:
         self._qualify = qualify
@@ -97,15 +242,6 @@ class MariaDBDigestDialect(DigestDialect):
 
     def table(self, name: str) -> str:
         return self._qualify(name)
-
-    def payload(self, column: DigestColumn, options: ComparisonOptions) -> Payload:
-        ref = self.quote(column.name)
-        native = _native(column.column)
-        ltype = column.ltype
-        for kind, write in _WRITERS:
-            if isinstance(ltype, kind):
-                return write(ref, native, column, options, self)
-        raise NotPushable(f"column {column.name}: {ltype} is not computed in MariaDB")
 
     def field(self, ref: str, payload: Payload) -> str:
         if payload.null_when == "":
@@ -127,149 +263,6 @@ class MariaDBDigestDialect(DigestDialect):
 
     def int_div(self, dividend: str, divisor: int) -> str:
         return f"(({dividend}) DIV {divisor})"
-
-
-Writer = Callable[[str, str, DigestColumn, ComparisonOptions, MariaDBDigestDialect], Payload]
-
-
-def _text(sql: str) -> str:
-    return f"CAST({sql} AS CHAR CHARACTER SET utf8mb4)"
-
-
-def _number(sql: str) -> str:
-    return f"CAST({sql} AS CHAR)"  # ASCII digits: the session's utf8mb4 is as good
-
-
-def _null_when(ref: str, column: DigestColumn) -> str:
-    """The payload is NULL exactly when the column is (``""``: never)."""
-    return f"{ref} IS NULL" if column.column.nullable else ""
-
-
-def _integer(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    if native == "bit":
-        return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
-    if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=_null_when(ref, column))
-    raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
-
-
-def _decimal(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    null_when = _null_when(ref, column)
-    if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=null_when)
-    if native not in ("decimal", "numeric", "dec", "fixed"):
-        raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
-    if _scale(column.column) == 0:
-        return Payload(_number(ref), null_when=null_when)
-    # Plain text with the declared scale: drop trailing fractional zeros and a bare point.
-    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {_number(ref)}))"
-    return Payload(f"IF({ref} = 0, '0', {trimmed})", null_when=null_when)
-
-
-def _float(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    ltype = column.ltype
-    assert isinstance(ltype, lt.FloatType)
-    null_when = _null_when(ref, column)
-    if native == "float" and ltype.bits == 32:  # widening is exact
-        return Payload(float_bits_sql(f"CAST({ref} AS DOUBLE)"), null_when=null_when)
-    if native in ("double", "real") and ltype.bits == 64:
-        return Payload(float_bits_sql(ref), null_when=null_when)
-    raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
-
-
-def _string(
-    ref: str, native: str, column: DigestColumn, options: ComparisonOptions, *_: Any
-) -> Payload:
-    ltype = column.ltype
-    assert isinstance(ltype, lt.StringType)
-    if native in ("binary", "varbinary") or native.endswith("blob"):
-        raise NotPushable(f"column {column.name}: bytes compared as text")
-    value = _text(ref)  # CHAR comes back without its padding, as the text protocol reads it
-    if options.trim_char and ltype.padded:
-        value = f"TRIM(TRAILING ' ' FROM {value})"
-    if options.empty_string_is_null:  # by length: PAD SPACE collations say ' ' = ''
-        return Payload(f"IF(LENGTH({value}) = 0, NULL, {value})")
-    return Payload(value, null_when=_null_when(ref, column))
-
-
-def _bytes(
-    ref: str, native: str, column: DigestColumn, options: ComparisonOptions, *_: Any
-) -> Payload:
-    if not (native in ("binary", "varbinary") or native.endswith("blob")):
-        raise NotPushable(f"column {column.name}: {column.column.native_type} as bytes")
-    if options.empty_string_is_null:
-        return Payload(f"IF(LENGTH({ref}) = 0, NULL, {ref})", binary=True)
-    return Payload(ref, binary=True, null_when=_null_when(ref, column))
-
-
-def _boolean(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    if native != "bit" and native not in _INTEGER_NAMES:
-        raise NotPushable(f"column {column.name}: {column.column.native_type} as boolean")
-    value = f"CASE WHEN {ref} <> 0 THEN '1' WHEN {ref} = 0 THEN '0' END"
-    return Payload(value, null_when=_null_when(ref, column))
-
-
-def _date(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    if native != "date":
-        raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
-    return Payload(_number(f"DATEDIFF({ref}, '1970-01-01')"))  # NULL for a zero date too
-
-
-# Exact microsecond counts of each temporal column (https://mariadb.com/kb/en/date-time-functions/):
-# TIME_TO_SEC keeps the fraction and the sign of a TIME; UNIX_TIMESTAMP of a TIMESTAMP
-# column is its stored instant, whatever the session's time zone.
-_MICROS: dict[tuple[type, str], Callable[[str], str]] = {
-    (lt.TimeType, "time"): lambda ref: f"CAST(TIME_TO_SEC({ref}) * 1000000 AS SIGNED)",
-    (lt.TimestampType, "datetime"): (
-        lambda ref: f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {ref})"
-    ),
-    (lt.TimestampTzType, "timestamp"): (
-        lambda ref: f"CAST(UNIX_TIMESTAMP({ref}) * 1000000 AS SIGNED)"
-    ),
-}
-
-
-def _temporal(
-    ref: str,
-    native: str,
-    column: DigestColumn,
-    options: ComparisonOptions,
-    dialect: MariaDBDigestDialect,
-) -> Payload:
-    ltype = column.ltype
-    to_micros = _MICROS.get((type(ltype), native))
-    if to_micros is None:
-        raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
-    digits = options.fraction_digits(ltype)
-    micros = to_micros(ref)
-    if digits < _precision(column.column):  # else every stored value is a whole unit
-        rounding = options.rounding
-        epoch = rounding_epoch(rounding, ltype)
-        micros = dialect.reduce_micros(micros, digits, rounding, epoch)
-    return Payload(_number(micros))  # NULL for a zero DATETIME too
-
-
-def _uuid(ref: str, native: str, column: DigestColumn, *_: Any) -> Payload:
-    if native == "uuid":
-        return Payload(f"REPLACE({_text(ref)}, '-', '')", null_when=_null_when(ref, column))
-    if native in ("char", "varchar"):  # as merkle.spark reads UUID text
-        return Payload(f"REGEXP_REPLACE(LOWER(TRIM({_text(ref)})), '^urn:uuid:|[{{}}-]', '')")
-    raise NotPushable(f"column {column.name}: {column.column.native_type} as uuid")
-
-
-_WRITERS: tuple[tuple[type, Writer], ...] = (
-    (lt.IntegerType, _integer),
-    (lt.DecimalType, _decimal),
-    (lt.FloatType, _float),
-    (lt.StringType, _string),
-    (lt.BytesType, _bytes),
-    (lt.BooleanType, _boolean),
-    (lt.DateType, _date),
-    (lt.TimeType, _temporal),
-    (lt.TimestampType, _temporal),
-    (lt.TimestampTzType, _temporal),
-    (lt.UuidType, _uuid),
-)
 
 
 class MariaDBDigestSession:

@@ -24,6 +24,7 @@ from connectors.pushdown import (
     Field,
     NotPushable,
     Payload,
+    PayloadWriter,
     rounding_epoch,
 )
 from merkle import types as lt
@@ -179,8 +180,7 @@ def _interval(ref: str, column: DigestColumn, *_: Any) -> Payload:
     return Payload(f"{months}::text || ',' || {micros}::text", null_when=_null_when(column))
 
 
-Writer = Callable[[str, DigestColumn, ComparisonOptions, DigestDialect], Payload]
-_WRITERS: tuple[tuple[type, Writer], ...] = (
+_WRITERS: tuple[tuple[type, PayloadWriter], ...] = (
     (lt.IntegerType, _integer),
     (lt.DecimalType, _decimal),
     (lt.FloatType, _float),
@@ -199,6 +199,9 @@ _WRITERS: tuple[tuple[type, Writer], ...] = (
 class PostgresDigestDialect(DigestDialect):
     """PostgreSQL 14 or later, in a UTF8 database."""
 
+    product = "Postgres"
+    writers = _WRITERS
+
     payload_fence = " OFFSET 0"
 
     def __init__(self, qualify: Callable[[str], str]) -> None:
@@ -209,13 +212,6 @@ class PostgresDigestDialect(DigestDialect):
 
     def table(self, name: str) -> str:
         return self._qualify(name)
-
-    def payload(self, column: DigestColumn, options: ComparisonOptions) -> Payload:
-        ref = self.quote(column.name)
-        for kind, write in _WRITERS:
-            if isinstance(column.ltype, kind):
-                return write(ref, column, options, self)
-        raise NotPushable(f"column {column.name}: {column.ltype} is not computed in Postgres")
 
     def field(self, ref: str, payload: Payload) -> str:
         # concat() skips a NULL argument, so a NULL payload leaves only the marker.

@@ -91,6 +91,27 @@ def expected() -> set[tuple[str, str, tuple[str, ...]]]:
     return found
 
 
+def load_orders(
+    mariadb: MariaDBServer,
+    source_db: str,
+    postgres: PostgresServer,
+    target_db: str,
+    target: list[tuple[Any, ...]],
+) -> None:
+    """``source_rows()`` into MariaDB, and ``target`` (rows of the same shape) into
+    PostgreSQL."""
+    with contextlib.closing(mariadb.connect(source_db)) as conn, conn.cursor() as cur:
+        cur.execute("SET time_zone = '+00:00'")
+        cur.execute(MARIADB_DDL)
+        utc = [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in source_rows()]
+        cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", utc)
+    with contextlib.closing(postgres.connect(target_db)) as conn:
+        conn.execute(POSTGRES_DDL)
+        with conn.cursor() as cur:
+            booleans = [(*r[:7], bool(r[7]), *r[8:]) for r in target]
+            cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", booleans)
+
+
 @pytest.fixture
 def mariadb_to_postgres(
     mariadb_full: MariaDBServer,
@@ -101,18 +122,10 @@ def mariadb_to_postgres(
     """A MariaDB source and a PostgreSQL copy of it with the drift above."""
     source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
     rows = source_rows()
-    with contextlib.closing(mariadb_full.connect(source_db)) as conn, conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.execute(MARIADB_DDL)
-        utc = [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in rows]
-        cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", utc)
     extra = [(_region(k), k, *rows[0][2:]) for k in EXTRA]
     target = [r for r in rows if r[1] not in MISSING] + extra
-    target = [(*r[:7], bool(r[7]), *r[8:]) for r in target]
+    load_orders(mariadb_full, source_db, postgres, target_db, target)
     with contextlib.closing(postgres.connect(target_db)) as conn:
-        conn.execute(POSTGRES_DDL)
-        with conn.cursor() as cur:
-            cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", target)
         for sql in CHANGED_SQL.values():
             conn.execute(sql)
     return mariadb_full.url(source_db), postgres.url(target_db)
@@ -185,18 +198,7 @@ def test_an_in_sync_copy_reads_no_keys(
 ) -> None:
     """Equal tables compare equal leaf by leaf: nothing beyond the digests is read."""
     source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
-    rows = source_rows()
-    with contextlib.closing(mariadb_full.connect(source_db)) as conn, conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.execute(MARIADB_DDL)
-        utc = [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in rows]
-        cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", utc)
-    with contextlib.closing(postgres.connect(target_db)) as conn:
-        conn.execute(POSTGRES_DDL)
-        with conn.cursor() as cur:
-            cur.executemany(
-                f"INSERT INTO orders VALUES ({MARKS})", [(*r[:7], bool(r[7]), *r[8:]) for r in rows]
-            )
+    load_orders(mariadb_full, source_db, postgres, target_db, source_rows())
     path = config_of(tmp_path, mariadb_full.url(source_db), postgres.url(target_db), "database")
     comparison = run(spark, path)
     assert comparison["status"] == "in_sync"
@@ -335,19 +337,8 @@ def test_a_replica_written_during_the_run_shows_no_false_drift(
     """Rows replicated during the run are either caught up at the re-check or reported as
     in flight, never as drift; the one real difference is found."""
     source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
-    rows = [(r[0], *r[1:]) for r in source_rows()]
-    with contextlib.closing(mariadb_full.connect(source_db)) as conn, conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.execute(MARIADB_DDL)
-        cur.executemany(
-            f"INSERT INTO orders VALUES ({MARKS})",
-            [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in rows],
-        )
+    load_orders(mariadb_full, source_db, postgres, target_db, source_rows())
     with contextlib.closing(postgres.connect(target_db)) as conn:
-        conn.execute(POSTGRES_DDL)
-        with conn.cursor() as cur:
-            copy = [(*r[:7], bool(r[7]), *r[8:]) for r in rows]
-            cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", copy)
         conn.execute("UPDATE orders SET note = 'drift' WHERE id = 50")
     path = config_of(tmp_path, mariadb_full.url(source_db), postgres.url(target_db), "database")
     path.write_text(path.read_text().replace("recheck_lag_s: 0", "recheck_lag_s: 1"))
