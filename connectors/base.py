@@ -21,6 +21,7 @@ from merkle.types import LogicalType
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from connectors.jdbc import JdbcRead
     from connectors.pushdown import DigestDialect, DigestSession
 
 
@@ -172,6 +173,18 @@ class Connector(ABC):
     def shared_snapshot(self) -> Iterator[Snapshot | None]:
         """Hold a snapshot all partitions can read in (None: the product cannot share one)."""
         yield None
+
+    def jdbc_read(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition_column: str | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> JdbcRead | None:
+        """How Spark reads ``columns`` of ``table`` over JDBC (``connectors.jdbc``), key ranges
+        of ``partition_column`` in parallel, in ``snapshot`` when the product shares one;
+        None when this product or a column cannot be read so."""
+        return None
 
     def digest_dialect(self) -> DigestDialect | None:
         """SQL for computing leaf digests in this server (``connectors.pushdown``), or None

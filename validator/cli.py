@@ -82,7 +82,7 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dic
     for name in names:
         config.comparison(name)  # unknown names fail before anything starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
-    spark = LazySparkSession(master=config.spark.master, extra_conf=config.spark.conf)
+    spark = LazySparkSession(config.spark.master, config.spark.conf, config.spark.jdbc)
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it

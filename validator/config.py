@@ -173,6 +173,7 @@ class SparkConfig:
 
     master: str = "local[2]"
     conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    jdbc: bool = True  # read sources over JDBC where a driver jar is found (see sources.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,14 +424,16 @@ _EXPECTATION_READERS: Mapping[str, Callable[[Section], dict[str, Any]]] = Mappin
 def _read_spark(section: Section | None) -> SparkConfig:
     if section is None:
         return SparkConfig()
-    section.check_keys(["master", "conf"])
+    section.check_keys(["master", "conf", "jdbc"])
     conf_section = section.optional_child("conf")
     conf = {}
     if conf_section is not None:
         conf = {str(k): str(v) for k, v in conf_section.data.items()}
+    jdbc = section.get("jdbc", bool, True)
     return SparkConfig(
         master=section.get("master", str, "local[2]") or "local[2]",
         conf=MappingProxyType(conf),
+        jdbc=True if jdbc is None else jdbc,
     )
 
 

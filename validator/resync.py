@@ -329,7 +329,9 @@ def _full_revalidation(run: _Run, done: Sequence[ComparisonResync]) -> dict[str,
     from validator.spark_session import LazySparkSession
 
     settings = run.config.spark
-    spark = run.spark or LazySparkSession(settings.master, settings.conf)  # database engine: none
+    spark = run.spark or LazySparkSession(
+        settings.master, settings.conf, settings.jdbc
+    )  # database engine: none
     return {name: revalidate_full(spark, run.config, name) for name in names}
 
 

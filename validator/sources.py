@@ -1,17 +1,22 @@
 """Read a source table into Spark: partitions read in parallel by the executors.
 
-Each Spark task opens its own connection through the product's connector and reads one key
-range; rows travel as Arrow batches typed as the hash contract expects, and hashing stays
-in Spark SQL. A table whose first key column is not an integer is read as one partition.
+Each Spark task opens its own connection and reads one key range: over JDBC in the JVM when
+the product's connector describes such a read and its driver is on the classpath
+(``validator.jdbc_source``), else through the product's Python driver, rows travelling as
+Arrow batches. Either way the columns are typed as the hash contract expects and hashing
+stays in Spark SQL. A table whose first key column is not an integer is read as one
+partition.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from connectors.base import Connector, Partition, Snapshot, TableSchema
 from merkle import types as lt
+from validator.jdbc_source import jdbc_available, jdbc_frame
 from validator.positions import PARTITION_COLUMN
 
 if TYPE_CHECKING:
@@ -19,6 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 ROWS_PER_PARTITION_HINT = 250_000
+log = logging.getLogger(__name__)
 
 
 def plan_partitions(
@@ -46,9 +52,28 @@ def source_frame(
     columns: Sequence[str],
     partitions: Sequence[Partition],
     snapshot: Snapshot | None = None,
+    jdbc: bool = True,
 ) -> DataFrame:
     """``columns`` plus ``POSITION_COLUMN`` and ``PARTITION_COLUMN``, read partition by
-    partition in the executors (all in ``snapshot`` when the product can share one)."""
+    partition in the executors (all in ``snapshot`` when the product can share one): over
+    JDBC when the connector can and the session has its driver (and ``jdbc``), else through
+    the Python drivers. Both give the same values, typed alike."""
+    if jdbc:
+        read = connector.jdbc_read(schema, columns, partitions[0].column, snapshot)
+        if read is not None and jdbc_available(spark, read.driver):
+            log.info("reading %s over JDBC in %d partitions", schema.table, len(partitions))
+            return jdbc_frame(spark, read, partitions, connector.arrow_schema(schema, columns))
+    return _python_frame(spark, connector, schema, columns, partitions, snapshot)
+
+
+def _python_frame(
+    spark: SparkSession,
+    connector: Connector,
+    schema: TableSchema,
+    columns: Sequence[str],
+    partitions: Sequence[Partition],
+    snapshot: Snapshot | None,
+) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     plan = spark.createDataFrame(

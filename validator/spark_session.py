@@ -42,10 +42,31 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def jdbc_jars() -> list[str]:
+    """JDBC driver jars to put on Spark's classpath: the system's MariaDB and PostgreSQL
+    drivers where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated;
+    the place for Oracle's or HANA's, which the system does not ship)."""
+    from connectors.mariadb.jdbc import DRIVER as MARIADB_DRIVER
+    from connectors.postgres.jdbc import DRIVER as POSTGRES_DRIVER
+
+    found = [str(jar) for d in (MARIADB_DRIVER, POSTGRES_DRIVER) if (jar := d.system_jar())]
+    listed = os.environ.get("REPLCHECK_JDBC_JARS", "")
+    return found + [jar.strip() for jar in listed.split(",") if jar.strip()]
+
+
+def _with_jars(conf: Mapping[str, str], jars: list[str]) -> dict[str, str]:
+    """``conf`` with ``jars`` added to ``spark.jars`` (after any the caller set)."""
+    merged = dict(conf)
+    present = [jar for jar in merged.get("spark.jars", "").split(",") if jar]
+    merged["spark.jars"] = ",".join(present + [jar for jar in jars if jar not in present])
+    return merged
+
+
 def build_spark_session(
     app_name: str = "replcheck",
     master: str = "local[2]",
     extra_conf: Mapping[str, str] | None = None,
+    jdbc: bool = True,
 ) -> SparkSession:
     """Return a Spark session configured for replcheck's jobs.
 
@@ -54,6 +75,8 @@ def build_spark_session(
         master: Spark master URL, e.g. ``local[2]`` or ``yarn``; ignored under
             ``spark-submit``, whose ``--master`` wins.
         extra_conf: Settings applied after (and so overriding) replcheck's defaults.
+        jdbc: Put the JDBC drivers of ``jdbc_jars`` on the classpath, so sources that can be
+            read over JDBC are (``validator.sources``).
 
     Returns:
         The (possibly already running) session; its log level is set to WARN.
@@ -69,7 +92,10 @@ def build_spark_session(
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
         builder = builder.master(master)
-    for key, value in {**_DEFAULT_CONF, **(extra_conf or {})}.items():
+    conf = {**_DEFAULT_CONF, **(extra_conf or {})}
+    if jdbc and not under_spark_submit():  # spark-submit's own --jars decide there
+        conf = _with_jars(conf, jdbc_jars())
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
@@ -84,17 +110,26 @@ class LazySparkSession:
     Args:
         master: As for ``build_spark_session``.
         extra_conf: As for ``build_spark_session``.
+        jdbc: As for ``build_spark_session``.
     """
 
-    def __init__(self, master: str = "local[2]", extra_conf: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        master: str = "local[2]",
+        extra_conf: Mapping[str, str] | None = None,
+        jdbc: bool = True,
+    ) -> None:
         self._master = master
         self._extra_conf = dict(extra_conf or {})
+        self._jdbc = jdbc
         self._session: SparkSession | None = None
 
     def __call__(self) -> SparkSession:
         """The session, started now if it is not running yet."""
         if self._session is None:
-            self._session = build_spark_session(master=self._master, extra_conf=self._extra_conf)
+            self._session = build_spark_session(
+                master=self._master, extra_conf=self._extra_conf, jdbc=self._jdbc
+            )
         return self._session
 
     @property

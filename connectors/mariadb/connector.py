@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pymysql.connections
 
+    from connectors.jdbc import JdbcRead
     from connectors.mariadb.pushdown import MariaDBDigestSession
     from connectors.pushdown import DigestDialect
 
@@ -95,18 +96,37 @@ class MariaDBConnector(Connector):
             row = cursor.fetchone()
         return timestamp_rounding(str(row[0]) if row else "")
 
+    def _version(self) -> str:
+        with self.connect() as connection, connection.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")
+            row = cursor.fetchone()
+        return str(row[0]) if row else ""
+
+    def is_mariadb(self) -> bool:
+        """Whether the server is MariaDB (else MySQL)."""
+        return "mariadb" in self._version().lower()
+
     def digest_dialect(self) -> DigestDialect | None:
         """MariaDB, or MySQL 8 and later (the functions the digests need)."""
         from connectors.mariadb.pushdown import MariaDBDigestDialect
 
-        with self.connect() as connection, connection.cursor() as cursor:
-            cursor.execute("SELECT VERSION()")
-            row = cursor.fetchone()
-        version = str(row[0]) if row else ""
+        version = self._version()
         major = version.split(".")[0]
         if "mariadb" not in version.lower() and not (major.isdigit() and int(major) >= 8):
             return None
-        return MariaDBDigestDialect(self._qualified)
+        return MariaDBDigestDialect(self.qualified)
+
+    def jdbc_read(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition_column: str | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> JdbcRead | None:
+        """Each partition opens its own snapshot (``snapshot`` is always None here)."""
+        from connectors.mariadb.jdbc import jdbc_read
+
+        return jdbc_read(self, table, columns, partition_column)
 
     def digest_session(
         self, table: TableSchema, snapshot: Snapshot | None
@@ -115,7 +135,13 @@ class MariaDBConnector(Connector):
 
         return digest_session(self, table)
 
-    def _qualified(self, table: str) -> str:
+    @staticmethod
+    def quote(name: str) -> str:
+        """A quoted identifier."""
+        return _quote(name)
+
+    def qualified(self, table: str) -> str:
+        """The quoted ``schema.table`` of a table (the URL's database by default)."""
         schema, name = _split_table(table, self._database())
         return f"{_quote(schema)}.{_quote(name)}"
 

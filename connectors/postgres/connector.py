@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from sqlalchemy.engine import URL
 
+    from connectors.jdbc import JdbcRead
     from connectors.postgres.pushdown import PostgresDigestSession
     from connectors.pushdown import DigestDialect
 
@@ -217,6 +218,26 @@ class PostgresConnector(Connector):
                     " infinite dates and timestamps have no Arrow value: leave the column out",
                     {"source": self.where, "table": table.table},
                 ) from exc
+
+    def parsed_url(self) -> URL:
+        """The connection URL, parsed (its password is never logged)."""
+        return self._parsed_url()
+
+    @staticmethod
+    def qualified(table: str) -> str:
+        """The quoted ``schema.table`` of a table (``public`` by default)."""
+        return _qualified(table)
+
+    def jdbc_read(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition_column: str | None = None,
+        snapshot: Snapshot | None = None,
+    ) -> JdbcRead | None:
+        from connectors.postgres.jdbc import jdbc_read
+
+        return jdbc_read(self, table, columns, partition_column, snapshot)
 
     def digest_dialect(self) -> DigestDialect | None:
         """PostgreSQL 14 or later in a UTF8 database (see ``connectors.postgres.pushdown``)."""

@@ -1,0 +1,113 @@
+"""MariaDB read over JDBC (``connectors.jdbc``): one consistent snapshot per partition, its
+binlog position in every row.
+
+Each Spark task's session first runs ``SESSION_SETUP`` (isolation, UTC, ``START
+TRANSACTION WITH CONSISTENT SNAPSHOT``; https://mariadb.com/kb/en/start-transaction/), so
+its one SELECT reads inside that snapshot, and the SELECT reads ``Binlog_snapshot_file`` /
+``Binlog_snapshot_position`` from ``information_schema.SESSION_STATUS`` as the position,
+exactly as ``SHOW STATUS`` gives it to the Python reader. MySQL keeps these elsewhere or
+not at all, so only MariaDB servers are read this way. Values travel as the Python reader
+reads them (``connector._select_expression``), times as exact microsecond counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from connectors.base import POSITION_COLUMN, SourceColumn, TableSchema
+from connectors.jdbc import PARTITION_KEY, JdbcDriver, JdbcRead, Transport
+from connectors.mariadb.types import is_wide_integer
+from merkle import types as lt
+
+if TYPE_CHECKING:
+    from connectors.mariadb.connector import MariaDBConnector
+
+DRIVER = JdbcDriver("org.mariadb.jdbc.Driver", "mariadb-java-client.jar")
+SESSION_SETUP = (
+    "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET time_zone = '+00:00';"
+    " START TRANSACTION WITH CONSISTENT SNAPSHOT"
+)
+# The snapshot's binlog position as ``connectors.mariadb.position.to_position`` computes it
+# (file number << 32 | offset); NULL when the binlog is off.
+POSITION_SQL = (
+    "(SELECT CAST(SUBSTRING_INDEX(f.VARIABLE_VALUE, '.', -1) AS UNSIGNED) << 32"
+    " | CAST(p.VARIABLE_VALUE AS UNSIGNED)"
+    " FROM information_schema.SESSION_STATUS f, information_schema.SESSION_STATUS p"
+    " WHERE f.VARIABLE_NAME = 'BINLOG_SNAPSHOT_FILE' AND f.VARIABLE_VALUE <> ''"
+    " AND p.VARIABLE_NAME = 'BINLOG_SNAPSHOT_POSITION')"
+)
+_MICROS: dict[type, str] = {
+    lt.TimeType: "CAST(TIME_TO_SEC({}) * 1000000 AS SIGNED)",
+    lt.TimestampType: "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {})",
+    lt.TimestampTzType: "CAST(UNIX_TIMESTAMP({}) * 1000000 AS SIGNED)",
+}
+
+
+def column_transport(column: SourceColumn, quote: str) -> tuple[str, Transport] | None:
+    """The SELECT expression of one column and how its values travel (None: none exact)."""
+    ltype = column.ltype
+    native = column.native_type.lower()
+    if ltype is None:
+        return None
+    if isinstance(ltype, lt.IntegerType):
+        if is_wide_integer(native):
+            return f"CAST({quote} AS DECIMAL(20,0))", Transport.AS_IS
+        cast = "UNSIGNED" if native.startswith("bit") else "SIGNED"  # YEAR, TINYINT(1): numbers
+        return f"CAST({quote} AS {cast})", Transport.AS_IS
+    if isinstance(ltype, lt.BooleanType):
+        return f"CAST({quote} AS UNSIGNED)", Transport.NONZERO
+    if isinstance(ltype, lt.DecimalType):
+        return (quote, Transport.AS_IS) if (ltype.precision or 0) <= 38 else None
+    if isinstance(ltype, lt.FloatType):
+        return f"CAST({quote} AS DOUBLE)", Transport.AS_IS  # FLOAT's text has 6 digits
+    if isinstance(ltype, lt.StringType | lt.JsonType | lt.UuidType):
+        return f"CAST({quote} AS CHAR CHARACTER SET utf8mb4)", Transport.AS_IS
+    if isinstance(ltype, lt.BytesType):
+        return quote, Transport.AS_IS
+    if isinstance(ltype, lt.DateType):
+        return f"DATEDIFF({quote}, '1970-01-01')", Transport.EPOCH_DAYS
+    micros = _MICROS.get(type(ltype))
+    return None if micros is None else (micros.format(quote), Transport.EPOCH_MICROS)
+
+
+def jdbc_read(
+    connector: MariaDBConnector,
+    table: TableSchema,
+    columns: Sequence[str],
+    partition_column: str | None,
+) -> JdbcRead | None:
+    """The JDBC read of ``columns`` (None: a column has no exact transport, or the server
+    is MySQL)."""
+    from sqlalchemy.engine import make_url
+
+    quote = connector.quote
+    selects, transports = [], {}
+    for name in columns:
+        found = column_transport(table.column(name), quote(name))
+        if found is None:
+            return None
+        selects.append(f"{found[0]} AS {quote(name)}")
+        transports[name] = found[1]
+    selects.append(f"{POSITION_SQL} AS {quote(POSITION_COLUMN)}")
+    if partition_column is not None:
+        selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
+    if not connector.is_mariadb():
+        return None
+    url = make_url(connector.url)
+    properties = {
+        "driver": DRIVER.class_name,
+        "user": url.username or "",
+        "password": connector.password or url.password or "",
+        "fetchsize": "10000",  # stream the rows (Connector/J reads them all otherwise)
+        "sessionInitStatement": SESSION_SETUP,
+    }
+    address = f"jdbc:mysql://{url.host or '127.0.0.1'}:{url.port or 3306}/{url.database or ''}"
+    return JdbcRead(
+        DRIVER,
+        f"{address}?allowMultiQueries=true",
+        properties,
+        f"SELECT {', '.join(selects)} FROM {connector.qualified(table.table)}",
+        transports,
+        quote,
+    )

@@ -1,0 +1,72 @@
+"""Source frames read by Spark's JDBC source (``connectors.jdbc``).
+
+A frame has the columns, types and extra columns of the Python readers' frames
+(``validator.sources``) — the same Spark types, from the same Arrow schema — so the hash
+contract sees identical values whichever path read them. The driver's jar must be on the
+session's classpath (``spark.jars``; ``validator.spark_session`` adds the system's jars).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from connectors.base import POSITION_COLUMN, Partition
+from connectors.jdbc import JdbcDriver, JdbcRead, Transport
+from validator.positions import PARTITION_COLUMN
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+
+def jdbc_available(spark: SparkSession, driver: JdbcDriver) -> bool:
+    """Whether the session was started with ``driver``'s jar."""
+    jars = spark.sparkContext.getConf().get("spark.jars", "") or ""
+    return any(jar.rstrip("/").endswith(driver.jar) for jar in jars.split(","))
+
+
+def _typed(value: Column, transport: Transport, dtype: DataType) -> Column:
+    """A transported value as the type the Python readers give the column."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if transport is Transport.EPOCH_DAYS:
+        return F.date_from_unix_date(value.cast("int"))
+    if transport is Transport.NONZERO:
+        return value != 0
+    if transport is Transport.EPOCH_MICROS and isinstance(dtype, T.TimestampNTZType):
+        return F.timestamp_micros(value.cast("long")).cast("timestamp_ntz")  # the session is UTC
+    if transport is Transport.EPOCH_MICROS and isinstance(dtype, T.TimestampType):
+        return F.timestamp_micros(value.cast("long"))
+    return value.cast(dtype)
+
+
+def jdbc_frame(
+    spark: SparkSession, read: JdbcRead, partitions: Sequence[Partition], schema: pa.Schema
+) -> DataFrame:
+    """The rows of ``partitions`` read over JDBC, typed by ``schema`` (the connector's Arrow
+    schema: the columns, then ``POSITION_COLUMN``), with ``PARTITION_COLUMN``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    raw = spark.read.jdbc(
+        read.url,
+        f"({read.query}) replcheck_source",
+        predicates=[read.predicate(p) for p in partitions],
+        properties=dict(read.properties),
+    )
+    columns = [
+        _typed(raw[field.name], read.transports[field.name], field.dataType).alias(field.name)
+        for field in from_arrow_schema(schema).fields
+        if field.name != POSITION_COLUMN
+    ]
+    # Spark reads predicate i as partition i, so the partition id is the plan's index.
+    if [p.index for p in partitions] != list(range(len(partitions))):
+        raise ValueError("JDBC partitions must be numbered 0..n-1 in order")
+    return raw.select(
+        *columns,
+        raw[POSITION_COLUMN].cast("long").alias(POSITION_COLUMN),
+        F.spark_partition_id().alias(PARTITION_COLUMN),
+    )
