@@ -256,3 +256,10 @@ def test_a_trend_needs_two_runs() -> None:
     assert trend is not None
     assert trend.values == (("2026-11-21", 8), ("2026-11-22", 0))
     assert trend.points == "3.0,3.0 157.0,29.0"
+
+
+def test_the_engine_that_computed_the_digests_is_named() -> None:
+    in_databases = make_comparison("pair", 1)
+    in_databases["engine"] = "database"
+    html = build_html_report(wrap([in_databases, make_comparison("lake", 1)]))
+    assert html.count("digests computed by the two databases") == 1
