@@ -14,6 +14,7 @@ import pytest
 
 from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
 from cdc_core.position import Position
+from cdc_core.source import Idle
 from connectors.postgres.log_reader import PostgresLogReader
 from tests.connectors.postgres.helpers import (
     PgCase,
@@ -145,8 +146,6 @@ def test_savepoint_rollback_inside_a_streamed_transaction(case: PgCase, tmp_path
 
 def _feed_part(reader: PostgresLogReader, start: Position, count: int) -> list[RawChange]:
     """The first ``count`` raw changes from ``start``, then the session is closed."""
-    from cdc_core.source import Idle
-
     end = reader.end_position()
     taken: list[RawChange] = []
     iterator = reader.iter_changes(start)
@@ -237,3 +236,33 @@ def test_slot_confirms_only_what_was_acknowledged(case: PgCase) -> None:
     ).fetchone()
     tail.close()
     assert confirmed is not None and confirmed[0] == first.position.text
+
+
+def test_a_closed_session_has_confirmed_and_released_the_slot(
+    case: PgCase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a session mid-stream (the server still sending a streamed transaction) ends
+    the stream cleanly: when close returns, the server has applied the last confirmation
+    and released the slot, so the next session starts at once."""
+    import connectors.postgres.log_reader as log_reader
+
+    reader, start = _reader(case)
+    case.sql("INSERT INTO t VALUES (1, 'small')")
+    big = case.session()
+    big.execute(_insert(1000, 2999))  # streamed while in progress
+    iterator = reader.iter_changes(start)
+    commit = next(item for item in iterator if isinstance(item, Commit))
+    streamed = next(item for item in iterator if not isinstance(item, Idle))
+    assert isinstance(streamed, Begin)  # the big transaction's stream has begun
+    reader.acknowledge(commit.position)
+    iterator.close()
+    slot = case.connection.execute(
+        "SELECT active_pid, confirmed_flush_lsn::text FROM pg_replication_slots"
+        " WHERE slot_name = 'replcheck'"
+    ).fetchone()
+    assert slot == (None, commit.position.text)
+    monkeypatch.setattr(log_reader, "SLOT_RELEASE_S", 0.0)  # no waiting for a release
+    big.commit()
+    changes = read_until_end(reader, commit.position)
+    assert [c.locator for c in changes if isinstance(c, RowChange)][:1] == [(1000,)]
+    assert [c.txid for c in changes if isinstance(c, Commit)] == [streamed.txid]
