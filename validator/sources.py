@@ -23,14 +23,22 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+# A partition is read, hashed and cached by one task: past a few hundred thousand rows its
+# cached block outgrows a small executor's memory (10M rows in 2 partitions ran a 2 GB
+# local session out of heap). The key span bounds the row count from above, so sparse keys
+# only make partitions smaller; MAX_PARTITIONS bounds the connections and snapshots a read
+# opens.
 ROWS_PER_PARTITION_HINT = 250_000
+MAX_PARTITIONS = 256
 log = logging.getLogger(__name__)
 
 
 def plan_partitions(
     connector: Connector, schema: TableSchema, key: Sequence[str], parallelism: int
 ) -> list[Partition]:
-    """Key ranges of the first key column when it is an integer, else one partition."""
+    """Key ranges of the first key column when it is an integer, else one partition: at
+    least ``parallelism`` of them, and more for a large key span (at most
+    ``ROWS_PER_PARTITION_HINT`` keys a range, at most ``MAX_PARTITIONS`` ranges)."""
     first = schema.column(key[0]) if key else None
     if first is None or not isinstance(first.ltype, lt.IntegerType):
         return [Partition(0)]
@@ -38,7 +46,9 @@ def plan_partitions(
     if bounds is None:
         return [Partition(0)]
     low, high = bounds
-    count = max(1, min(parallelism, high - low + 1))
+    span = high - low + 1
+    wanted = max(parallelism, min(MAX_PARTITIONS, -(-span // ROWS_PER_PARTITION_HINT)))
+    count = max(1, min(wanted, span))
     step = (high - low + count) // count
     edges: list[int | None] = [low + i * step for i in range(count)] + [None]
     edges[0] = None  # open-ended below and above: rows inserted after planning are read too

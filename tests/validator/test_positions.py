@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cdc_core.errors import TransientError
+from connectors.base import connector_for
 from validator.positions import PartitionPosition, SourcePositions, wait_for_lake
+from validator.sources import plan_partitions
 
 
 def test_waiting_ends_when_the_lake_reaches_the_position() -> None:
@@ -45,3 +48,26 @@ def test_each_key_is_compared_at_its_partitions_position(spark: Any) -> None:
     assert positions.describe() == "100..105 (3 partitions)"
     single = SourcePositions(None, (PartitionPosition(0, 42),))
     assert single.describe() == "42"
+
+
+@pytest.mark.parametrize(
+    ("keys", "parallelism", "count"),
+    [((1, 40), 2, 2), ((1, 1_000_000), 2, 4), ((-(10**12), 10**12), 2, 256), ((5, 5), 4, 1)],
+)
+def test_large_key_spans_are_read_in_more_partitions(
+    tmp_path: Path, keys: tuple[int, int], parallelism: int, count: int
+) -> None:
+    """A partition is read and cached by one task: about 250,000 keys a range at most, so
+    a big table does not run an executor out of memory; 256 ranges at most."""
+    import duckdb
+
+    path = tmp_path / "span.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INTEGER)")
+        conn.executemany("INSERT INTO t VALUES (?, 0)", [(k,) for k in set(keys)])
+    connector = connector_for(f"duckdb:///{path}")
+    partitions = plan_partitions(connector, connector.reflect("t"), ["id"], parallelism)
+    assert len(partitions) == count
+    assert partitions[0].low is None and partitions[-1].high is None  # open at both ends
+    bounds = [p.high for p in partitions[:-1]]
+    assert bounds == sorted(bounds)
