@@ -46,6 +46,7 @@ from validator.result import (
 from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
+    from pyspark import StorageLevel
     from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,15 @@ class _Timer:
         start = time.perf_counter()
         yield
         self.phases[name] = round(time.perf_counter() - start, 3)
+
+
+def cache_level() -> StorageLevel:
+    """Where hashed sides are kept between phases: on local disk, not in the heap. Two
+    cached 10M-row sides ran a 2 GB local session out of heap even as MEMORY_AND_DISK;
+    DISK_ONLY, read back through the page cache, finished, and faster (bench/RESULTS.md)."""
+    from pyspark import StorageLevel
+
+    return StorageLevel.DISK_ONLY
 
 
 def hashed_rows(frame: DataFrame, layout: RowLayout) -> DataFrame:
@@ -128,7 +138,6 @@ def _hashed_frames(
     sides: tuple[Side, Side], layout: RowLayout
 ) -> tuple[list[DataFrame], list[DataFrame]]:
     """Both sides hashed (source first), and those of them persisted here."""
-    from pyspark import StorageLevel
 
     hashed: list[DataFrame] = []
     owned: list[DataFrame] = []
@@ -136,7 +145,7 @@ def _hashed_frames(
         if KEY_HASH in side.frame.columns and ROW_HASH in side.frame.columns:
             hashed.append(side.frame)
             continue
-        frame = hashed_rows(side.frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = hashed_rows(side.frame, layout).persist(cache_level())
         hashed.append(frame)
         owned.append(frame)
     return hashed, owned

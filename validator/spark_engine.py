@@ -17,7 +17,7 @@ from cdc_core.config import ConnectionConfig
 from cdc_core.lake import LakeTable, high_water_mark
 from connectors.base import Connector, TableSchema
 from merkle.layout import RowLayout
-from validator.compare import Side, compare_sides, hashed_rows
+from validator.compare import Side, cache_level, compare_sides, hashed_rows
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.lake_target import lake_state_at
@@ -74,13 +74,12 @@ def _read_source_once(
     """Read the source in its snapshot(s) exactly once, hashed as it is read: every later
     phase reuses these rows, so all phases see the same snapshots (a re-read would open new
     ones). The job that reads the positions is the one that reads and caches the rows."""
-    from pyspark import StorageLevel
 
     parallelism = spark.sparkContext.defaultParallelism
     partitions = plan_partitions(connector, schema, layout.key, parallelism)
     with connector.shared_snapshot() as snapshot:
         frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
-        frame = hashed_rows(frame, layout).persist(StorageLevel.MEMORY_AND_DISK)
+        frame = hashed_rows(frame, layout).persist(cache_level())
         try:
             positions = read_positions(frame, partitions)
         except BaseException:
@@ -139,7 +138,6 @@ def check_expectations(
     result: ComparisonResult, comparison: ComparisonConfig, target: Side, key: Sequence[str]
 ) -> ComparisonResult:
     """Check the comparison's data-quality suite on the target (validator.expectations)."""
-    from pyspark import StorageLevel
 
     log.info("comparison %s: expectations", comparison.name)
     rules = comparison.columns
@@ -149,7 +147,7 @@ def check_expectations(
     )
     started = time.perf_counter()
     # GX runs several Spark jobs over the target: materialise it once, not once per job.
-    frame = target.frame.persist(StorageLevel.MEMORY_AND_DISK)
+    frame = target.frame.persist(cache_level())
     try:
         checked = evaluate_expectations(frame, comparison.expectations, facts)
     finally:
