@@ -8,7 +8,6 @@ digests must be equal, so a comparison cannot depend on which path read its sour
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +18,8 @@ from connectors.jdbc import JdbcDriver
 from merkle.layout import RowLayout
 from merkle.options import ComparisonOptions
 from merkle.spark import leaf_digests
-from tests.private_servers import MariaDBServer, PostgresServer, drop_postgres_database
-from tests.validator.test_type_matrix import fill_mariadb, fill_postgres
+from tests.private_servers import MariaDBServer, PostgresServer
+from tests.validator.test_type_matrix import fill_mariadb, fill_postgres, matrix_database
 from validator.jdbc_source import jdbc_available
 from validator.positions import read_positions
 from validator.sources import plan_partitions, source_frame
@@ -30,19 +29,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres
 
 @pytest.fixture(scope="module")
 def matrix_urls(mariadb_full: MariaDBServer, postgres: PostgresServer) -> Iterator[dict[str, str]]:
-    database = f"j_{uuid.uuid4().hex[:12]}"
-    with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-    with contextlib.closing(postgres.connect("postgres")) as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
-    try:
+    with matrix_database(mariadb_full, postgres) as database:
         fill_mariadb(mariadb_full, database)
         fill_postgres(postgres, database)
         yield {"mariadb": mariadb_full.url(database), "postgres": postgres.url(database)}
-    finally:
-        with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        drop_postgres_database(postgres, database)
 
 
 def digests_both_ways(spark: Any, connector: Connector) -> tuple[Any, Any]:

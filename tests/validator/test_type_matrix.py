@@ -166,6 +166,22 @@ def fill_lake(lake: Path) -> None:
     append_changelog(table, _lake_events(updates, "u", 2), LAKE_HIGH_WATER_MARK + 1, "2", "matrix")
 
 
+@contextlib.contextmanager
+def matrix_database(mariadb: MariaDBServer, postgres: PostgresServer) -> Iterator[str]:
+    """A database of one fresh name on both servers, dropped afterwards."""
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    with contextlib.closing(mariadb.connect(None)) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+    with contextlib.closing(postgres.connect("postgres")) as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    try:
+        yield database
+    finally:
+        with contextlib.closing(mariadb.connect(None)) as conn, conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        drop_postgres_database(postgres, database)
+
+
 # --- one validate call for every pair -----------------------------------------------------
 
 
@@ -207,12 +223,7 @@ def results(
 ) -> Iterator[dict[str, dict[str, Any]]]:
     """Every pair's comparison result, by comparison name (one ``validate`` call)."""
     workdir = tmp_path_factory.mktemp("type_matrix")
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-    with contextlib.closing(postgres.connect("postgres")) as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
-    try:
+    with matrix_database(mariadb_full, postgres) as database:
         fill_mariadb(mariadb_full, database)
         fill_postgres(postgres, database)
         fill_duckdb(workdir / "matrix.duckdb")
@@ -225,10 +236,6 @@ def results(
         config = write_config(workdir / "replcheck.yaml", urls, workdir / "lake")
         document = validate(spark, load_validator_config(config, environ={}))
         yield {c["name"]: c for c in document["comparisons"]}
-    finally:
-        with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        drop_postgres_database(postgres, database)
 
 
 # --- expectations, with the known problems as strict xfails -------------------------------

@@ -11,20 +11,20 @@ change.
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.private_servers import MariaDBServer, PostgresServer, drop_postgres_database
+from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.test_type_matrix import (
     BOOLEAN_COLUMN,
     _mariadb_value,
     changed_cells,
     fill_mariadb,
     fill_postgres,
+    matrix_database,
 )
 from tests.validator.type_matrix import CASES, ROWS, change_rows, logical_rows
 from validator.config import load_validator_config
@@ -91,12 +91,7 @@ def results(
 ) -> Iterator[dict[str, dict[str, Any]]]:
     """Every pair's result, by comparison name, from one ``validate`` call without Spark."""
     workdir = tmp_path_factory.mktemp("type_matrix_databases")
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-    with contextlib.closing(postgres.connect("postgres")) as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
-    try:
+    with matrix_database(mariadb_full, postgres) as database:
         fill_mariadb(mariadb_full, database)
         fill_mariadb_replica(mariadb_full, database)
         fill_postgres(postgres, database)
@@ -106,10 +101,6 @@ def results(
         document = validate(lazy, load_validator_config(config, environ={}))
         assert not lazy.started
         yield {c["name"]: c for c in document["comparisons"]}
-    finally:
-        with contextlib.closing(mariadb_full.connect(None)) as conn, conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        drop_postgres_database(postgres, database)
 
 
 def compared_cases() -> list[str]:
