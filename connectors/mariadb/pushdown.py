@@ -229,7 +229,7 @@ _WRITERS: tuple[tuple[type, PayloadWriter], ...] = (
 
 
 class MariaDBDigestDialect(DigestDialect):
-    """MariaDB (10.5 or later) and MySQL 8."""
+    """MariaDB (tested on 10.11; MySQL is left to the Spark engine)."""
 
     product = "MariaDB"
     writers = _WRITERS
