@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from connectors.base import Partition
@@ -192,7 +193,7 @@ def _digests_of(part: _Slice) -> dict[int, LeafDigest]:
 def _leaf_digests(sides: Sequence[Sequence[_Slice]]) -> list[dict[int, LeafDigest]]:
     """Both sides' leaf digests, every slice of both sides at once."""
     parts = [part for side in sides for part in side]
-    results = _parallel([lambda part=part: _digests_of(part) for part in parts])  # type: ignore[misc]
+    results = _parallel([partial(_digests_of, part) for part in parts])
     merged: list[dict[int, LeafDigest]] = [{}, {}]
     for part, digests in zip(parts, results, strict=True):
         merged[0 if part in sides[0] else 1].update(digests)  # slices hold disjoint leaves
@@ -236,7 +237,7 @@ def _keys(
             leaves = [leaf for leaf in mismatched if part.owns(leaf)]
             if leaves:
                 tasks.append((index, part, leaves))
-    results = _parallel([lambda t=t: _keys_of(t[1], t[2]) for t in tasks])  # type: ignore[misc]
+    results = _parallel([partial(_keys_of, part, leaves) for _, part, leaves in tasks])
     merged: list[dict[bytes, KeyEntry]] = [{}, {}]
     for (index, _, _), found in zip(tasks, results, strict=True):
         merged[index].update(found)

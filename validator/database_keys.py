@@ -134,7 +134,9 @@ def classify(source: dict[bytes, KeyEntry], target: dict[bytes, KeyEntry]) -> Ke
         kind = _kind(left, right)
         if kind is None:
             continue
-        values = (left or right).values  # type: ignore[union-attr]
+        present = left or right
+        assert present is not None  # the key came from one of the sides
+        values = present.values
         finding = KeyFinding(kind, tuple(key_text(v) for v in values), left, right)
         diff.findings.append(finding)
         diff.by_kind[kind] = diff.by_kind.get(kind, 0) + finding.weight
