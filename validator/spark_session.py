@@ -44,8 +44,9 @@ def under_spark_submit() -> bool:
 
 def jdbc_jars() -> list[str]:
     """JDBC driver jars to put on Spark's classpath: the system's MariaDB and PostgreSQL
-    drivers where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated;
-    the place for Oracle's or HANA's, which the system does not ship)."""
+    drivers where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated:
+    drivers installed elsewhere; a JDBC read is used where the connector describes one and
+    its driver's jar file name is among these)."""
     from connectors.mariadb.jdbc import DRIVER as MARIADB_DRIVER
     from connectors.postgres.jdbc import DRIVER as POSTGRES_DRIVER
 
