@@ -37,8 +37,6 @@ from merkle.options import ComparisonOptions, TimeRounding
 if TYPE_CHECKING:
     import pyarrow as pa
 
-EPOCH_2000_MICROS = 946_684_800_000_000  # merkle.canonical.EPOCH_2000_MICROS
-
 
 class NotPushable(Exception):
     """The database engine cannot compare this exactly (a type, an option, a server)."""
@@ -71,12 +69,6 @@ class DigestTable:
         names = {column.name for column in self.columns}
         if not self.key or not set(self.key) <= names:
             raise ValueError(f"key {self.key} must be among the compared columns {names}")
-
-    @property
-    def key_columns(self) -> tuple[DigestColumn, ...]:
-        """The key columns in key order."""
-        by_name = {column.name: column for column in self.columns}
-        return tuple(by_name[name] for name in self.key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,13 +226,6 @@ class DigestDialect(ABC):
         offset = f"({micros} - {epoch})"
         magnitude = floor_to(f"(ABS({offset}) + {half})")
         return f"({epoch} + CASE WHEN {offset} >= 0 THEN {magnitude} ELSE -{magnitude} END)"
-
-
-def rounding_epoch(rounding: TimeRounding, ltype: lt.LogicalType) -> int:
-    """Where a ``half_away_from_*`` rule counts from (``merkle.canonical.rounding_epoch``)."""
-    if rounding is TimeRounding.HALF_AWAY_FROM_2000 and not isinstance(ltype, lt.TimeType):
-        return EPOCH_2000_MICROS
-    return 0
 
 
 def check_options(options: ComparisonOptions) -> None:

@@ -190,14 +190,21 @@ def _digests_of(part: _Slice) -> dict[int, LeafDigest]:
     }
 
 
+def _per_side(
+    sides: Sequence[Sequence[_Slice]], work: Callable[[_Slice], dict[Any, Any]]
+) -> list[dict[Any, Any]]:
+    """``work`` on every slice of both sides at once, merged per side (slices are disjoint)."""
+    tasks = [(index, part) for index, side in enumerate(sides) for part in side]
+    results = _parallel([partial(work, part) for _, part in tasks])
+    merged: list[dict[Any, Any]] = [{}, {}]
+    for (index, _), found in zip(tasks, results, strict=True):
+        merged[index].update(found)
+    return merged
+
+
 def _leaf_digests(sides: Sequence[Sequence[_Slice]]) -> list[dict[int, LeafDigest]]:
     """Both sides' leaf digests, every slice of both sides at once."""
-    parts = [part for side in sides for part in side]
-    results = _parallel([partial(_digests_of, part) for part in parts])
-    merged: list[dict[int, LeafDigest]] = [{}, {}]
-    for part, digests in zip(parts, results, strict=True):
-        merged[0 if part in sides[0] else 1].update(digests)  # slices hold disjoint leaves
-    return merged
+    return _per_side(sides, _digests_of)
 
 
 def _keyed_queries(part: _Slice, leaves: Sequence[int]) -> list[tuple[str, set[int] | None]]:
@@ -231,17 +238,12 @@ def _keys(
     sides: Sequence[Sequence[_Slice]], mismatched: Sequence[int]
 ) -> list[dict[bytes, KeyEntry]]:
     """Both sides' keys in the mismatched leaves, each slice reading its own leaves."""
-    tasks: list[tuple[int, _Slice, list[int]]] = []
-    for index, side in enumerate(sides):
-        for part in side:
-            leaves = [leaf for leaf in mismatched if part.owns(leaf)]
-            if leaves:
-                tasks.append((index, part, leaves))
-    results = _parallel([partial(_keys_of, part, leaves) for _, part, leaves in tasks])
-    merged: list[dict[bytes, KeyEntry]] = [{}, {}]
-    for (index, _, _), found in zip(tasks, results, strict=True):
-        merged[index].update(found)
-    return merged
+
+    def keys_of_slice(part: _Slice) -> dict[bytes, KeyEntry]:
+        leaves = [leaf for leaf in mismatched if part.owns(leaf)]
+        return _keys_of(part, leaves) if leaves else {}
+
+    return _per_side(sides, keys_of_slice)
 
 
 def _rows_by_key(

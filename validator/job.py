@@ -94,20 +94,11 @@ def _database_sides(
         if reflected.target is None:
             raise NotPushable("the target is a lake, which only Spark reads")
         layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
-        source_connection = config.connections[comparison.source.connection]
+        same = {n: n for n in layout.names}
         source = plan_side(
-            reflected.source,
-            reflected.source_schema,
-            layout,
-            {n: n for n in layout.names},
-            f"{source_connection.name}:{comparison.source.table}",
+            reflected.source, reflected.source_schema, layout, same, reflected.source_label
         )
-        target = plan_side(
-            *reflected.target,
-            layout,
-            names,
-            f"{reflected.target_connection.name}:{comparison.target.table}",
-        )
+        target = plan_side(*reflected.target, layout, names, reflected.target_label)
     except NotPushable as exc:
         if engine == "database":
             raise ConfigError(

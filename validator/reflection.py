@@ -61,6 +61,16 @@ class Reflected:
     reconciled: Reconciled
 
     @property
+    def source_label(self) -> str:
+        """The source as results name it: ``connection:table`` (never a URL or secret)."""
+        return f"{self.comparison.source.connection}:{self.comparison.source.table}"
+
+    @property
+    def target_label(self) -> str:
+        """The target as results name it: ``connection:table``."""
+        return f"{self.target_connection.name}:{self.comparison.target.table}"
+
+    @property
     def target_key(self) -> tuple[str, ...]:
         """Key columns, target names."""
         return tuple(self.reconciled.target_names[k] for k in self.key)

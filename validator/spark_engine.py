@@ -105,12 +105,10 @@ def compare_in_spark(
         target_frame = target.frame.select(
             *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
         )
-        source_connection = config.connections[comparison.source.connection]
-        label = f"{source_connection.name}:{comparison.source.table}"
         position = positions.describe() if positions else None
         result = compare_sides(
             comparison.name,
-            Side(source, label, position),
+            Side(source, reflected.source_label, position),
             Side(target_frame, target.label, target.position),
             reconciled.layout,
             settings,

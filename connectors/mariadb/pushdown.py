@@ -20,9 +20,9 @@ from connectors.pushdown import (
     NotPushable,
     Payload,
     PayloadWriter,
-    rounding_epoch,
 )
 from merkle import types as lt
+from merkle.canonical import rounding_epoch
 from merkle.options import ComparisonOptions
 
 if TYPE_CHECKING:

@@ -25,9 +25,9 @@ from connectors.pushdown import (
     NotPushable,
     Payload,
     PayloadWriter,
-    rounding_epoch,
 )
 from merkle import types as lt
+from merkle.canonical import CANONICAL_NAN_BITS, rounding_epoch
 from merkle.options import ComparisonOptions
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from connectors.postgres.connector import PostgresConnector
 
-CANONICAL_NAN_BITS = 9221120237041090560  # merkle.canonical.CANONICAL_NAN_BITS
 _INTEGERS = ("smallint", "integer", "bigint")
 _LENGTH = re.compile(r"^character\((\d+)\)$")
 

@@ -14,13 +14,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.private_servers import MariaDBServer, PostgresServer
-from validator.config import ValidatorConfig, load_validator_config
+from validator.config import load_validator_config
 from validator.demo import found_differences
 from validator.job import validate
 from validator.spark_session import LazySparkSession
@@ -91,44 +92,59 @@ def expected() -> set[tuple[str, str, tuple[str, ...]]]:
     return found
 
 
-def load_orders(
-    mariadb: MariaDBServer,
-    source_db: str,
-    postgres: PostgresServer,
-    target_db: str,
-    target: list[tuple[Any, ...]],
-) -> None:
-    """``source_rows()`` into MariaDB, and ``target`` (rows of the same shape) into
-    PostgreSQL."""
-    with contextlib.closing(mariadb.connect(source_db)) as conn, conn.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.execute(MARIADB_DDL)
-        utc = [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in source_rows()]
-        cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", utc)
-    with contextlib.closing(postgres.connect(target_db)) as conn:
-        conn.execute(POSTGRES_DDL)
-        with conn.cursor() as cur:
-            booleans = [(*r[:7], bool(r[7]), *r[8:]) for r in target]
-            cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", booleans)
+@dataclass(frozen=True, slots=True)
+class OrdersPair:
+    """A MariaDB source database and a PostgreSQL target database, both empty at first."""
+
+    mariadb: MariaDBServer
+    source_db: str
+    postgres: PostgresServer
+    target_db: str
+
+    def load(self, target: list[tuple[Any, ...]]) -> None:
+        """``source_rows()`` into MariaDB, ``target`` (rows of the same shape) into
+        PostgreSQL."""
+        with contextlib.closing(self.mariadb.connect(self.source_db)) as conn, conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute(MARIADB_DDL)
+            utc = [(*r[:5], r[5] and r[5].replace(tzinfo=None), *r[6:]) for r in source_rows()]
+            cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", utc)
+        with contextlib.closing(self.postgres.connect(self.target_db)) as conn:
+            conn.execute(POSTGRES_DDL)
+            with conn.cursor() as cur:
+                booleans = [(*r[:7], bool(r[7]), *r[8:]) for r in target]
+                cur.executemany(f"INSERT INTO orders VALUES ({MARKS})", booleans)
+
+    def run_on_target(self, sql: str) -> None:
+        with contextlib.closing(self.postgres.connect(self.target_db)) as conn:
+            conn.execute(sql)
+
+    @property
+    def urls(self) -> tuple[str, str]:
+        return self.mariadb.url(self.source_db), self.postgres.url(self.target_db)
 
 
 @pytest.fixture
-def mariadb_to_postgres(
+def pair(
     mariadb_full: MariaDBServer,
     mariadb_database: Callable[[MariaDBServer], str],
     postgres: PostgresServer,
     postgres_database: Callable[[PostgresServer], str],
-) -> tuple[str, str]:
+) -> OrdersPair:
+    return OrdersPair(
+        mariadb_full, mariadb_database(mariadb_full), postgres, postgres_database(postgres)
+    )
+
+
+@pytest.fixture
+def mariadb_to_postgres(pair: OrdersPair) -> tuple[str, str]:
     """A MariaDB source and a PostgreSQL copy of it with the drift above."""
-    source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
     rows = source_rows()
     extra = [(_region(k), k, *rows[0][2:]) for k in EXTRA]
-    target = [r for r in rows if r[1] not in MISSING] + extra
-    load_orders(mariadb_full, source_db, postgres, target_db, target)
-    with contextlib.closing(postgres.connect(target_db)) as conn:
-        for sql in CHANGED_SQL.values():
-            conn.execute(sql)
-    return mariadb_full.url(source_db), postgres.url(target_db)
+    pair.load([r for r in rows if r[1] not in MISSING] + extra)
+    for sql in CHANGED_SQL.values():
+        pair.run_on_target(sql)
+    return pair.urls
 
 
 def config_of(tmp_path: Path, source: str, target: str, engine: str, extra: str = "") -> Path:
@@ -188,18 +204,10 @@ def test_the_database_engine_finds_exactly_the_drift_and_what_spark_finds(
     assert changed["18"][0]["target"] is None
 
 
-def test_an_in_sync_copy_reads_no_keys(
-    spark: Any,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
-    tmp_path: Path,
-) -> None:
+def test_an_in_sync_copy_reads_no_keys(spark: Any, pair: OrdersPair, tmp_path: Path) -> None:
     """Equal tables compare equal leaf by leaf: nothing beyond the digests is read."""
-    source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
-    load_orders(mariadb_full, source_db, postgres, target_db, source_rows())
-    path = config_of(tmp_path, mariadb_full.url(source_db), postgres.url(target_db), "database")
+    pair.load(source_rows())
+    path = config_of(tmp_path, *pair.urls, "database")
     comparison = run(spark, path)
     assert comparison["status"] == "in_sync"
     assert comparison["leaves_mismatched"] == 0 and comparison["differences"] == []
@@ -271,10 +279,6 @@ def test_auto_uses_the_databases_without_starting_spark(
     assert not lazy.started
 
 
-def _config(tmp_path: Path, source: str, target: str, engine: str) -> ValidatorConfig:
-    return load_validator_config(config_of(tmp_path, source, target, engine), environ={})
-
-
 def test_what_the_databases_cannot_write_exactly_goes_to_spark(
     spark: Any, mariadb_to_postgres: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -327,25 +331,18 @@ def replicating_writer(source: Any, target: Any, stop: threading.Event) -> Itera
 
 
 def test_a_replica_written_during_the_run_shows_no_false_drift(
-    spark: Any,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
-    tmp_path: Path,
+    spark: Any, pair: OrdersPair, tmp_path: Path
 ) -> None:
     """Rows replicated during the run are either caught up at the re-check or reported as
     in flight, never as drift; the one real difference is found."""
-    source_db, target_db = mariadb_database(mariadb_full), postgres_database(postgres)
-    load_orders(mariadb_full, source_db, postgres, target_db, source_rows())
-    with contextlib.closing(postgres.connect(target_db)) as conn:
-        conn.execute("UPDATE orders SET note = 'drift' WHERE id = 50")
-    path = config_of(tmp_path, mariadb_full.url(source_db), postgres.url(target_db), "database")
+    pair.load(source_rows())
+    pair.run_on_target("UPDATE orders SET note = 'drift' WHERE id = 50")
+    path = config_of(tmp_path, *pair.urls, "database")
     path.write_text(path.read_text().replace("recheck_lag_s: 0", "recheck_lag_s: 1"))
     stop = threading.Event()
     with (
-        contextlib.closing(mariadb_full.connect(source_db)) as source,
-        contextlib.closing(postgres.connect(target_db)) as target,
+        contextlib.closing(pair.mariadb.connect(pair.source_db)) as source,
+        contextlib.closing(pair.postgres.connect(pair.target_db)) as target,
         replicating_writer(source, target, stop) as changed,
     ):
         comparison = run(spark, path)
