@@ -49,6 +49,33 @@ ABSENT: Final = _Absent()
 """A column the log did not carry (e.g. MariaDB's MINIMAL row image); never NULL."""
 
 
+class _Unavailable:
+    """The type of ``UNAVAILABLE``: a column the change set, whose value the log cannot show."""
+
+    __slots__ = ()
+    _instance: _Unavailable | None = None
+
+    def __new__(cls) -> _Unavailable:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNAVAILABLE"
+
+    def __bool__(self) -> bool:
+        raise TypeError("UNAVAILABLE has no truth value; compare with `is UNAVAILABLE`")
+
+    def __reduce__(self) -> str:
+        return "UNAVAILABLE"
+
+
+UNAVAILABLE: Final = _Unavailable()
+"""A column whose new value the log cannot render (LogMiner's ``Unsupported Type``, LONG):
+unlike ``ABSENT`` it may have changed, so the row image store's value is stale. The rebuild
+fetches it from the source as of the change's commit position, or stops; never NULL."""
+
+
 def _check_txid(txid: str) -> None:
     if not isinstance(txid, str) or not txid:
         raise ContractError(f"a transaction id must be a non-empty str, not {txid!r}")

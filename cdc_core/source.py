@@ -12,6 +12,10 @@ them (STYLE.md, "One pipeline"). The pipeline never asks which product it reads.
 - ``SnapshotReader.snapshot(tables)`` reads tables in one consistent snapshot at a position,
   for the initial load (``r`` events) and re-syncs.
 - ``LogReader.describe(table)`` gives the columns the lake stores for a table.
+- ``TableChanged`` is yielded, in log order, for DDL on a captured table: the connector
+  classifies the statement (README, "Schema changes"), the pipeline acts on it.
+- ``ReadsChunks.read_chunk`` reads one key range of a table in its own consistent snapshot
+  at an exact log position: the pipeline's table refresh (DBLog) is made of such chunks.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from cdc_core.errors import ContractError
 from cdc_core.events import RawChange
@@ -40,6 +44,44 @@ class Idle:
     """
 
     position: Position | None = None
+
+
+DdlAction = Literal["schema", "refresh", "stop"]
+DDL_ACTIONS: tuple[DdlAction, ...] = ("schema", "refresh", "stop")
+
+
+@dataclass(frozen=True, slots=True)
+class TableChanged:
+    """DDL on a captured table, at its place in the log (outside any transaction's changes).
+
+    The connector classifies the statement; the pipeline acts on ``action``:
+
+    - ``schema``: value-preserving (a nullable column added without a default, a rename of
+      an index, a widened type): the lake's schema follows at the next change, rows stay.
+    - ``refresh``: stored values may have changed without row events (a default written to
+      existing rows, a converting type change, a charset conversion, a table created or
+      renamed into the captured set, anything unknown): the table is re-read from the
+      source in chunks at exact positions and written to the lake and the row image store.
+    - ``stop``: the pipeline cannot follow it; it stops with ``reason`` (which names the
+      fix).
+
+    Args:
+        position: Where the statement is in the log: changes at or after it see its effect.
+        table: The captured table (``schema.table``, as ``RowChange.table`` names it).
+        action: What the pipeline must do.
+        statement: The DDL's text (for messages; DDL carries no row values).
+        reason: Why the connector chose ``action``, for the log and for errors.
+    """
+
+    position: Position
+    table: str
+    action: DdlAction
+    statement: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in DDL_ACTIONS:
+            raise ContractError(f"unknown DDL action {self.action!r} (known: {DDL_ACTIONS})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +121,7 @@ class LogReader(Protocol):
         """The log's current end: every transaction committed so far has commit_pos <= it."""
         ...
 
-    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
         """Raw changes of the captured tables from ``start`` on, in log order.
 
         ``start`` is a position the reader handed out earlier (a change's ``position``, a
@@ -156,4 +198,43 @@ class SnapshotReader(Protocol):
             ``commit_pos <= P``) and the tables' rows, one ``TableSnapshot`` per table in
             the order asked.
         """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TableChunk:
+    """One key range of a table, read in its own consistent snapshot.
+
+    Args:
+        position: The snapshot's exact log position P: it holds exactly the transactions
+            with ``commit_pos <= P`` (so the chunk is its own low and high watermark).
+        snapshot: The rows of the range, in key order (``TableSnapshot`` batches).
+        last_key: The key of the last row read: the next chunk starts after it. ``None``
+            when the range reached the end of the table.
+    """
+
+    position: Position
+    snapshot: TableSnapshot
+    last_key: tuple[object, ...] | None
+
+
+@runtime_checkable
+class ReadsChunks(Protocol):
+    """Optional for a ``SnapshotReader`` that can read a table in key-ordered chunks, each in
+    a short snapshot of its own (the table refresh; a reader without it refreshes a table in
+    one snapshot)."""
+
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """The first ``limit`` rows of ``table`` whose key is above ``after`` (``None``: from
+        the start), in the source's key order, in one snapshot at an exact position."""
+        ...
+
+
+@runtime_checkable
+class CapturesTables(Protocol):
+    """Optional for a ``LogReader`` whose set of captured tables can grow while it runs (a
+    table created at the source, or added to a running pipeline)."""
+
+    def capture(self, tables: Sequence[str]) -> None:
+        """Also read changes of ``tables`` from now on (thread-safe)."""
         ...
