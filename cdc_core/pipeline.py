@@ -28,7 +28,7 @@ from pathlib import Path
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from cdc_core.descriptions import TableDescriptions
-from cdc_core.errors import ConfigError
+from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.events import (
     Commit,
     CommittedTransaction,
@@ -49,6 +49,7 @@ from cdc_core.source import (
     LogReader,
     ResumesTransactions,
     SnapshotReader,
+    TableChanged,
     TableDescription,
 )
 
@@ -208,6 +209,9 @@ class Pipeline:
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
         for item in self.reader.iter_changes(start):
+            if isinstance(item, TableChanged):
+                self._on_table_changed(item)
+                continue
             if isinstance(item, Idle):
                 yield from self._flush(item.position)
                 if self._stop.is_set() or _reached(item.position, until):
@@ -225,6 +229,15 @@ class Pipeline:
                 break
         self._flush_last()
         yield self._checkpoint.lake_position
+
+    def _on_table_changed(self, change: TableChanged) -> None:
+        """DDL on a captured table (the table refresh replaces this with its own handling)."""
+        if change.action == "stop":
+            raise TerminalError(
+                f"{change.reason} (table {change.table}, at {change.position}: {change.statement})",
+                {"table": change.table, "position": change.position.text},
+            )
+        logger.info("DDL on %s at %s: %s", change.table, change.position, change.action)
 
     def _feed(self, item: RawChange) -> list[CommittedTransaction]:
         """Feed one raw change of a captured table; returns what it commits."""
