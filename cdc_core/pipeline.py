@@ -39,6 +39,7 @@ from cdc_core.events import (
 from cdc_core.filters import TableFilter
 from cdc_core.image_store import RowImageStore
 from cdc_core.initial_load import load_tables
+from cdc_core.key_moves import KeyMoves
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.position import Position
 from cdc_core.rebuild import FetchMissing, RebuildConfig, Rebuilder
@@ -279,6 +280,7 @@ class Pipeline:
         events: list[tuple[str, LakeEvent]] = []
         in_lake = self._checkpoint.lake_position
         part, total = 0, 0
+        moves = KeyMoves(transaction, lambda table: self.describe(table).key)
         for committed in transaction.changes:
             table = committed.change.table
             loaded_at = self._checkpoint.loaded.get(table)
@@ -287,11 +289,12 @@ class Pipeline:
             change = self._rebuilder.rebuild(committed, transaction.commit_pos)
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
-            event = LakeEvent.of_change(change, committed.seq, transaction)
-            self._batch_of(table).events.append(event)
-            events.append((table, event))
-            self._pending_events += 1
-            total += 1
+            for event in moves.events(committed.change, change, committed.seq):
+                self._batch_of(table).events.append(event)
+                events.append((table, event))
+                self._pending_events += 1
+                total += 1
+            # Both events of a key move share a seq: a part never ends between them.
             if len(events) >= self.config.batch_max_events:
                 self._write_part(transaction, events, part)
                 events, part = [], part + 1

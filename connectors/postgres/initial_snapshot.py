@@ -52,7 +52,12 @@ SELECT c.relreplident,
           FROM pg_index i
          CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-         WHERE i.indrelid = c.oid AND i.indisreplident)
+         WHERE i.indrelid = c.oid AND i.indisreplident),
+       (SELECT array_agg((SELECT string_agg(a.attname::text, ',' ORDER BY a.attname)
+                            FROM pg_attribute a
+                           WHERE a.attrelid = c.oid AND a.attnum = ANY (k.conkey)))
+          FROM pg_constraint k
+         WHERE k.conrelid = c.oid AND k.contype IN ('p', 'u') AND k.condeferrable)
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = %s AND c.relname = %s
 """
@@ -124,6 +129,21 @@ def _check_locating(table: TableSchema, key: tuple[str, ...]) -> None:
         )
 
 
+def _refuse_deferrable(table: str, key: Sequence[str], deferrable: Sequence[str] | None) -> None:
+    """A deferrable unique key is checked at the end of a statement or transaction, so the
+    log can show two rows on one key in between (a key swap); logical decoding locates rows
+    by key only and cannot tell them apart, so such a table would replicate wrongly
+    (https://www.postgresql.org/docs/current/sql-createtable.html, "DEFERRABLE")."""
+    if ",".join(sorted(key)) in (deferrable or ()):
+        raise TerminalError(
+            f"table {table}: its key {list(key)} is a DEFERRABLE constraint, so a transaction"
+            " can move rows through duplicate keys that the log cannot tell apart; make the"
+            " constraint NOT DEFERRABLE (ALTER TABLE ... ALTER CONSTRAINT ... NOT DEFERRABLE)"
+            " or exclude the table",
+            {"table": table},
+        )
+
+
 def describe_table(
     connector: PostgresConnector, table: str, keys: Mapping[str, Sequence[str]]
 ) -> TableDescription:
@@ -137,6 +157,7 @@ def describe_table(
         row = connection.execute(_IDENTITY_SQL, split_table(table)).fetchone()
     identity, index = (row[0], row[1] or []) if row else ("d", [])
     key = choose_key(schema, identity, index, keys.get(table))
+    _refuse_deferrable(table, key, row[2] if row else None)
     skipped = [column.name for column in schema.columns if column.ltype is None]
     if skipped:
         logger.warning(

@@ -59,3 +59,26 @@ def final_state(workload: Workload, table: str) -> dict[object, dict[str, object
         else:
             state[event.row["id"]] = dict(event.row)
     return state
+
+
+def changelog_state(
+    lake: Path, table: str, key: tuple[str, ...], position: int | None = None
+) -> dict[tuple[object, ...], dict[str, object]]:
+    """The table as of ``position`` from its changelog alone, as DESIGN.md defines it: per
+    key its latest event (``_commit_pos``, then ``_seq``), gone when that is a delete or
+    precedes the newest truncate at or before the position."""
+    rows = [
+        row
+        for row in read_delta(LakeTable(lake, table).changelog)
+        if position is None or row[COMMIT_POS] <= position
+    ]
+    truncates = [(row[COMMIT_POS], row[SEQ]) for row in rows if row[OP] == "t"]
+    cut = max(truncates, default=(-1, -1))
+    latest: dict[tuple[object, ...], dict[str, Any]] = {}
+    for row in sorted((r for r in rows if r[OP] != "t"), key=lambda r: (r[COMMIT_POS], r[SEQ])):
+        latest[tuple(row[column] for column in key)] = row
+    return {
+        found: {c: v for c, v in row.items() if c not in META_COLUMNS}
+        for found, row in latest.items()
+        if row[OP] != "d" and (row[COMMIT_POS], row[SEQ]) > cut
+    }

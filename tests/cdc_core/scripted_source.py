@@ -44,6 +44,23 @@ class ScriptedSource:
         self.log.append(Commit(txid, position, datetime(2026, 1, 1, tzinfo=UTC)))
         return position
 
+    def commit_changes(
+        self,
+        changes: Sequence[
+            tuple[str, str, Hashable, dict[str, object] | None, dict[str, object] | None]
+        ],
+    ) -> Position:
+        """Append one transaction of (op, table, locator, after, before) changes, as a log
+        that names each row's locator itself (key moves, physical row ids)."""
+        txid = f"t{len(self.log)}"
+        self.log.append(Begin(txid, self._next()))
+        for op, table, locator, after, before in changes:
+            change = RowChange(txid, self._next(), op, table, locator, after, before)  # type: ignore[arg-type]
+            self.log.append(change)
+        position = self._next()
+        self.log.append(Commit(txid, position, datetime(2026, 1, 1, tzinfo=UTC)))
+        return position
+
     def alter(self, table: str, schema: pa.Schema) -> None:
         """Change a table's columns (as a DDL statement would)."""
         self.descriptions[table] = TableDescription(table, schema, self.descriptions[table].key)

@@ -1,0 +1,84 @@
+"""Key changes on a real PostgreSQL cluster into the lake, with REPLICA IDENTITY DEFAULT and
+FULL, in small and in streamed transactions.
+
+Issue 14, class 1: an UPDATE that changes the primary key left the old key in the mirror.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_core.errors import TerminalError
+from cdc_core.filters import TableFilter
+from cdc_core.lake import COMMIT_POS, OP, LakeTable
+from cdc_core.pipeline import Pipeline, PipelineConfig
+from connectors.log_sources import log_source_for
+from tests.cdc_core.lake_model import changelog_state, read_delta
+from tests.connectors.postgres.helpers import PgCase
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+
+TABLE = "public.k"
+
+
+def _pipeline(case: PgCase, tmp_path: Path) -> tuple[Pipeline, Any]:
+    url = case.server.url(case.database) + "?idle_s=0.2&decoding_work_mem=64kB"
+    source = log_source_for(url, None, [TABLE])
+    config = PipelineConfig(
+        "pg-keys", tmp_path / "lake", tmp_path / "state", TableFilter.of_tables([TABLE])
+    )
+    return Pipeline(config, source.reader, source.snapshots), source
+
+
+def _source(case: PgCase) -> dict[tuple[object, ...], dict[str, object]]:
+    rows = case.connection.execute("SELECT a, b, v FROM k").fetchall()
+    return {(a, b): {"a": a, "b": b, "v": v} for a, b, v in rows}
+
+
+def _mirror(lake: Path) -> dict[tuple[object, ...], dict[str, object]]:
+    rows = read_delta(LakeTable(lake, TABLE).mirror)
+    return {(r["a"], r["b"]): {"a": r["a"], "b": r["b"], "v": r["v"]} for r in rows}
+
+
+@pytest.mark.parametrize("identity", ["DEFAULT", "FULL"])
+def test_primary_key_updates_leave_no_old_key(case: PgCase, tmp_path: Path, identity: str) -> None:
+    case.sql(
+        "CREATE TABLE k (a int, b text, v text, PRIMARY KEY (a, b))",
+        f"ALTER TABLE k REPLICA IDENTITY {identity}",
+        "INSERT INTO k SELECT g, 'x', repeat('v', 50) || g FROM generate_series(1, 3000) g",
+    )
+    pipeline, source = _pipeline(case, tmp_path)
+    with closing(source.reader):
+        pipeline.run_until_caught_up()  # initial load
+        case.sql(
+            "UPDATE k SET b = 'y', v = 'moved' WHERE a = 7",  # a small transaction
+            "UPDATE k SET a = a + 10000 WHERE a <= 2000",  # streamed: above 64kB
+        )
+        pipeline.run_until_caught_up()
+
+    lake = tmp_path / "lake"
+    events = read_delta(LakeTable(lake, TABLE).changelog)
+    newest = max(event[COMMIT_POS] for event in events)
+    shift = [(e[OP], e["a"]) for e in events if e[COMMIT_POS] == newest]
+    assert sorted(shift) == sorted(
+        [("d", a) for a in range(1, 2001)] + [("c", a + 10000) for a in range(1, 2001)]
+    )
+    source_state = _source(case)
+    assert (7, "x") not in source_state and (10007, "y") in source_state
+    assert _mirror(lake) == source_state
+    state = changelog_state(lake, TABLE, ("a", "b"))
+    assert {key: {c: row[c] for c in "abv"} for key, row in state.items()} == source_state
+
+
+def test_a_deferrable_key_is_refused_naming_the_table(case: PgCase, tmp_path: Path) -> None:
+    """A deferred unique check lets a transaction pass rows through duplicate keys, which
+    logical decoding (rows located by key, not by row id) cannot tell apart."""
+    case.sql("CREATE TABLE k (a int, b text, v text, PRIMARY KEY (a, b) DEFERRABLE)")
+    pipeline, source = _pipeline(case, tmp_path)
+    with closing(source.reader), pytest.raises(TerminalError, match="DEFERRABLE") as raised:
+        pipeline.run_until_caught_up()
+    assert raised.value.context["table"] == TABLE
