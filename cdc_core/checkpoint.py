@@ -15,13 +15,15 @@ from __future__ import annotations
 import os
 import pickle
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from cdc_core.buffer import BufferState
 from cdc_core.errors import TerminalError
 from cdc_core.position import Position
 from cdc_core.spill import fsync_directory
+from cdc_core.table_refresh import RefreshState
 
 _MAGIC = b"RCCKPT01"
 FILE_NAME = "checkpoint"
@@ -42,6 +44,10 @@ class Checkpoint:
         buffer: The transaction buffer's state (``None``: nothing fed yet).
         loaded: Per captured table, the position of its initial snapshot.
         loading: Per table whose initial snapshot was begun but not finished, its position.
+        refreshes: Table refreshes under way, in the order they run.
+        ddl_seen: Per table, the position of the newest DDL acted on (a re-read of the log
+            after a restart must not act on it twice).
+        stale: Per table, windows of positions a finished refresh left inexact.
     """
 
     pipeline: str
@@ -50,6 +56,9 @@ class Checkpoint:
     buffer: BufferState | None
     loaded: dict[str, Position] = field(default_factory=dict)
     loading: dict[str, Position] = field(default_factory=dict)
+    refreshes: tuple[RefreshState, ...] = ()
+    ddl_seen: dict[str, Position] = field(default_factory=dict)
+    stale: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Serialise, with a checksum."""
@@ -74,7 +83,17 @@ class Checkpoint:
         checkpoint = pickle.loads(payload)
         if not isinstance(checkpoint, cls):
             raise CheckpointCorruptError(f"{path} holds no pipeline checkpoint")
-        return checkpoint
+        return _with_defaults(checkpoint)
+
+
+def _with_defaults(checkpoint: Checkpoint) -> Checkpoint:
+    """A checkpoint written before a field was added has no value for it: its default."""
+    for spec in fields(checkpoint):
+        if not hasattr(checkpoint, spec.name):
+            factory: Any = spec.default_factory
+            default = spec.default if spec.default is not MISSING else factory()
+            object.__setattr__(checkpoint, spec.name, default)
+    return checkpoint
 
 
 def read_checkpoint(state_dir: Path) -> Checkpoint | None:

@@ -38,6 +38,10 @@ class TableDescriptions:
             found = self._known[table] = self._strip(self._reader.describe(table))
         return found
 
+    def known(self, table: str) -> TableDescription | None:
+        """The table's cached description, without asking the reader."""
+        return self._known.get(table)
+
     def keys(self) -> dict[str, tuple[str, ...]]:
         """Per described table with key columns, the key."""
         return {table: d.key for table, d in self._known.items() if d.key}

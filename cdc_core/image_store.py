@@ -363,6 +363,34 @@ class RowImageStore:
             return None
         return from_image_bytes(found[1][1:])
 
+    def stale_rows(self, table: str, before: Position) -> list[tuple[bytes, dict[str, object]]]:
+        """Rows of ``table`` whose newest version is a live image older than ``before``.
+
+        A table refresh rewrites every row the source still has at positions at or after
+        ``before``; a row left older was not in the source's snapshot, nor changed by the
+        log since: the source no longer has it. Returns (the row's key prefix, its image).
+        """
+        prefix = _table_prefix(table)
+        newest: dict[bytes, tuple[bytes, bytes]] = {}
+        cursor = self._txn.cursor(self._versions)
+        if cursor.set_range(prefix):
+            for key, value in cursor.iternext():
+                if not key.startswith(prefix):
+                    break
+                newest[key[:-_VERSION_SUFFIX]] = (key, value)
+        return [
+            (row, from_image_bytes(value[1:]))
+            for row, (key, value) in newest.items()
+            if value != _TOMBSTONE
+            and _point_of(key)[0] < before.value
+            and not self._truncated_after(table, _point_of(key), (MAX_POSITION, _MAX_SEQ))
+        ]
+
+    def bury(self, row: bytes, position: Position, seq: int) -> None:
+        """Record a tombstone for a row known by its key prefix (from ``stale_rows``)."""
+        _check_seq(seq)
+        self._txn.put(row + _point(position.value, seq), _TOMBSTONE, db=self._versions)
+
     def _latest_at_or_before(self, key: bytes) -> tuple[bytes, bytes] | None:
         cursor = self._cursor
         # Seek just past ``key`` (no key equals key + NUL: all keys of a row have one length)

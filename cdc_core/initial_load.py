@@ -80,7 +80,14 @@ def _settle_unfinished(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint
         pipeline._sink.remove_table(table)
     if loaded == checkpoint.loaded and not checkpoint.loading:
         return checkpoint
-    return replace(checkpoint, loaded=loaded, loading={})
+    settled = replace(checkpoint, loaded=loaded, loading={})
+    finished = [position for table, position in checkpoint.loading.items() if table in loaded]
+    if finished and checkpoint.lake_position is None and checkpoint.buffer is None:
+        # A first load finished before its checkpoint: the log is read from where it was
+        # taken, as ``_finish`` records (without it, reading would start at the log's end).
+        position = max(finished)
+        settled = replace(settled, lake_position=position, resume_at=position)
+    return settled
 
 
 def _refuse_foreign_tables(pipeline: Pipeline, tables: list[str]) -> None:

@@ -14,15 +14,18 @@ has caught up: its high-water mark.
 
 A pipeline also records, after each batch, the position it has reached for all the tables
 it captures in ``<lake>/_replcheck/progress/<pipeline>.json``, so a table no recent
-transaction touched is still known to be caught up.
+transaction touched is still known to be caught up. The same file names the tables a
+table refresh is rewriting (their high-water mark stays below the refresh's start until it
+is done) and the windows of positions at which a finished refresh left a table's state
+inexact (``RefreshMarks``; ``cdc_core.table_refresh``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +44,7 @@ META_COLUMNS = (OP, COMMIT_POS, SEQ, TXID, COMMIT_TS)
 OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read, truncate
 POSITION_KEY = "replcheck.position"
 POSITION_TEXT_KEY = "replcheck.position_text"
+SEQ_KEY = "replcheck.seq"  # the last _seq written at replcheck.position
 SNAPSHOT_KEY = "replcheck.snapshot_position"  # a chunk of an initial load at that position
 PART_POSITION_KEY = "replcheck.part_position"  # part of a big transaction committed there
 PART_SEQ_KEY = "replcheck.part_seq"  # ... up to this seq
@@ -110,7 +114,8 @@ def high_water_mark(table: LakeTable) -> int | None:
     """How far the lake has caught up for ``table`` (None: nothing yet).
 
     The highest source position any changelog commit records, or a pipeline's progress
-    for the table when that is higher: every change up to it is in the changelog.
+    for the table when that is higher: every change up to it is in the changelog. While a
+    refresh rewrites the table, no higher than just before the refresh began.
     """
     from deltalake import DeltaTable
 
@@ -125,7 +130,70 @@ def high_water_mark(table: LakeTable) -> int | None:
             for commit in DeltaTable(str(table.changelog)).history()
             if POSITION_KEY in commit
         ]
-    return max(positions, default=None)
+    mark = max(positions, default=None)
+    since = read_marks(table.lake).refreshing.get(table.table)
+    if mark is not None and since is not None:
+        return min(mark, since - 1) if since > 0 else None  # 0: the lake holds none of it yet
+    return mark
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshMarks:
+    """Where a pipeline's lake tables are not exact at every position.
+
+    Args:
+        refreshing: Per table being refreshed, the position its state stopped being exact.
+        stale: Per table, windows ``[start, end)`` of positions at which a finished refresh
+            left its state inexact (exact before ``start`` and from ``end`` on).
+    """
+
+    refreshing: Mapping[str, int] = field(default_factory=dict)
+    stale: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, object]:
+        """The JSON form kept in the progress file."""
+        return {
+            "refreshing": dict(self.refreshing),
+            "stale": {table: [list(w) for w in windows] for table, windows in self.stale.items()},
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, object]) -> RefreshMarks:
+        """The inverse of ``to_document`` (absent keys: nothing marked)."""
+        refreshing = document.get("refreshing") or {}
+        stale = document.get("stale") or {}
+        assert isinstance(refreshing, dict) and isinstance(stale, dict)
+        return cls(
+            {str(t): int(p) for t, p in refreshing.items()},
+            {str(t): tuple((int(a), int(b)) for a, b in w) for t, w in stale.items()},
+        )
+
+    def merged(self, other: RefreshMarks) -> RefreshMarks:
+        """Both pipelines' marks (the earliest refresh start per table)."""
+        refreshing = dict(self.refreshing)
+        for table, since in other.refreshing.items():
+            refreshing[table] = min(since, refreshing.get(table, since))
+        stale = dict(self.stale)
+        for table, windows in other.stale.items():
+            stale[table] = (*stale.get(table, ()), *windows)
+        return RefreshMarks(refreshing, stale)
+
+    def window_at(self, table: str, position: int) -> tuple[int, int] | None:
+        """The stale window of ``table`` holding ``position``, if any."""
+        for start, end in self.stale.get(table, ()):
+            if start <= position < end:
+                return start, end
+        return None
+
+
+def read_marks(lake: Path) -> RefreshMarks:
+    """The refresh marks of every pipeline writing ``lake``."""
+    marks = RefreshMarks()
+    directory = progress_dir(lake)
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
+        document = json.loads(path.read_text(encoding="utf-8"))
+        marks = marks.merged(RefreshMarks.from_document(document))
+    return marks
 
 
 def progress_dir(lake: Path) -> Path:
@@ -133,8 +201,20 @@ def progress_dir(lake: Path) -> Path:
     return lake / "_replcheck" / "progress"
 
 
-def write_progress(lake: Path, pipeline: str, position: Position, tables: Sequence[str]) -> None:
-    """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``."""
+def retired_dir(lake: Path, pipeline: str) -> Path:
+    """Where a pipeline moves lake tables it had to load again with another schema."""
+    return lake / "_replcheck" / "retired" / pipeline
+
+
+def write_progress(
+    lake: Path,
+    pipeline: str,
+    position: Position,
+    tables: Sequence[str],
+    marks: RefreshMarks | None = None,
+) -> None:
+    """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``
+    (except where ``marks`` say otherwise)."""
     directory = progress_dir(lake)
     directory.mkdir(parents=True, exist_ok=True)
     document = {
@@ -142,6 +222,7 @@ def write_progress(lake: Path, pipeline: str, position: Position, tables: Sequen
         "position": position.value,
         "position_text": position.text,
         "tables": sorted(tables),
+        **(marks or RefreshMarks()).to_document(),
     }
     temporary = directory / f".{pipeline}.json.tmp"
     temporary.write_text(json.dumps(document), encoding="utf-8")

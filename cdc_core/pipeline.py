@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -40,19 +40,23 @@ from cdc_core.filters import TableFilter
 from cdc_core.image_store import RowImageStore
 from cdc_core.initial_load import load_tables
 from cdc_core.key_moves import KeyMoves
+from cdc_core.lake import RefreshMarks
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.position import Position
-from cdc_core.rebuild import FetchMissing, RebuildConfig, Rebuilder
+from cdc_core.rebuild import FetchMissing, NotLoadedYetError, RebuildConfig, Rebuilder
 from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
 from cdc_core.source import (
     AcknowledgesPositions,
+    CapturesTables,
     Idle,
     LogReader,
     ResumesTransactions,
     SnapshotReader,
     TableChanged,
+    TableChunk,
     TableDescription,
 )
+from cdc_core.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
 
 logger = logging.getLogger(__name__)
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
@@ -73,6 +77,7 @@ class PipelineConfig:
         max_transaction_age: Warn about a transaction open longer (never drops it).
         max_transaction_changes: Warn about a transaction with more changes.
         fetch_missing: Per table, a hook reading a row the image store does not know.
+        refresh_chunk_rows: Rows per snapshot chunk of a table refresh.
     """
 
     name: str
@@ -85,12 +90,15 @@ class PipelineConfig:
     max_transaction_age: timedelta | None = None
     max_transaction_changes: int | None = None
     fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    refresh_chunk_rows: int = 10_000
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
             raise ConfigError(f"pipeline name {self.name!r} must be letters, digits, - and _")
         if self.batch_max_events < 1 or self.batch_max_seconds <= 0:
             raise ConfigError("batch_max_events and batch_max_seconds must be positive")
+        if self.refresh_chunk_rows < 1:
+            raise ConfigError("refresh.chunk_rows must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +154,8 @@ class Pipeline:
         self._last_commit: Position | None = None
         self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
         self._checkpoints = 0
+        self._added: list[str] = []  # tables add_tables() asked for, not started yet
+        self._added_lock = threading.Lock()
 
     # -- public API -------------------------------------------------------------------
 
@@ -204,41 +214,193 @@ class Pipeline:
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
         self._rebuilder = Rebuilder(self._store, self._rebuild_config())
+        self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
+        self._rebuilder.loading = self._refresher.loading()
         self._checkpoint, self._buffer = checkpoint, buffer
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
-        if _reached(checkpoint.lake_position, until):
+        if self._done(checkpoint.lake_position, until):
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
+        self._fetch_chunk()
         for item in self.reader.iter_changes(start):
             if isinstance(item, TableChanged):
-                self._on_table_changed(item)
+                yield from self._on_table_changed(item)
                 continue
             if isinstance(item, Idle):
-                yield from self._flush(item.position)
-                if self._stop.is_set() or _reached(item.position, until):
+                yield from self._on_idle(item)
+                if self._stop.is_set() or self._done(item.position, until):
                     break  # a quiet log yields only Idle: stop() must be honoured here too
                 continue
+            if isinstance(item, Commit):  # a chunk read before this commit goes first
+                yield from self._refresh_upto(item.position.value - 1)
             for transaction in self._feed(item):
                 if self._pending_events + transaction.change_count > self.config.batch_max_events:
                     yield from self._flush(None, checkpoint=False)  # keep batches bounded
                 parted = self._collect(transaction)
                 if parted:  # its last part goes now: a marker covers only the latest part
                     yield from self._flush(None)
-            if isinstance(item, Commit) and (self._batch_full() or _reached(item.position, until)):
-                yield from self._flush(None)
-            if self._stop.is_set() or _reached(self._checkpoint.lake_position, until):
+            if isinstance(item, Commit):
+                yield from self._refresh_upto(item.position.value)
+                if self._batch_full() or self._done(item.position, until):
+                    yield from self._flush(None)
+            if self._stop.is_set() or self._done(self._checkpoint.lake_position, until):
                 break
         self._flush_last()
         yield self._checkpoint.lake_position
 
-    def _on_table_changed(self, change: TableChanged) -> None:
-        """DDL on a captured table (the table refresh replaces this with its own handling)."""
+    def _done(self, position: Position | None, until: Position | None) -> bool:
+        """``until`` is reached and no table refresh is under way."""
+        return _reached(position, until) and not self._refresher_active()
+
+    def _refresher_active(self) -> bool:
+        return hasattr(self, "_refresher") and self._refresher.active
+
+    def _on_idle(self, idle: Idle) -> Iterator[Position | None]:
+        """Tables added meanwhile start loading; a held chunk the stream passed goes."""
+        if idle.position is not None:
+            self._take_added_tables(idle.position)
+            yield from self._refresh_upto(idle.position.value)
+        yield from self._flush(idle.position)
+
+    # -- DDL and table refreshes (cdc_core.table_refresh) ----------------------------------
+
+    def add_tables(self, tables: Sequence[str]) -> None:
+        """Capture more tables without stopping: each is loaded by a table refresh at the
+        next quiet moment of the log (thread-safe)."""
+        with self._added_lock:
+            self._added.extend(tables)
+
+    def _take_added_tables(self, position: Position) -> None:
+        with self._added_lock:
+            added, self._added = self._added, []
+        for table in added:
+            if table not in self.tables:
+                self._start_refresh(table, position, "added to the running pipeline")
+
+    def _on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
+        """Act on a DDL the connector classified (``TableChanged``), once."""
+        table = change.table
         if change.action == "stop":
             raise TerminalError(
-                f"{change.reason} (table {change.table}, at {change.position}: {change.statement})",
-                {"table": change.table, "position": change.position.text},
+                f"{change.reason} (table {table}, at {change.position}: {change.statement})",
+                {"table": table, "position": change.position.text},
             )
-        logger.info("DDL on %s at %s: %s", change.table, change.position, change.action)
+        seen = self._checkpoint.ddl_seen.get(table)
+        if not self.config.tables.captures(table) or (seen and change.position <= seen):
+            return  # not captured, or acted on before a restart
+        yield from self._flush(None)  # what came before the DDL, under the old schema
+        logger.info(
+            "DDL on %s at %s (%s): %s", table, change.position, change.action, change.statement
+        )
+        ddl_seen = {**self._checkpoint.ddl_seen, table: change.position}
+        self._checkpoint = replace(self._checkpoint, ddl_seen=ddl_seen)
+        if change.action == "schema" and table in self.tables:
+            self._follow_schema(table)
+        else:
+            self._start_refresh(table, change.position, change.reason or change.statement)
+
+    def _follow_schema(self, table: str) -> None:
+        """A value-preserving DDL: the lake's tables take the new columns now."""
+        description = self._descriptions.refresh(table, set())
+        position = self._checkpoint.lake_position
+        if position is not None:
+            self._sink.follow_schema(description, position)
+            self._record_checkpoint(position)
+
+    def _start_refresh(self, table: str, since: Position, reason: str) -> None:
+        """Begin re-reading ``table`` (see ``cdc_core.table_refresh``)."""
+        if table not in self.tables:
+            self.tables.append(table)
+            if isinstance(self.reader, CapturesTables):
+                self.reader.capture([table])
+        before = self._descriptions.known(table)
+        description = self._descriptions.refresh(table, set())
+        moved_key = before is not None and before.key != description.key
+        retire = moved_key or not self._sink.holds(description)
+        loading = retire or not self._sink.table(table).exists()
+        if loading:
+            self._store.truncate(table, since, 0)  # images of another lake generation
+            loaded = {**self._checkpoint.loaded, table: since}
+            self._checkpoint = replace(self._checkpoint, loaded=loaded)
+        self._refresher.start(RefreshState(table, since, loading, reason=reason))
+        self._rebuilder.loading = self._refresher.loading()
+        self._rebuilder.config = self._rebuild_config()  # the table's key may be new
+        logger.info("refreshing table %s from the source (%s)", table, reason)
+        if self._checkpoint.lake_position is not None:
+            self._record_checkpoint(self._checkpoint.lake_position)
+        if retire:  # after the checkpoint: a restart never writes the old generation again
+            moved = self._sink.retire_table(table, since)
+            logger.warning(
+                "the lake cannot hold the new column types of %s: its tables moved to %s and"
+                " it is loaded again",
+                table,
+                moved,
+            )
+        self._fetch_chunk()
+
+    def _fetch_chunk(self) -> None:
+        if self._refresher.active:
+            if self.snapshots is None:
+                raise ConfigError(
+                    f"pipeline {self.config.name} must refresh table"
+                    f" {self._refresher.states[0].table} but has no snapshot reader"
+                )
+            self._refresher.fetch(self.snapshots, self.config.refresh_chunk_rows)
+
+    def _refresh_upto(self, upto: int) -> Iterator[Position | None]:
+        """Write the held chunk if the stream has emitted everything up to its position."""
+        chunk = self._refresher.due(upto)
+        if chunk is None:
+            return
+        self._emit_chunk(chunk)
+        self._fetch_chunk()
+        if self._batch_full():
+            yield from self._flush(None)
+
+    def _emit_chunk(self, chunk: TableChunk) -> None:
+        """The chunk's rows as ``r`` events at its position, in the lake and the store.
+
+        Seqs run on across the refresh's chunks, which may share a position."""
+        state = self._refresher.states[0]
+        table, first = state.table, REFRESH_SEQ_BASE + state.rows
+        events: list[LakeEvent] = []
+        for found in iter_rows(chunk):
+            row = self.config.tables.strip_row(table, found.row)
+            seq = first + len(events)
+            self._store.put(table, found.locator, chunk.position, row, seq)
+            events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
+        state = self._refresher.written(chunk, len(events))
+        if chunk.last_key is None:
+            events += self._bury_gone_rows(state, chunk.position, first + len(events))
+            self._refresher.finish(state, chunk.position)
+            self._rebuilder.loading = self._refresher.loading()
+            logger.info(
+                "table %s refreshed: %s rows, exact from %s", table, state.rows, chunk.position
+            )
+        else:
+            logger.info(
+                "refreshing table %s: %s rows so far (at %s)", table, state.rows, chunk.position
+            )
+        self._add_events(f"refresh:{table}", chunk.position, table, events)
+
+    def _bury_gone_rows(self, state: RefreshState, end: Position, first: int) -> list[LakeEvent]:
+        """Rows neither a chunk nor the log touched since the refresh began: gone."""
+        events: list[LakeEvent] = []
+        for row, image in self._store.stale_rows(state.table, state.since):
+            seq = first + len(events)
+            self._store.bury(row, end, seq)
+            events.append(LakeEvent("d", image, end.value, seq, f"refresh:{state.table}", None))
+        return events
+
+    def _add_events(
+        self, txid: str, position: Position, table: str, events: list[LakeEvent]
+    ) -> None:
+        """Pending events of a pseudo-transaction at ``position`` (the stream has passed it)."""
+        self._batch_of(table).events.extend(events)
+        self._pending_events += len(events)
+        self._last_commit = max(position, self._last_commit or position)
+        emitted = tuple((table, event) for event in events)
+        self._pending_transactions.append(EmittedTransaction(txid, position, emitted))
 
     def _feed(self, item: RawChange) -> list[CommittedTransaction]:
         """Feed one raw change of a captured table; returns what it commits."""
@@ -286,7 +448,10 @@ class Pipeline:
             loaded_at = self._checkpoint.loaded.get(table)
             if loaded_at is not None and transaction.commit_pos <= loaded_at:
                 continue  # in the table's initial snapshot, and its image store
-            change = self._rebuilder.rebuild(committed, transaction.commit_pos)
+            try:
+                change = self._rebuilder.rebuild(committed, transaction.commit_pos)
+            except NotLoadedYetError:
+                continue  # a row of a loading table no chunk has read yet: its chunk will
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
             for event in moves.events(committed.change, change, committed.seq):
@@ -346,7 +511,12 @@ class Pipeline:
         """
         position = self._flush_position(idle_at)
         previous = self._written_upto or self._checkpoint.lake_position
-        if position is None or (previous is not None and position <= previous):
+        # A refresh chunk may arrive at the position already written (a quiet source).
+        behind = previous is not None and (
+            position is not None
+            and (position < previous or (position == previous and not self._pending_events))
+        )
+        if position is None or behind:
             recorded = self._checkpoint.lake_position
             if checkpoint and position is not None and (recorded is None or position > recorded):
                 self._record_checkpoint(position)  # written before, not yet checkpointed
@@ -379,8 +549,9 @@ class Pipeline:
     def _write_batch(self, position: Position) -> int:
         """Write the pending batch as reaching ``position``."""
         tables = self.tables
+        marks = RefreshMarks(self._refresher.refreshing(), self._refresher.stale)
         return self._write_batch_with(
-            lambda: self._sink.write(self._pending.values(), position, tables)
+            lambda: self._sink.write(self._pending.values(), position, tables, marks)
         )
 
     def _write_batch_with(self, write: Callable[[], int]) -> int:
@@ -403,6 +574,8 @@ class Pipeline:
             lake_position=position,
             resume_at=self._buffer.safe_restart_position() or position,
             buffer=state,
+            refreshes=tuple(self._refresher.states),
+            stale=dict(self._refresher.stale),
         )
         write_checkpoint(self.config.state_dir, checkpoint)
         self._buffer.release_checkpoint(state)

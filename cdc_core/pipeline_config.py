@@ -16,6 +16,7 @@ pipelines:
     state_dir: /var/lib/replcheck/shop      # checkpoints, spill segments, row image store
     buffer: {memory_budget_mb: 256, max_transaction_age_s: 3600, max_transaction_changes: 1000000}
     batch: {max_events: 50000, max_seconds: 2}
+    refresh: {chunk_rows: 10000}   # rows per snapshot chunk of a table refresh
 ```
 Unknown keys are errors naming the key and line; ``REPLCHECK__PIPELINES__0__STATE_DIR``
 style environment variables and ``--set`` flags override the file.
@@ -44,6 +45,7 @@ _PIPELINE_KEYS = (
     "state_dir",
     "buffer",
     "batch",
+    "refresh",
 )
 
 _BUFFER_KEYS = ("memory_budget_mb", "max_transaction_age_s", "max_transaction_changes")
@@ -82,6 +84,7 @@ def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]
     assert target.lake is not None
     buffer = _numbers(section, "buffer", _BUFFER_KEYS)
     batch = _numbers(section, "batch", ("max_events", "max_seconds"))
+    refresh = _numbers(section, "refresh", ("chunk_rows",))
     age = buffer.get("max_transaction_age_s")
     config = PipelineConfig(
         name=section.require("name", str),
@@ -93,6 +96,7 @@ def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]
         batch_max_seconds=float(batch.get("max_seconds", 2.0)),
         max_transaction_age=timedelta(seconds=age) if age is not None else None,
         max_transaction_changes=_optional_int(buffer.get("max_transaction_changes")),
+        refresh_chunk_rows=int(refresh.get("chunk_rows", 10_000)),
     )
     return PipelineSetup(config, source)
 

@@ -20,8 +20,10 @@ Versions are keyed by the transaction's ``commit_pos`` and the change's ``seq``,
 image "just before" a change is the version at ``(commit_pos, seq - 1)`` or older, and
 re-reading the log rebuilds the same changes again.
 
-An update or delete of a row the store does not know takes its before-image from the log if
-that is full, else from the table's ``fetch_missing`` hook, else raises
+A column the stored image lacks (added to the table after it was stored) is NULL (see
+``Rebuilder._complete``). An update or delete of a row the store does not know takes its
+before-image from the log if that is full, else from the table's ``fetch_missing`` hook, else
+raises
 ``RowImageMissingError`` (naming table, locator and position, never row values). A fetched
 row is the source's row *now*, not as of the change: use the hook to bootstrap tables whose
 rows predate the store, not as a routine path. No change leaves the rebuild with an
@@ -45,6 +47,11 @@ FetchMissing = Callable[[str, Hashable], Mapping[str, object] | None]
 
 class RowImageMissingError(TerminalError):
     """A change needs a row image the store does not have and no hook could fetch."""
+
+
+class NotLoadedYetError(Exception):
+    """A change of a table being loaded by a refresh needs an image of a row no chunk has
+    read yet: the pipeline drops the change, since that row's chunk will hold its effect."""
 
 
 class IncompleteRowError(TerminalError):
@@ -106,6 +113,7 @@ class Rebuilder:
     def __init__(self, store: RowImageStore, config: RebuildConfig | None = None) -> None:
         self.store = store
         self.config = config or RebuildConfig()
+        self.loading: set[str] = set()  # tables a refresh loads: see NotLoadedYetError
 
     def iter_rebuilt(self, transaction: CommittedTransaction) -> Iterator[CommittedChange]:
         """The transaction's changes, rebuilt, with their ``seq`` unchanged."""
@@ -163,19 +171,22 @@ class Rebuilder:
             return dict(change.before)
         stored = self.store.get(change.table, change.locator, commit_pos, seq=seq - 1)
         if stored is not None:
-            return self._complete(change, _overlay(stored, change.before), commit_pos)
+            return self._complete(_overlay(stored, change.before))
+        if change.table in self.loading:
+            raise NotLoadedYetError(change.table)
         return _overlay(self._fetch(change, commit_pos), change.before)
 
-    def _complete(
-        self, change: RowChange, image: dict[str, object], commit_pos: Position
-    ) -> dict[str, object]:
-        """Columns added to the table after the image was stored come from the hook (the
-        source fills them with their default); without a hook they stay ``ABSENT``."""
+    @staticmethod
+    def _complete(image: dict[str, object]) -> dict[str, object]:
+        """Columns added to the table after the image was stored are NULL in it.
+
+        That is exact after a DDL that gave existing rows no value (a nullable column added
+        without a default). A DDL that did give them one is followed by a table refresh
+        (``cdc_core.table_refresh``) that rewrites the row after this change; until then
+        the table's state is marked inexact, so a NULL here is never seen as final.
+        """
         absent = [column for column, value in image.items() if value is ABSENT]
-        if not absent or self.config.hook_for(change.table) is None:
-            return image
-        fetched = self._fetch(change, commit_pos)
-        return image | {column: fetched.get(column, ABSENT) for column in absent}
+        return image | dict.fromkeys(absent) if absent else image
 
     def _fetch(self, change: RowChange, commit_pos: Position) -> Mapping[str, object]:
         hook = self.config.hook_for(change.table)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.errors import ContractError, TransientError
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, meta_fields
-from cdc_core.sink import fit_to_lake
+from cdc_core.sink import REFRESH_SEQ_BASE, fit_to_lake
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REFRESH_SEQ_BASE = 1 << 62
 RESYNC_POSITION_KEY = "replcheck.resync_position"
 RESYNC_POSITION_TEXT_KEY = "replcheck.resync_position_text"
 RESYNC_REQUEST_KEY = "replcheck.resync_request"

@@ -39,10 +39,13 @@ from cdc_core.lake import (
     POSITION_KEY,
     POSITION_TEXT_KEY,
     SEQ,
+    SEQ_KEY,
     SNAPSHOT_KEY,
     TXID,
     LakeTable,
+    RefreshMarks,
     meta_fields,
+    retired_dir,
     write_progress,
 )
 from cdc_core.position import Position
@@ -53,6 +56,9 @@ if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 logger = logging.getLogger(__name__)
+MAX_SEQ = 2**63 - 1
+REFRESH_SEQ_BASE = 1 << 62  # a table refresh's rows order after every change at a position
+SEQ_HISTORY = 50  # commits searched for the one that reached the written position
 
 
 class SchemaChangeError(TerminalError):
@@ -115,6 +121,17 @@ class TableBatch:
     events: list[LakeEvent] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """How far a pipeline's commits to one Delta table reached: every event up to (``done``,
+    ``seq``), and of the transaction at ``part_pos``, its events up to ``part_seq``."""
+
+    done: int | None
+    seq: int
+    part_pos: int | None
+    part_seq: int
+
+
 def app_id_of(pipeline: str) -> str:
     """The Delta app transaction id of a pipeline's commits."""
     return f"replcheck.pipeline.{pipeline}"
@@ -133,6 +150,7 @@ class LakeSink:
         self.pipeline = pipeline
         self.app_id = app_id_of(pipeline)
         self._tables: dict[Path, DeltaTable] = {}
+        self._marks: dict[Path, _Written] = {}
 
     def table(self, name: str) -> LakeTable:
         """Where source table ``name`` lives in this lake."""
@@ -141,10 +159,53 @@ class LakeSink:
     def remove_table(self, name: str) -> None:
         """Delete a table's changelog and mirror (an initial load that did not finish)."""
         root = self.table(name).root
-        for path in list(self._tables):
-            if path.is_relative_to(root):
-                del self._tables[path]
+        self._forget(root)
         shutil.rmtree(root, ignore_errors=True)
+
+    def holds(self, description: TableDescription) -> bool:
+        """Whether the lake's tables of ``description.table`` can hold every value of its
+        columns as described (the same or a wider type); True when they do not exist."""
+        import pyarrow as pa
+
+        delta = self._open(self.table(description.table).changelog)
+        if delta is None:
+            return True
+        lake = pa.schema(delta.schema().to_arrow())
+        return all(
+            field.name not in lake.names or holds_type(lake.field(field.name).type, field.type)
+            for field in description.schema
+        )
+
+    def follow_schema(self, description: TableDescription, position: Position) -> None:
+        """Add columns new at the source to the lake's tables now (no row changes: their
+        existing rows hold NULL there, as the source does after a value-preserving DDL)."""
+        from deltalake import CommitProperties
+
+        target = self.table(description.table)
+        for path in (target.changelog, target.mirror):  # no position: the marks stay
+            if self._open(path) is not None:
+                self._write(path, self._arrow(path, description, []), CommitProperties())
+
+    def retire_table(self, name: str, position: Position) -> Path | None:
+        """Move a table's changelog and mirror aside (under ``_replcheck/retired``) so it can
+        be loaded again with another schema; returns where they went (None: no table)."""
+        root = self.table(name).root
+        if not root.exists():
+            return None
+        target = (
+            retired_dir(self.lake, self.pipeline)
+            / f"{root.relative_to(self.lake)}@{position.value}"
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._forget(root)
+        shutil.move(str(root), str(target))
+        return target
+
+    def _forget(self, root: Path) -> None:
+        """Drop what the sink knows of the Delta tables under ``root``."""
+        for known in (self._tables, self._marks):
+            for path in [path for path in known if path.is_relative_to(root)]:
+                del known[path]
 
     def written_position(self, path: Path) -> int | None:
         """The position this pipeline's commits to the Delta table at ``path`` reached."""
@@ -152,7 +213,11 @@ class LakeSink:
         return None if delta is None else delta.transaction_version(self.app_id)
 
     def write(
-        self, batches: Iterable[TableBatch], position: Position, tables: Sequence[str]
+        self,
+        batches: Iterable[TableBatch],
+        position: Position,
+        tables: Sequence[str],
+        marks: RefreshMarks | None = None,
     ) -> int:
         """Write one batch that reaches ``position``, then record the pipeline's progress.
 
@@ -160,6 +225,7 @@ class LakeSink:
             batches: Per table, its events with ``commit_pos <= position``.
             position: How far the source log has been consumed, in whole transactions.
             tables: Every table the pipeline captures (the progress file lists them).
+            marks: Tables being refreshed, and stale windows of refreshed ones.
 
         Returns:
             The number of events written (events already in the lake are not counted).
@@ -167,7 +233,7 @@ class LakeSink:
         written = 0
         for batch in batches:
             written += self._write_table(batch, position)
-        write_progress(self.lake, self.pipeline, position, tables)
+        write_progress(self.lake, self.pipeline, position, tables, marks)
         return written
 
     def write_snapshot(
@@ -188,13 +254,17 @@ class LakeSink:
         target = self.table(description.table)
         empty = self._arrow(target.changelog, description, [])
         paths = (target.mirror, target.changelog) if description.key else (target.changelog,)
+        # Every event of the load is at ``position``; a refresh chunk there may follow.
+        properties = self._properties(position, last_seq=REFRESH_SEQ_BASE - 1)
         for path in paths:  # the changelog's mark last: it is what a restart checks
-            self._write(path, empty, self._properties(position))
+            self._write(path, empty, properties)
+            self._marks[path] = _Written(position.value, REFRESH_SEQ_BASE - 1, None, -1)
 
     def _write(self, path: Path, data: pa.Table, properties: Any) -> None:
         from deltalake import write_deltalake
 
         path.mkdir(parents=True, exist_ok=True)
+        self._allow_types(path, data.schema)
         target = self._open(path) or str(path)
         write_deltalake(
             target, data, mode="append", schema_mode="merge", commit_properties=properties
@@ -202,37 +272,57 @@ class LakeSink:
 
     def _write_table(self, batch: TableBatch, position: Position) -> int:
         target = self.table(batch.description.table)
+        last_seq = max((e.seq for e in batch.events if e.commit_pos == position.value), default=-1)
+        properties = self._properties(position, last_seq=last_seq)
+        reached = _Written(position.value, last_seq, None, -1)
         events = self._unwritten(target.changelog, batch.events)
         if events:
-            self._append(target.changelog, batch.description, events, position)
+            data = self._arrow(target.changelog, batch.description, [e.to_record() for e in events])
+            self._write(target.changelog, data, properties)
+            self._marks[target.changelog] = reached
         if batch.description.key:
             mirror_events = self._unwritten(target.mirror, batch.events)
             if mirror_events:
-                properties = self._properties(position)
                 self._merge_mirror(target.mirror, batch.description, mirror_events, properties)
+                self._marks[target.mirror] = reached
         return len(events)
 
     def _unwritten(self, path: Path, events: list[LakeEvent]) -> list[LakeEvent]:
-        """The events not in the Delta table yet: after its app transaction version, and
-        after the last part written of a transaction too big for one batch."""
-        done = self.written_position(path)
-        part_pos, part_seq = self._written_part(path)
+        """The events not in the Delta table yet: after its app transaction version (and,
+        at that very position, after the last seq written there: a table refresh's chunks
+        can share a position), and after the last part written of a transaction too big
+        for one batch."""
+        mark = self._written(path)
         return [
             event
             for event in events
-            if (done is None or event.commit_pos > done)
-            and not (event.commit_pos == part_pos and event.seq <= part_seq)
+            if (mark.done is None or (event.commit_pos, event.seq) > (mark.done, mark.seq))
+            and not (event.commit_pos == mark.part_pos and event.seq <= mark.part_seq)
         ]
 
-    def _written_part(self, path: Path) -> tuple[int | None, int]:
-        """(commit_pos, last seq) of a big transaction's part the newest commit recorded."""
+    def _written(self, path: Path) -> _Written:
+        """How far this pipeline's commits to ``path`` reached: read from the Delta log once,
+        then kept up to date by the sink's own writes (nobody else writes these marks)."""
+        mark = self._marks.get(path)
+        if mark is None:
+            mark = self._marks[path] = self._read_mark(path)
+        return mark
+
+    def _read_mark(self, path: Path) -> _Written:
         delta = self._open(path)
         if delta is None:
-            return None, -1
-        newest = delta.history(limit=1)
-        if not newest or PART_POSITION_KEY not in newest[0]:
-            return None, -1
-        return int(newest[0][PART_POSITION_KEY]), int(newest[0][PART_SEQ_KEY])
+            return _Written(None, -1, None, -1)
+        done = delta.transaction_version(self.app_id)
+        history = delta.history(limit=SEQ_HISTORY)
+        part_pos, part_seq = None, -1
+        if history and PART_POSITION_KEY in history[0]:
+            part_pos, part_seq = int(history[0][PART_POSITION_KEY]), int(history[0][PART_SEQ_KEY])
+        # Commits written before replcheck.seq existed hold every event at their position.
+        seq = next(
+            (int(c.get(SEQ_KEY, MAX_SEQ)) for c in history if c.get(POSITION_KEY) == str(done)),
+            MAX_SEQ,
+        )
+        return _Written(done, seq, part_pos, part_seq)
 
     def write_part(self, batches: Iterable[TableBatch], commit_pos: Position) -> int:
         """Write part of one transaction too big for a batch (its events in seq order).
@@ -262,7 +352,24 @@ class LakeSink:
                     written += len(events)
                 else:
                     self._merge_mirror(path, batch.description, events, properties)
+                mark = self._written(path)
+                self._marks[path] = _Written(mark.done, mark.seq, commit_pos.value, events[-1].seq)
         return written
+
+    def _allow_types(self, path: Path, schema: pa.Schema) -> None:
+        """A column added by schema merge may need a table feature the table was created
+        without: a timestamp without time zone needs ``timestampNtz`` (Delta protocol,
+        "Timestamp without timezone"), which delta-rs adds only when it creates a table."""
+        from deltalake import TableFeatures
+
+        delta = self._open(path)
+        if delta is None or not any(_has_naive_timestamp(field.type) for field in schema):
+            return
+        features = delta.protocol().writer_features or []
+        if "timestampNtz" not in features:
+            delta.alter.add_feature(
+                TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True
+            )
 
     @staticmethod
     def _part_properties(marker: dict[str, str]) -> Any:
@@ -282,27 +389,23 @@ class LakeSink:
         delta = self._tables[path] = DeltaTable(str(path))
         return delta
 
-    def _properties(self, position: Position, *, snapshot: bool = False) -> Any:
-        """Commit metadata: the position reached, and the app transaction at it (a snapshot
-        chunk instead records the snapshot's position and no app transaction)."""
+    def _properties(self, position: Position, *, snapshot: bool = False, last_seq: int = -1) -> Any:
+        """Commit metadata: the position reached, the last seq written at it, and the app
+        transaction at it (a snapshot chunk instead records the snapshot's position and no
+        app transaction)."""
         from deltalake import CommitProperties, Transaction
 
         if snapshot:
             return CommitProperties(custom_metadata={SNAPSHOT_KEY: str(position.value)})
+        metadata = {
+            POSITION_KEY: str(position.value),
+            POSITION_TEXT_KEY: position.text,
+            SEQ_KEY: str(last_seq),
+        }
         return CommitProperties(
-            custom_metadata={POSITION_KEY: str(position.value), POSITION_TEXT_KEY: position.text},
+            custom_metadata=metadata,
             app_transactions=[Transaction(app_id=self.app_id, version=position.value)],
         )
-
-    def _append(
-        self,
-        path: Path,
-        description: TableDescription,
-        events: list[LakeEvent],
-        position: Position,
-    ) -> None:
-        data = self._arrow(path, description, [event.to_record() for event in events])
-        self._write(path, data, self._properties(position))
 
     def _merge_mirror(
         self,
@@ -318,6 +421,7 @@ class LakeSink:
         if delta is None:
             self._create_mirror(path, data, properties)
             return
+        self._allow_types(path, data.schema)
         keys = " AND ".join(f"t.`{column}` = s.`{column}`" for column in description.key)
         merger = delta.merge(
             data,
@@ -376,6 +480,18 @@ def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, l
     return truncated, list(latest.values())
 
 
+def _has_naive_timestamp(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return kind.tz is None
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_naive_timestamp(kind.value_type)
+    if pa.types.is_struct(kind):
+        return any(_has_naive_timestamp(kind.field(i).type) for i in range(kind.num_fields))
+    return False
+
+
 def _fit_values(record: dict[str, object]) -> dict[str, object]:
     """Times as the lake stores them: int64 microseconds (Delta has no time type)."""
     for name, value in record.items():
@@ -389,7 +505,8 @@ def _fit_values(record: dict[str, object]) -> dict[str, object]:
 
 
 def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
-    """Cast columns whose source type changed back to the lake's type, losslessly only.
+    """Cast columns whose source type changed back to the lake's type, losslessly only, and
+    give columns the source no longer has NULL (so the mirror's MERGE clears them too).
 
     Raises:
         SchemaChangeError: A value does not convert without loss (names table, column and
@@ -397,6 +514,9 @@ def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
     """
     import pyarrow as pa
 
+    for kept in lake_schema:  # dropped at the source: NULL from now on, in every lake table
+        if kept.name not in data.schema.names:
+            data = data.append_column(kept.with_nullable(True), pa.nulls(len(data), kept.type))
     for index, column in enumerate(data.schema):
         if column.name not in lake_schema.names:
             continue  # a new column: Delta's schema merge adds it
@@ -415,6 +535,25 @@ def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
             ) from exc
         data = data.set_column(index, pa.field(column.name, wanted), converted)
     return data
+
+
+def holds_type(lake: pa.DataType, new: pa.DataType) -> bool:
+    """Whether a lake column of type ``lake`` holds every value of type ``new`` exactly."""
+    import pyarrow as pa
+
+    if _same_type(new, lake):
+        return True
+    if pa.types.is_integer(lake) and pa.types.is_integer(new):
+        if pa.types.is_signed_integer(lake) == pa.types.is_signed_integer(new):
+            return bool(lake.bit_width >= new.bit_width)
+        return pa.types.is_signed_integer(lake) and bool(lake.bit_width > new.bit_width)
+    if pa.types.is_floating(lake) and pa.types.is_floating(new):
+        return bool(lake.bit_width >= new.bit_width)
+    if pa.types.is_decimal(lake) and pa.types.is_decimal(new):
+        return bool(
+            lake.scale >= new.scale and lake.precision - lake.scale >= new.precision - new.scale
+        )
+    return False
 
 
 def _same_type(source: pa.DataType, lake: pa.DataType) -> bool:

@@ -45,8 +45,12 @@ BATCH_ROWS = 20_000
 _ONE_MICRO = dt.timedelta(microseconds=1)
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """A MariaDB identifier, backquoted (https://mariadb.com/kb/en/identifier-names/)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_quote = quote
 
 
 def _split_table(table: str, default_schema: str) -> tuple[str, str]:

@@ -34,21 +34,23 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import struct
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.events import Begin, Commit, RawChange, Rollback
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription
+from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
+from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.position import split_position, to_position, to_text
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl, qualify
 
 logger = logging.getLogger(__name__)
+_Item = TypeVar("_Item", RawChange, TableChanged)
 
 # MariaDB GTID event flags (https://mariadb.com/kb/en/gtid_event/).
 FL_STANDALONE, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_COMPLETED_XA = 1, 2, 64, 128
@@ -113,6 +115,7 @@ class MariaDBLogReader:
         self.tables = tuple(qualify(table, database) for table in config.tables)
         self.keys = {qualify(t, database): tuple(k) for t, k in config.keys.items()}
         self._streams: list[BinlogStream] = []
+        self._captured = set(self.tables)  # shared with every session's schema tracker
 
     def describe(self, table: str) -> TableDescription:
         """The table's current columns (as the lake stores them) and key."""
@@ -125,7 +128,9 @@ class MariaDBLogReader:
         facts = server_facts(self.settings)
         return _position(facts.log_file, facts.offset)
 
-    def iter_changes(self, start: Position | None) -> Generator[RawChange | Idle, None, None]:
+    def iter_changes(
+        self, start: Position | None
+    ) -> Generator[RawChange | TableChanged | Idle, None, None]:
         """Raw changes from ``start`` on (see ``cdc_core.source.LogReader``).
 
         Raises:
@@ -138,7 +143,7 @@ class MariaDBLogReader:
         if start is None:
             start = _position(facts.log_file, facts.offset)
         log_file, offset = split_position(start.value, facts.basename)
-        session = _Session(self, start, SchemaTracker(frozenset(self.tables), self.keys))
+        session = _Session(self, start, SchemaTracker(self._captured, self.keys))
         stream = BinlogStream(self.settings, self._schemas())
         self._streams.append(stream)
         try:
@@ -146,6 +151,15 @@ class MariaDBLogReader:
         finally:
             stream.close()
             self._streams.remove(stream)
+
+    def capture(self, tables: Sequence[str]) -> None:
+        """Also decode the rows of ``tables`` from the next event on (``CapturesTables``)."""
+        database = self.settings.database
+        added = [qualify(table, database) for table in tables]
+        self._captured.update(added)
+        self.tables = tuple(dict.fromkeys((*self.tables, *added)))
+        for stream in self._streams:  # its schema filter is read for every table map
+            stream.schemas.extend(s for s in self._schemas() if s not in stream.schemas)
 
     def close(self) -> None:
         """Close every open binlog connection."""
@@ -176,7 +190,9 @@ class _Session:
         self.read_to: Position = start
         self.txn: _Transaction | None = None
 
-    def run(self, stream: BinlogStream, log_file: str, offset: int) -> Iterator[RawChange | Idle]:
+    def run(
+        self, stream: BinlogStream, log_file: str, offset: int
+    ) -> Iterator[RawChange | TableChanged | Idle]:
         events = stream.events(log_file, offset, self.start.text)
         boundary = offset <= 4
         for event in events:
@@ -196,7 +212,9 @@ class _Session:
                 boundary = True
             yield from self._event(kind, event)
 
-    def _rescan(self, stream: BinlogStream, log_file: str) -> Iterator[RawChange | Idle]:
+    def _rescan(
+        self, stream: BinlogStream, log_file: str
+    ) -> Iterator[RawChange | TableChanged | Idle]:
         """The start is inside an event group: read its file from the top, yield from start."""
         logger.info(
             "position %s is inside a transaction; re-reading %s from its start",
@@ -218,7 +236,7 @@ class _Session:
         if event.timestamp:  # a real rotation: table ids may be reused in the next file
             self.tracker.forget_table_ids()
 
-    def _event(self, kind: str, event: Any) -> Iterator[RawChange]:
+    def _event(self, kind: str, event: Any) -> Iterator[RawChange | TableChanged]:
         end = event.packet.log_pos
         begin = end - event.packet.event_size
         at, after = self._at(begin), self._at(end)
@@ -240,7 +258,7 @@ class _Session:
     def _at(self, offset: int) -> Position:
         return _position(self.log_file, offset)
 
-    def _emit(self, change: RawChange) -> Iterator[RawChange]:
+    def _emit(self, change: _Item) -> Iterator[_Item]:
         if change.position >= self.start:
             yield change
 
@@ -264,7 +282,9 @@ class _Session:
         end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
         yield from self._emit(end)
 
-    def _query(self, event: Any, at: Position, after: Position) -> Iterator[RawChange]:
+    def _query(
+        self, event: Any, at: Position, after: Position
+    ) -> Iterator[RawChange | TableChanged]:
         query = event.query.strip()
         upper = query[:16].upper()
         if upper == "COMMIT":
@@ -286,24 +306,32 @@ class _Session:
         end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
         yield from self._emit(end)
 
-    def _ddl(self, event: Any, query: str, at: Position, after: Position) -> Iterator[RawChange]:
+    def _ddl(
+        self, event: Any, query: str, at: Position, after: Position
+    ) -> Iterator[RawChange | TableChanged]:
         schema = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
         change = parse_ddl(query, schema)
         if change is None:
             return
+        if change.kind in ("create", "rename"):  # the pipeline decides whether it captures
+            for table in change.renamed_to or change.tables:
+                yield from self._emit(TableChanged(after, table, "refresh", query, "table created"))
         captured = [table for table in change.tables if self.tracker.captures(table)]
         if not captured:
             return
         logger.info("%s of captured tables %s at %s", change.kind, captured, at)
         if change.kind == "rename":
             logger.warning(
-                "captured tables %s renamed to %s: changes under the new names are"
-                " captured only if the new names are configured",
+                "captured tables %s renamed to %s: their lake tables stay as they are",
                 list(change.tables),
                 list(change.renamed_to),
             )
         if change.kind == "truncate" and self.txn is not None:
             yield from self._truncate(captured, at, after, event.timestamp)
+        if change.kind == "alter":
+            action, reason = classify_alter(change.specification, ignore=change.ignore)
+            for table in captured:
+                yield from self._emit(TableChanged(after, table, action, query, reason))
 
     def _truncate(
         self, tables: list[str], at: Position, after: Position, timestamp: int

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -55,11 +56,15 @@ class DdlChange:
         kind: What the statement does.
         tables: The tables it acts on (``schema.table``).
         renamed_to: For ``rename``, the new name of each table in ``tables``.
+        specification: For ``alter``, the clauses after the table name.
+        ignore: For ``alter``, ``ALTER IGNORE TABLE``.
     """
 
     kind: DdlKind
     tables: tuple[str, ...]
     renamed_to: tuple[str, ...] = ()
+    specification: str = ""
+    ignore: bool = False
 
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
@@ -69,7 +74,7 @@ _TRUNCATE = re.compile(rf"^TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
 _RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
 _RENAME_PAIR = re.compile(rf"{_QUALIFIED}\s+(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+{_QUALIFIED}", re.I)
 _ALTER = re.compile(
-    rf"^ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}(.*)$",
+    rf"^ALTER\s+(?:ONLINE\s+)?(IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?{_QUALIFIED}(.*)$",
     re.I | re.S,
 )
 _ALTER_RENAME = re.compile(rf"\bRENAME\s+(?:TO\s+|AS\s+)?{_QUALIFIED}\s*(?:,|$)", re.I)
@@ -104,10 +109,10 @@ def parse_ddl(query: str, default_schema: str) -> DdlChange | None:
         olds = tuple(qualify(old, default_schema) for old, _ in pairs)
         return DdlChange("rename", olds, tuple(qualify(new, default_schema) for _, new in pairs))
     if match := _ALTER.match(sql):
-        table = qualify(match[1], default_schema)
-        if renamed := _ALTER_RENAME.search(match[2]):
+        table = qualify(match[2], default_schema)
+        if renamed := _ALTER_RENAME.search(match[3]):
             return DdlChange("rename", (table,), (qualify(renamed[1], default_schema),))
-        return DdlChange("alter", (table,))
+        return DdlChange("alter", (table,), specification=match[3], ignore=bool(match[1]))
     if match := _DROP.match(sql):
         names = re.findall(_QUALIFIED, match[1].split(" RESTRICT")[0].split(" CASCADE")[0])
         return DdlChange("drop", tuple(qualify(name, default_schema) for name in names))
@@ -121,11 +126,11 @@ class SchemaTracker:
     """Table layouts by table id, for the captured tables only.
 
     Args:
-        tables: The captured tables, ``schema.table``.
+        tables: The captured tables, ``schema.table`` (the reader may add to them).
         keys: Per table, a configured key for tables without a primary key.
     """
 
-    tables: frozenset[str]
+    tables: AbstractSet[str]
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _layouts: dict[int, tuple[object, TableLayout]] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.position import Position
-from cdc_core.source import TableDescription, TableSnapshot
+from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, TableSchema
-from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector
+from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning, qualify
@@ -136,3 +136,67 @@ class MariaDBSnapshotReader:
             while rows := cursor.fetchmany(BATCH_ROWS):
                 batch = self.connector._batch(rows, schema, columns, arrow, None)
                 yield batch.drop_columns([POSITION_COLUMN])
+
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
+        consistent snapshot at its exact binlog position (``ReadsChunks``).
+
+        Only a primary key orders rows uniquely: a table located by another key (or all
+        its columns) is read whole in one chunk.
+
+        Raises:
+            BinlogSetupError: The server writes no binlog, so the snapshot has no position.
+        """
+        name = qualify(table, self.database)
+        description = describe_table(self.connector, name, self.keys)
+        schema = self.connector.reflect(name)
+        ordered = bool(description.key) and tuple(schema.primary_key) == description.key
+        connection = self.connector.connect()
+        with contextlib.closing(connection):
+            value = self.connector.begin_snapshot(connection)
+            if value is None:
+                raise BinlogSetupError.binlog_off(self.connector.url)
+            position = self._position(connection, value)
+            batch, last = self._chunk(
+                connection,
+                schema,
+                description,
+                after if ordered else None,
+                limit if ordered else None,
+            )
+            connection.commit()
+        snapshot = TableSnapshot(description, iter([batch]))
+        return TableChunk(position, snapshot, last)
+
+    def _chunk(
+        self,
+        connection: Any,
+        schema: TableSchema,
+        description: TableDescription,
+        after: tuple[object, ...] | None,
+        limit: int | None,
+    ) -> tuple[Any, tuple[object, ...] | None]:
+        """One key range as an Arrow batch, and the key of its last row if more may follow."""
+        columns = list(description.schema.names)
+        key = list(description.key)
+        select = columns + [k for k in key if k not in columns]
+        sql, selected = self.connector._select(schema, select, Partition(0))
+        params: list[object] = list(selected)
+        quoted = ", ".join(quote(k) for k in key)
+        if after is not None:
+            sql += f" WHERE ({quoted}) > ({', '.join(['%s'] * len(key))})"
+            params = [*params, *after]
+        if limit is not None:
+            sql += f" ORDER BY {quoted} LIMIT {int(limit)}"
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        arrow = self.connector.arrow_schema(schema, columns)
+        batch = self.connector._batch(
+            [row[: len(columns)] for row in rows], schema, columns, arrow, None
+        )
+        batch = batch.drop_columns([POSITION_COLUMN])
+        if limit is None or len(rows) < limit:
+            return batch, None
+        last = rows[-1]
+        return batch, tuple(last[select.index(k)] for k in key)

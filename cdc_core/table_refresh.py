@@ -1,0 +1,198 @@
+"""Table refresh: re-read a table from the source while the pipeline keeps streaming.
+
+DDL can change stored rows without writing row events (a default filled into existing
+rows, a converting type change, a charset conversion), and a table added to a running
+pipeline has rows the log never showed. A refresh makes the lake's changelog and mirror,
+and the row image store, equal the source again without stopping the pipeline or locking
+the source (DESIGN.md, "DDL that changes stored rows"; DBLog, Debezium's incremental
+snapshots):
+
+- The table is read in key-ordered chunks (``ReadsChunks.read_chunk``), each in its own
+  short consistent snapshot at an exact log position P. DBLog brackets a plain SELECT with
+  a low and a high watermark written into the log because it cannot know the SELECT's
+  position; our snapshots know theirs, so each chunk is its own low and high watermark.
+- A chunk is held until the stream has passed P (every transaction with ``commit_pos <= P``
+  has been emitted), then written as ``r`` events at ``_commit_pos = P`` with ``_seq`` from
+  ``REFRESH_SEQ_BASE`` (after any transaction's own events at P, which the snapshot holds),
+  and put in the row image store. Later transactions apply on top, as for any row.
+- When the last chunk is written, rows of the store that neither a chunk nor the log
+  touched since the refresh began are gone at the source: they get ``d`` events.
+- A refresh of a table the lake does not hold yet (``loading``) may meet a change of a row
+  no chunk has read yet, whose image the rebuild needs: the change is dropped, since the
+  row's chunk, read later, holds its effect.
+
+The lake's state of the table is exact before the refresh began and from its last chunk
+on, not in between: the pipeline records that window (``cdc_core.lake.RefreshMarks``) and
+the table's high-water mark stays below the refresh's start until it is done, so a
+validation never compares a half-refreshed table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import ContractError
+from cdc_core.position import Position
+from cdc_core.sink import REFRESH_SEQ_BASE
+from cdc_core.source import (
+    LOCATOR_COLUMN,
+    ReadsChunks,
+    SnapshotReader,
+    TableChunk,
+    TableSnapshot,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["REFRESH_SEQ_BASE", "RefreshRow", "RefreshState", "advanced", "iter_rows"]
+CHUNK_ROWS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshState:
+    """One table's refresh, as the checkpoint keeps it.
+
+    Args:
+        table: The table being refreshed.
+        since: Where the lake's state of the table stopped being exact (the DDL's position;
+            for a table the lake did not hold, where the refresh began).
+        loading: The lake held nothing of the table when the refresh began.
+        after: The key of the last row written; the next chunk starts after it.
+        rows: Rows written so far.
+        reason: What started it (for the log).
+    """
+
+    table: str
+    since: Position
+    loading: bool
+    after: tuple[object, ...] | None = None
+    rows: int = 0
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rows < 0:
+            raise ContractError(f"a refresh's row count must be >= 0, not {self.rows}")
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshRow:
+    """A row of a chunk: its locator in the log's terms and its values."""
+
+    locator: Hashable
+    row: dict[str, object]
+
+
+def read_chunk(
+    snapshots: SnapshotReader, state: RefreshState, limit: int = CHUNK_ROWS
+) -> TableChunk:
+    """The next chunk of a refresh: key-ordered where the reader can, else the whole table."""
+    if isinstance(snapshots, ReadsChunks):
+        return snapshots.read_chunk(state.table, state.after, limit)
+    return _whole_table(snapshots.snapshot([state.table]))
+
+
+def _whole_table(
+    held: AbstractContextManager[tuple[Position, Iterator[TableSnapshot]]],
+) -> TableChunk:
+    with held as (position, tables):
+        snapshot = next(tables)
+        batches = list(snapshot.batches)  # read inside the snapshot
+    return TableChunk(position, TableSnapshot(snapshot.description, iter(batches)), None)
+
+
+def iter_rows(chunk: TableChunk) -> Iterator[RefreshRow]:
+    """The chunk's rows with their locators (a physical row id where the log uses one)."""
+    key = chunk.snapshot.description.key
+    for batch in chunk.snapshot.batches:
+        yield from _rows_of(batch, key)
+
+
+def _rows_of(batch: pa.RecordBatch, key: tuple[str, ...]) -> Iterator[RefreshRow]:
+    for row in batch.to_pylist():
+        if LOCATOR_COLUMN in row:
+            yield RefreshRow(row.pop(LOCATOR_COLUMN), row)
+        else:
+            yield RefreshRow(tuple(row[column] for column in key), row)
+
+
+def advanced(state: RefreshState, chunk: TableChunk, rows: int) -> RefreshState:
+    """The state after writing ``chunk`` (``rows`` rows)."""
+    return replace(state, after=chunk.last_key, rows=state.rows + rows)
+
+
+STALE_WINDOWS_KEPT = 20  # per table: older windows are before anything a validation reads
+
+
+class TableRefresher:
+    """The refreshes a pipeline runs, one table at a time, and the chunk it holds.
+
+    Args:
+        states: Refreshes under way (from the checkpoint), in the order they run.
+        stale: Per table, the windows of positions earlier refreshes left inexact.
+    """
+
+    def __init__(
+        self, states: tuple[RefreshState, ...], stale: dict[str, tuple[tuple[int, int], ...]]
+    ) -> None:
+        self.states = list(states)
+        self.stale = dict(stale)
+        self.held: TableChunk | None = None
+
+    @property
+    def active(self) -> bool:
+        """A refresh is under way."""
+        return bool(self.states)
+
+    def loading(self) -> set[str]:
+        """Tables whose lake started empty: a change of a row not read yet is dropped."""
+        return {state.table for state in self.states if state.loading}
+
+    def state_of(self, table: str) -> RefreshState | None:
+        """The refresh of ``table`` under way, if any."""
+        return next((state for state in self.states if state.table == table), None)
+
+    def start(self, state: RefreshState) -> None:
+        """Begin a refresh (again from the first row, if one was under way)."""
+        current = self.state_of(state.table)
+        if current is not None:
+            state = replace(state, since=min(current.since, state.since))
+            state = replace(state, loading=state.loading or current.loading)
+            self.states.remove(current)
+        if self.held is not None and self.held.snapshot.description.table == state.table:
+            self.held = None  # read before this DDL: its rows may be stale already
+        self.states.append(state)
+
+    def fetch(self, snapshots: SnapshotReader, limit: int = CHUNK_ROWS) -> None:
+        """Read the next chunk of the first refresh, unless one is held."""
+        if self.held is None and self.states:
+            self.held = read_chunk(snapshots, self.states[0], limit)
+
+    def due(self, upto: int) -> TableChunk | None:
+        """The held chunk, once the stream has emitted everything committed up to its
+        position (``upto``: every transaction with ``commit_pos <= upto`` is emitted)."""
+        chunk = self.held
+        if chunk is None or chunk.position.value > upto:
+            return None
+        self.held = None
+        return chunk
+
+    def written(self, chunk: TableChunk, rows: int) -> RefreshState:
+        """Record a written chunk; returns the refresh's new state."""
+        state = self.states[0]
+        self.states[0] = advanced(state, chunk, rows)
+        return self.states[0]
+
+    def finish(self, state: RefreshState, end: Position) -> None:
+        """The refresh is done: the table is exact again from ``end`` on."""
+        self.states.remove(state)
+        start = 0 if state.loading else state.since.value
+        windows = (*self.stale.get(state.table, ()), (start, end.value))
+        self.stale[state.table] = windows[-STALE_WINDOWS_KEPT:]
+
+    def refreshing(self) -> dict[str, int]:
+        """Per table under refresh, where its state stopped being exact."""
+        return {s.table: 0 if s.loading else s.since.value for s in self.states}
