@@ -4,7 +4,8 @@ Insert events carry an after-image, delete events a before-image, update events 
 ``binlog_row_image=MINIMAL`` a before-image holds only the primary key and an after-image
 only the columns the statement set, and with ``NOBLOB`` unchanged BLOB/TEXT columns are
 left out (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_image).
-Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them.
+Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them. A date that is
+neither zero nor a calendar date stops the reader (``zero_dates``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Any
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
+from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
 from connectors.mariadb.schema_tracker import TableLayout
+from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError
 
 
 def row_changes(
@@ -33,6 +36,8 @@ def row_changes(
     if kind == "UpdateRowsEvent":
         bitmaps.append(event.columns_present_bitmap2)
     for images in iter_images(layout.codecs, bitmaps, data):
+        for image in images:
+            _check_dates(layout, image, position)
         if kind == "WriteRowsEvent":
             after = images[0]
             yield RowChange(
@@ -46,6 +51,17 @@ def row_changes(
             before = images[0]
             locator = _locator(layout, before, position)
             yield RowChange(txid, position, "d", layout.table, locator, None, before)
+
+
+def _check_dates(layout: TableLayout, image: Mapping[str, object], position: Position) -> None:
+    """Refuse a date that is neither zero nor a calendar date (``zero_dates``), naming the
+    row by the key the image carries."""
+    if NOT_A_DATE not in image.values():
+        return
+    column = next(name for name, value in image.items() if value is NOT_A_DATE)
+    key = [name for name in layout.key if image.get(name, ABSENT) is not ABSENT]
+    shown = key_text(key, [image[name] for name in key])
+    raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
 
 
 def _locator(layout: TableLayout, image: Mapping[str, object], position: Position) -> Hashable:
