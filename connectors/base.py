@@ -248,6 +248,13 @@ def missing_table(table: str, where: str) -> TerminalError:
     return TerminalError(f"table {table!r} not found in {where}; check the comparison's table")
 
 
+def key_text(names: Sequence[str], values: Sequence[object]) -> str:
+    """How an error shows a row's key: ``id=7, region=eu`` (NULL as ``NULL``). Spark
+    writes the same text for keys read over JDBC (``validator.jdbc_source``)."""
+    shown = ("NULL" if value is None else str(value) for value in values)
+    return ", ".join(f"{name}={value}" for name, value in zip(names, shown, strict=True))
+
+
 def arrow_type_of(ltype: LogicalType) -> Any:
     """The Arrow type a reader produces for a logical type (Spark maps it as merkle.spark
     expects: timestamps without zone become TIMESTAMP_NTZ, times are int64 microseconds)."""

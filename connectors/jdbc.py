@@ -8,7 +8,8 @@ a form the JDBC driver cannot reinterpret (numbers, text, bytes; times as exact 
 counts, never through ``java.sql`` time types and the JVM's time zone). ``Transport`` says
 how the validator turns each column back into the type the Python readers produce, so both
 paths give the same digests; a column with no exact transport makes the connector return
-None and the table is read by the Python drivers.
+None and the table is read by the Python drivers. A value the Python reader would refuse
+travels as a marker, and Spark fails the read with the reader's message (``Refusal``).
 
 Positions travel in the rows: each row carries its partition snapshot's position
 (``POSITION_COLUMN``), as the Python readers' batches do.
@@ -41,6 +42,27 @@ class Transport(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """A column's values the product's Python reader raises on, and the same error in Spark.
+
+    The SELECT sends ``marker`` instead of such a value (no real count of its transport
+    is that far from the epoch); Spark fails the read with ``before`` + the row's ``key``
+    columns + ``after``, the key written as ``connectors.base.key_text`` writes it.
+    """
+
+    marker: int
+    key: tuple[str, ...]
+    before: str
+    after: str
+
+
+# The markers: the most negative int32 day count and int64 microsecond count.
+REFUSED_MARKERS = MappingProxyType(
+    {Transport.EPOCH_DAYS: -(2**31), Transport.EPOCH_MICROS: -(2**63)}
+)
+
+
+@dataclass(frozen=True, slots=True)
 class JdbcDriver:
     """A product's JDBC driver: its class and the jar file it ships in."""
 
@@ -65,6 +87,8 @@ class JdbcRead:
         query: SELECT of the columns (named as the table names them) and the position.
         transports: Per column, how its values travel.
         quote: Quotes an identifier for the partition predicates.
+        refusals: Per column whose values the Python reader may refuse, how Spark refuses
+            them alike.
     """
 
     driver: JdbcDriver
@@ -73,6 +97,7 @@ class JdbcRead:
     query: str
     transports: Mapping[str, Transport] = field(default_factory=lambda: MappingProxyType({}))
     quote: Callable[[str], str] = str
+    refusals: Mapping[str, Refusal] = field(default_factory=lambda: MappingProxyType({}))
 
     def predicate(self, partition: Partition) -> str:
         """The WHERE text of a key-range partition, on ``PARTITION_KEY`` (``1 = 1`` for the

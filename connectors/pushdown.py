@@ -77,12 +77,15 @@ class Payload:
 
     ``null_when`` is SQL that is true exactly when the payload is NULL, cheaper to test than
     the payload itself (usually the column ``IS NULL``); ``""`` when it is never NULL; None
-    when only testing the payload tells.
+    when only testing the payload tells. ``refused_when`` is SQL that is true when the
+    column holds a value without canonical bytes, which the connector's reader refuses
+    (MariaDB's dates that are not calendar dates); ``""`` when it cannot hold one.
     """
 
     sql: str
     binary: bool = False
     null_when: str | None = None
+    refused_when: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +275,14 @@ class _Query:
         inner = f"SELECT {values}, {keys} FROM {table}{clause}{self.dialect.payload_fence}"
         return f"({inner}) r"
 
+    def refused(self) -> str:
+        """SQL true when the row holds a value the reader refuses ("": no column can). It
+        reads the table's columns, so only unfenced dialects (MariaDB) may refuse values."""
+        refused = " OR ".join(f"({p.refused_when})" for p in self.payloads() if p.refused_when)
+        if refused and self.fenced:
+            raise NotPushable(f"{self.dialect.product} payloads cannot refuse values")
+        return refused
+
     def fields(self, indexes: Sequence[int]) -> list[Field]:
         payloads = self.payloads()
         return [
@@ -303,15 +314,29 @@ def digest_sql(
     dialect: DigestDialect, table: DigestTable, scheme: LeafScheme, where: str = ""
 ) -> str:
     """``leaf, row count, sum of row hashes`` for each non-empty leaf of the rows ``where``
-    selects (a predicate from ``range_predicate``, or empty for all rows)."""
+    selects (a predicate from ``range_predicate``, or empty for all rows), and when a column
+    can hold values the reader refuses (``Payload.refused_when``), how many rows hold one:
+    such a value has no canonical bytes, so the comparison must fail, not hash it."""
     query = _Query(dialect, table, scheme)
+    refused = query.refused()
+    flagged = f", CASE WHEN {refused} THEN 1 ELSE 0 END AS rf" if refused else ""
+    counted = ", SUM(rf)" if refused else ""
     # The hashes are computed below the GROUP BY, so an engine that sorts to group sorts
     # two numbers per row rather than the payloads.
     hashed = (
-        f"SELECT {query.leaf()} AS leaf, {query.row_hash()} AS h"
+        f"SELECT {query.leaf()} AS leaf, {query.row_hash()} AS h{flagged}"
         f" FROM {query.source(where)}{dialect.payload_fence}"
     )
-    return f"SELECT leaf, COUNT(*), SUM(h) FROM ({hashed}) d GROUP BY leaf"
+    return f"SELECT leaf, COUNT(*), SUM(h){counted} FROM ({hashed}) d GROUP BY leaf"
+
+
+def refused_key_sql(dialect: DigestDialect, table: DigestTable, where: str = "") -> str:
+    """``k0..kn`` of one row ``where`` selects that holds a value the reader refuses."""
+    query = _Query(dialect, table, HashLeaves(0))
+    keys = ", ".join(f"{query.key_ref(j)} AS k{j}" for j in range(len(table.key)))
+    refused = query.refused()
+    where = f"({where}) AND ({refused})" if where else refused
+    return f"SELECT {keys} FROM {query.source(where)} LIMIT 1"
 
 
 def keyed_sql(

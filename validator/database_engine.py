@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+from cdc_core.errors import TerminalError
 from connectors.base import Partition
 from connectors.pushdown import (
     DigestSession,
@@ -36,6 +37,7 @@ from connectors.pushdown import (
     keyed_sql,
     leaf_ranges,
     range_predicate,
+    refused_key_sql,
 )
 from merkle.canonical import RowEncoder
 from merkle.layout import RowLayout
@@ -184,10 +186,29 @@ def _open_slices(
 
 def _digests_of(part: _Slice) -> dict[int, LeafDigest]:
     sql = digest_sql(part.side.dialect, part.side.table, part.scheme, part.where())
-    return {
-        int(leaf): LeafDigest(int(count), int(total) & _MASK64)
-        for leaf, count, total in part.session.iter_rows(sql)
-    }
+    digests, refused = {}, 0
+    for leaf, count, total, *flagged in part.session.iter_rows(sql):
+        digests[int(leaf)] = LeafDigest(int(count), int(total) & _MASK64)
+        refused += int(flagged[0]) if flagged else 0
+    if refused:
+        _raise_refused(part)
+    return digests
+
+
+def _raise_refused(part: _Slice) -> NoReturn:
+    """A row holds a value without canonical bytes (``Payload.refused_when``): read it with
+    the connector's reader, which raises its own error for the value (naming table, column
+    and key), so the comparison fails as a Spark read of the row would."""
+    side = part.side
+    keys = list(part.session.iter_rows(refused_key_sql(side.dialect, side.table, part.where())))
+    selector = Partition(-1, key_columns=side.table.key, keys=tuple(tuple(k) for k in keys))
+    for _ in part.session.read_rows([c.name for c in side.table.columns], selector):
+        pass
+    raise TerminalError(
+        f"{side.dialect.product} flags a value of table {side.table.table} as having no"
+        " canonical bytes, but its reader reads the row; compare the table with engine: spark",
+        {"table": side.table.table},
+    )
 
 
 def _per_side(

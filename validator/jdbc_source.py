@@ -2,8 +2,10 @@
 
 A frame has the columns, types and extra columns of the Python readers' frames
 (``validator.sources``) — the same Spark types, from the same Arrow schema — so the hash
-contract sees identical values whichever path read them. The driver's jar must be on the
-session's classpath (``spark.jars``; ``validator.spark_session`` adds the system's jars).
+contract sees identical values whichever path read them, and a value the Python reader
+refuses fails the read with its message (``connectors.jdbc.Refusal``). The driver's jar
+must be on the session's classpath (``spark.jars``; ``validator.spark_session`` adds the
+system's jars).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from connectors.base import POSITION_COLUMN, Partition
-from connectors.jdbc import JdbcDriver, JdbcRead, Transport
+from connectors.jdbc import JdbcDriver, JdbcRead, Refusal, Transport
 from validator.positions import PARTITION_COLUMN
 
 if TYPE_CHECKING:
@@ -43,6 +45,19 @@ def _typed(value: Column, transport: Transport, dtype: DataType) -> Column:
     return value.cast(dtype)
 
 
+def _refusing(typed: dict[str, Column], name: str, raw: Column, refusal: Refusal) -> Column:
+    """Column ``name`` of ``typed``, failing the read as the Python reader does on a value it
+    refuses: the same message, the key written as ``connectors.base.key_text`` writes it."""
+    from pyspark.sql import functions as F
+
+    shown = [
+        F.concat(F.lit(f"{key}="), F.coalesce(typed[key].cast("string"), F.lit("NULL")))
+        for key in refusal.key
+    ]
+    message = F.concat(F.lit(refusal.before), F.concat_ws(", ", *shown), F.lit(refusal.after))
+    return F.when(raw == refusal.marker, F.raise_error(message)).otherwise(typed[name])
+
+
 def jdbc_frame(
     spark: SparkSession, read: JdbcRead, partitions: Sequence[Partition], schema: pa.Schema
 ) -> DataFrame:
@@ -57,10 +72,18 @@ def jdbc_frame(
         predicates=[read.predicate(p) for p in partitions],
         properties=dict(read.properties),
     )
-    columns = [
-        _typed(raw[field.name], read.transports[field.name], field.dataType).alias(field.name)
+    typed = {
+        field.name: _typed(raw[field.name], read.transports[field.name], field.dataType)
         for field in from_arrow_schema(schema).fields
         if field.name != POSITION_COLUMN
+    }
+    columns = [
+        (
+            _refusing(typed, name, raw[name], read.refusals[name])
+            if name in read.refusals
+            else value
+        ).alias(name)
+        for name, value in typed.items()
     ]
     # Spark reads predicate i as partition i, so the partition id is the plan's index.
     if [p.index for p in partitions] != list(range(len(partitions))):

@@ -10,7 +10,9 @@ path of ``connectors/mariadb/connector.py`` produces:
 - integers as ``int``; ``BIGINT UNSIGNED`` as ``Decimal`` (its Arrow type is DECIMAL(20,0));
 - DECIMAL as ``Decimal``; FLOAT/DOUBLE as ``float`` (a FLOAT widened exactly);
 - DATE as ``date``; DATETIME as a naive ``datetime``; TIMESTAMP as a UTC ``datetime`` (the
-  binlog stores TIMESTAMP as seconds since the epoch, whatever the session time zone);
+  binlog stores TIMESTAMP as seconds since the epoch, whatever the session time zone); a
+  zero value as None and any other date that is not a calendar date as ``NOT_A_DATE``,
+  which ``row_changes`` refuses (``zero_dates``);
 - TIME as ``int`` microseconds; YEAR as ``int``;
 - CHAR/VARCHAR/TEXT/ENUM/SET (comma-joined in definition order) and JSON as ``str``;
   BINARY/VARBINARY/BLOB as ``bytes``; BIT(1) as ``bool``, wider BIT as ``int``.
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT
+from connectors.mariadb.zero_dates import to_date, to_datetime
 
 Decode = Callable[[bytes, int], tuple[object, int]]
 """Reads one non-NULL value at an offset; returns it and the offset after it."""
@@ -129,19 +132,9 @@ def _datetime2(fsp: int) -> Decode:
         micros = _big_endian(data, at + 5, frac_size) * scale
         ymd, hms = packed >> 17, packed & 0x1FFFF
         year_month = ymd >> 5
-        try:
-            value: object = dt.datetime(
-                year_month // 13,
-                year_month % 13,
-                ymd & 0x1F,
-                hms >> 12,
-                (hms >> 6) & 0x3F,
-                hms & 0x3F,
-                micros,
-            )
-        except ValueError:
-            value = None  # a zero date ('0000-00-00 ...'), which pymysql also reads as None
-        return value, at + 5 + frac_size
+        day = (year_month // 13, year_month % 13, ymd & 0x1F)
+        time = (hms >> 12, (hms >> 6) & 0x3F, hms & 0x3F)
+        return to_datetime(day, time, micros), at + 5 + frac_size
 
     return decode
 
@@ -184,11 +177,7 @@ def _time2(fsp: int) -> Decode:
 
 def _date(data: bytes, at: int) -> tuple[object, int]:
     packed = int.from_bytes(data[at : at + 3], "little")
-    try:
-        value: object = dt.date(packed >> 9, (packed >> 5) & 0xF, packed & 0x1F)
-    except ValueError:
-        value = None  # the zero date
-    return value, at + 3
+    return to_date(packed >> 9, (packed >> 5) & 0xF, packed & 0x1F), at + 3
 
 
 def _year(data: bytes, at: int) -> tuple[object, int]:
@@ -200,18 +189,8 @@ def _old_datetime(data: bytes, at: int) -> tuple[object, int]:
     """The pre-5.6 DATETIME: YYYYMMDDhhmmss as a little-endian integer."""
     packed = struct.unpack_from("<Q", data, at)[0]
     day, time = divmod(packed, 1_000_000)
-    try:
-        value: object = dt.datetime(
-            day // 10_000,
-            day // 100 % 100,
-            day % 100,
-            time // 10_000,
-            time // 100 % 100,
-            time % 100,
-        )
-    except ValueError:
-        value = None
-    return value, at + 8
+    parts = (day // 10_000, day // 100 % 100, day % 100)
+    return to_datetime(parts, (time // 10_000, time // 100 % 100, time % 100), 0), at + 8
 
 
 def _old_time(data: bytes, at: int) -> tuple[object, int]:

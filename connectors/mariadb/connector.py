@@ -5,6 +5,8 @@ InnoDB snapshots cannot be shared between connections, so every partition opens 
 snapshot corresponds to (``binlog_snapshot_file`` / ``binlog_snapshot_position``, which
 MariaDB reads atomically with the snapshot — https://mariadb.com/kb/en/enhancements-for-start-transaction-with-consistent-snapshot/).
 No lock is taken. The session runs in UTC so TIMESTAMP columns (instants) come back in UTC.
+Zero dates read as NULL; other dates that are not calendar dates are refused, naming the
+row's primary key (``zero_dates``).
 """
 
 from __future__ import annotations
@@ -25,11 +27,18 @@ from connectors.base import (
     SourceColumn,
     TableSchema,
     arrow_type_of,
+    key_text,
     missing_table,
     register,
 )
 from connectors.mariadb.position import to_position
 from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
+from connectors.mariadb.zero_dates import (
+    NOT_A_DATE,
+    REFUSABLE_TYPES,
+    UnrepresentableDateError,
+    from_text,
+)
 from merkle import types as lt
 from merkle.options import TimeRounding
 
@@ -310,11 +319,23 @@ class MariaDBConnector(Connector):
 
         arrays = []
         for index, name in enumerate(columns):
-            convert = _converter(table.column(name).ltype, schema.field(name).type)
+            ltype = table.column(name).ltype
+            convert = _converter(ltype, schema.field(name).type)
             values = [None if row[index] is None else convert(row[index]) for row in rows]
+            if isinstance(ltype, REFUSABLE_TYPES) and NOT_A_DATE in values:
+                raise _refused(table, columns, name, rows[values.index(NOT_A_DATE)])
             arrays.append(pa.array(values, schema.field(name).type))
         arrays.append(pa.array([position] * len(rows), pa.int64()))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _refused(
+    table: TableSchema, columns: Sequence[str], column: str, row: Sequence[Any]
+) -> UnrepresentableDateError:
+    """The error for ``column`` of ``row``, naming the row by its primary key."""
+    key = [name for name in table.primary_key if name in columns]
+    shown = key_text(key, [row[columns.index(name)] for name in key])
+    return UnrepresentableDateError.of(table.table, column, shown)
 
 
 def _converter(ltype: lt.LogicalType | None, arrow_type: pa.DataType) -> Any:
@@ -325,10 +346,17 @@ def _converter(ltype: lt.LogicalType | None, arrow_type: pa.DataType) -> Any:
         return decimal.Decimal  # BIGINT UNSIGNED arrives as int; Arrow wants a Decimal
     if isinstance(ltype, lt.TimeType):
         return lambda value: value // _ONE_MICRO  # TIME arrives as a timedelta
+    if isinstance(ltype, lt.DateType | lt.TimestampType):
+        return lambda value: from_text(value) if isinstance(value, str) else value
     if isinstance(ltype, lt.TimestampTzType):
-        return lambda value: value.replace(tzinfo=dt.UTC)  # the session runs in UTC
+        return _instant
     if isinstance(ltype, lt.BooleanType):
         return bool
     if isinstance(ltype, lt.StringType | lt.JsonType | lt.UuidType):
         return lambda value: value if isinstance(value, str) else str(value)
     return lambda value: value
+
+
+def _instant(value: dt.datetime | str) -> object:
+    """A TIMESTAMP read in the session's UTC, or what its text reads as (``zero_dates``)."""
+    return from_text(value) if isinstance(value, str) else value.replace(tzinfo=dt.UTC)

@@ -7,7 +7,10 @@ its one SELECT reads inside that snapshot, and the SELECT reads ``Binlog_snapsho
 ``Binlog_snapshot_position`` from ``information_schema.SESSION_STATUS`` as the position,
 exactly as ``SHOW STATUS`` gives it to the Python reader. MySQL keeps these elsewhere or
 not at all, so only MariaDB servers are read this way. Values travel as the Python reader
-reads them (``connector._select_expression``), times as exact microsecond counts.
+reads them (``connector._select_expression``), times as exact microsecond counts. The
+driver never reads a date (Connector/J's ``zeroDateTimeBehavior`` plays no part): the
+SELECT sends NULL for a zero date and a marker for one the Python reader refuses, so Spark
+refuses it with the same message (``connectors.jdbc.Refusal``, ``zero_dates``).
 """
 
 from __future__ import annotations
@@ -16,8 +19,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from connectors.base import POSITION_COLUMN, SourceColumn, TableSchema
-from connectors.jdbc import PARTITION_KEY, JdbcDriver, JdbcRead, Transport
+from connectors.jdbc import (
+    PARTITION_KEY,
+    REFUSED_MARKERS,
+    JdbcDriver,
+    JdbcRead,
+    Refusal,
+    Transport,
+)
 from connectors.mariadb.types import is_wide_integer
+from connectors.mariadb.zero_dates import (
+    DATED_TYPES,
+    REFUSABLE_TYPES,
+    UnrepresentableDateError,
+    refused_sql,
+    zero_sql,
+)
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -66,9 +83,33 @@ def column_transport(column: SourceColumn, quote: str) -> tuple[str, Transport] 
     if isinstance(ltype, lt.BytesType):
         return quote, Transport.AS_IS
     if isinstance(ltype, lt.DateType):
-        return f"DATEDIFF({quote}, '1970-01-01')", Transport.EPOCH_DAYS
+        return _dated(quote, f"DATEDIFF({quote}, '1970-01-01')", Transport.EPOCH_DAYS, ltype)
     micros = _MICROS.get(type(ltype))
-    return None if micros is None else (micros.format(quote), Transport.EPOCH_MICROS)
+    if micros is None:
+        return None
+    return _dated(quote, micros.format(quote), Transport.EPOCH_MICROS, ltype)
+
+
+def _dated(
+    quote: str, value: str, transport: Transport, ltype: lt.LogicalType
+) -> tuple[str, Transport]:
+    """A date's or time's count: NULL for a zero date, ``REFUSED_MARKERS`` for a DATE or
+    DATETIME that is not a calendar date (``zero_dates``)."""
+    if not isinstance(ltype, DATED_TYPES):
+        return value, transport
+    refused = ""
+    if isinstance(ltype, REFUSABLE_TYPES):
+        refused = f" WHEN {refused_sql(quote)} THEN {REFUSED_MARKERS[transport]}"
+    return f"CASE WHEN {zero_sql(quote)} THEN NULL{refused} ELSE {value} END", transport
+
+
+def _refusal(
+    table: TableSchema, column: str, columns: Sequence[str], transport: Transport
+) -> Refusal:
+    """How Spark refuses what the Python reader refuses, naming the row's primary key."""
+    key = tuple(name for name in table.primary_key if name in columns)
+    before, after = UnrepresentableDateError.around_key(table.table, column)
+    return Refusal(REFUSED_MARKERS[transport], key, before, after)
 
 
 def jdbc_read(
@@ -82,13 +123,15 @@ def jdbc_read(
     from sqlalchemy.engine import make_url
 
     quote = connector.quote
-    selects, transports = [], {}
+    selects, transports, refusals = [], {}, {}
     for name in columns:
         found = column_transport(table.column(name), quote(name))
         if found is None:
             return None
         selects.append(f"{found[0]} AS {quote(name)}")
         transports[name] = found[1]
+        if isinstance(table.column(name).ltype, REFUSABLE_TYPES):
+            refusals[name] = _refusal(table, name, columns, found[1])
     selects.append(f"{POSITION_SQL} AS {quote(POSITION_COLUMN)}")
     if partition_column is not None:
         selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
@@ -110,4 +153,5 @@ def jdbc_read(
         f"SELECT {', '.join(selects)} FROM {connector.qualified(table.table)}",
         transports,
         quote,
+        refusals,
     )

@@ -13,8 +13,10 @@ So a missing column is completed, in this order:
    that value. Defaults are read from ``information_schema.COLUMNS`` (the binlog's table
    maps carry none) and read again when a column is not known yet. A default changed by a
    later ``ALTER ... SET DEFAULT`` would be applied to rows written before the change: take
-   a new snapshot of a table after changing a default while the pipeline lags behind.
-2. otherwise (an expression default, a TIMESTAMP literal, which the inserting session's
+   a new snapshot of a table after changing a default while the pipeline lags behind. A
+   zero date default is NULL, and one that is not a calendar date stops the pipeline, as a
+   FULL image carrying it would (``zero_dates``).
+2. otherwise (an expression default, a non-zero TIMESTAMP literal, which the inserting session's
    time zone interprets, or a type without literals) by reading the row by key from the
    source. That is the fallback because it gives the row as it is *now*: exact while the
    column has not changed since, which is the case for a column the log never carried.
@@ -36,6 +38,8 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
 from cdc_core.errors import TerminalError
+from connectors.base import key_text
+from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
 
 if TYPE_CHECKING:
     from connectors.mariadb.snapshot import MariaDBSnapshotReader
@@ -91,10 +95,13 @@ def _time_micros(text: str) -> int:
     return sign * (total * 1_000_000 + int((fraction + "000000")[:6]))
 
 
-def _zero_or(text: str, parse: Callable[[str], object]) -> object:
-    if text.startswith("0000-00-00"):
-        return None  # the zero date, which the binlog decoder also reads as None
-    return parse(text)
+def _dated(text: str, parse: Callable[[str], object]) -> object:
+    """A DATE or DATETIME literal as the binlog decoder reads the value: the zero date as
+    None, any other date that is not a calendar date as ``NOT_A_DATE`` (``zero_dates``)."""
+    try:
+        return parse(text)
+    except ValueError:
+        return from_text(text)
 
 
 def _bit(text: str, width: int) -> object:
@@ -123,9 +130,9 @@ def _typed(literal: str, kind: str, column_type: str) -> object:
     if kind == "year":
         return int(literal)
     if kind == "date":
-        return _zero_or(literal, dt.date.fromisoformat)
+        return _dated(literal, dt.date.fromisoformat)
     if kind == "datetime":
-        return _zero_or(literal, dt.datetime.fromisoformat)
+        return _dated(literal, dt.datetime.fromisoformat)
     if kind == "time":
         return _time_micros(literal)
     if kind == "char":
@@ -135,7 +142,9 @@ def _typed(literal: str, kind: str, column_type: str) -> object:
     if kind in _BYTES and literal.isascii():
         raw = literal.encode("ascii")
         return raw.ljust(_width(column_type), b"\0") if kind == "binary" else raw
-    # TIMESTAMP: a literal is read in the inserting session's time zone, unknown here
+    if kind == "timestamp" and from_text(literal) is None:
+        return None  # the zero TIMESTAMP is zero in every time zone
+    # Another TIMESTAMP: a literal is read in the inserting session's time zone, unknown here
     # (https://mariadb.com/kb/en/timestamp/#time-zones); UUID, INET, spatial: no plain value.
     return NOT_CONSTANT
 
@@ -195,6 +204,14 @@ class MissingColumns:
         logger.info("table %s: read a row by key from the source to complete a change", table)
         return rows[0] if rows else None
 
+    def refused(self, table: str, column: str, locator: Hashable) -> UnrepresentableDateError:
+        """The error for a default that is not a calendar date, naming the row's key."""
+        from connectors.mariadb.snapshot import describe_table
+
+        key = describe_table(self._snapshots.connector, table, self._snapshots.keys).key
+        values = locator if isinstance(locator, tuple) else (locator,)
+        return UnrepresentableDateError.of(table, column, key_text(key, values))
+
     def _read_defaults(self, table: str) -> dict[str, object]:
         import contextlib
 
@@ -230,6 +247,8 @@ class _MissingRow(Mapping[str, object]):
     def __getitem__(self, column: str) -> object:
         if self._row is None:
             default = self._source.default(self._table, column)
+            if default is NOT_A_DATE:
+                raise self._source.refused(self._table, column, self._locator)
             if default is not NOT_CONSTANT:
                 return default
         return self._read(column)[column]

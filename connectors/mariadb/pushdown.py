@@ -4,6 +4,8 @@ framing and MD5 hashes computed by the server.
 Every expression reproduces ``merkle.canonical`` exactly (tests replay the golden vectors
 through it). Functions: https://mariadb.com/kb/en/built-in-functions/ . Strings are hashed
 as UTF-8 (``CAST ... CHARACTER SET utf8mb4``), so a latin1 column hashes like its text.
+A zero date is NULL; a date that is not a calendar date is flagged (``refused_when``) and
+fails the comparison with the Python reader's error (``zero_dates``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import Partition, SourceColumn, TableSchema
+from connectors.mariadb.zero_dates import refused_sql, zero_sql
 from connectors.pushdown import (
     DigestColumn,
     DigestDialect,
@@ -170,7 +173,13 @@ def _date(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     if native != "date":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
-    return Payload(_number(f"DATEDIFF({ref}, '1970-01-01')"))  # NULL for a zero date too
+    days = _unless_zero(ref, f"DATEDIFF({ref}, '1970-01-01')")
+    return Payload(_number(days), refused_when=refused_sql(ref))
+
+
+def _unless_zero(ref: str, value: str) -> str:
+    """``value``, or NULL for the zero date or TIMESTAMP (``zero_dates``)."""
+    return f"IF({zero_sql(ref)}, NULL, {value})"
 
 
 # Exact microsecond counts of each temporal column (https://mariadb.com/kb/en/date-time-functions/):
@@ -196,12 +205,13 @@ def _temporal(
     if to_micros is None:
         raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
     digits = options.fraction_digits(ltype)
-    micros = to_micros(ref)
+    micros = to_micros(ref) if native == "time" else _unless_zero(ref, to_micros(ref))
     if digits < _precision(column.column):  # else every stored value is a whole unit
         rounding = options.rounding
         epoch = rounding_epoch(rounding, ltype)
         micros = dialect.reduce_micros(micros, digits, rounding, epoch)
-    return Payload(_number(micros))  # NULL for a zero DATETIME too
+    refused = refused_sql(ref) if native == "datetime" else ""  # a TIMESTAMP is never partial
+    return Payload(_number(micros), refused_when=refused)
 
 
 def _uuid(ref: str, column: DigestColumn, *_: Any) -> Payload:

@@ -4,19 +4,22 @@ Insert events carry an after-image, delete events a before-image, update events 
 ``binlog_row_image=MINIMAL`` a before-image holds only the primary key and an after-image
 only the columns the statement set, and with ``NOBLOB`` unchanged BLOB/TEXT columns are
 left out (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_image).
-Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them.
+Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them. A date that is
+neither zero nor a calendar date stops the reader (``zero_dates``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
+from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
 from connectors.mariadb.schema_tracker import TableLayout
+from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError
 
 
 def row_changes(
@@ -33,22 +36,37 @@ def row_changes(
     if kind == "UpdateRowsEvent":
         bitmaps.append(event.columns_present_bitmap2)
     for images in iter_images(layout.codecs, bitmaps, data):
+        # The first image locates the row: an insert's after-image, else the before-image.
+        locator = _locator(layout, images[0], position)
+        for image in images:
+            _check_dates(layout, image, locator, position)
         if kind == "WriteRowsEvent":
-            after = images[0]
-            yield RowChange(
-                txid, position, "c", layout.table, _locator(layout, after, position), after
-            )
+            yield RowChange(txid, position, "c", layout.table, locator, images[0])
         elif kind == "UpdateRowsEvent":
             before, after = images
-            locator = _locator(layout, before, position)
             yield RowChange(txid, position, "u", layout.table, locator, after, before)
         else:
-            before = images[0]
-            locator = _locator(layout, before, position)
-            yield RowChange(txid, position, "d", layout.table, locator, None, before)
+            yield RowChange(txid, position, "d", layout.table, locator, None, images[0])
 
 
-def _locator(layout: TableLayout, image: Mapping[str, object], position: Position) -> Hashable:
+def _check_dates(
+    layout: TableLayout,
+    image: Mapping[str, object],
+    locator: tuple[object, ...],
+    position: Position,
+) -> None:
+    """Refuse a date that is neither zero nor a calendar date (``zero_dates``), naming the
+    row by its key."""
+    if NOT_A_DATE not in image.values():
+        return
+    column = next(name for name, value in image.items() if value is NOT_A_DATE)
+    shown = key_text(layout.key, locator)
+    raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
+
+
+def _locator(
+    layout: TableLayout, image: Mapping[str, object], position: Position
+) -> tuple[object, ...]:
     key = tuple(image.get(column, ABSENT) for column in layout.key)
     if any(value is ABSENT for value in key):
         missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]

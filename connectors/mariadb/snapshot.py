@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.position import Position
@@ -127,7 +128,8 @@ class MariaDBSnapshotReader:
     ) -> Iterator[Any]:
         import pymysql.cursors
 
-        schema = self.connector.reflect(description.table)
+        # Errors name a row by the key the pipeline locates it by (``zero_dates``).
+        schema = replace(self.connector.reflect(description.table), primary_key=description.key)
         columns = list(description.schema.names)
         arrow = self.connector.arrow_schema(schema, columns)
         sql, params = self.connector._select(schema, columns, partition)
