@@ -156,14 +156,15 @@ class OracleConnector(Connector):
             cursor.execute(sql.flashback_select(owner, name, typed, where), scn=scn, **binds)
             while rows := cursor.fetchmany(BATCH_ROWS):
                 arrays = [
-                    pa.array([_value(r[i], ltype) for r in rows], schema.field(i).type)
+                    pa.array([fetched_value(r[i], ltype) for r in rows], schema.field(i).type)
                     for i, (_, ltype) in enumerate(typed)
                 ]
                 arrays.append(pa.array([scn] * len(rows), pa.int64()))
                 yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _value(value: Any, ltype: lt.LogicalType | None) -> Any:
+def fetched_value(value: Any, ltype: lt.LogicalType | None) -> Any:
+    """A value python-oracledb fetched, as the column's logical type holds it."""
     if value is None:
         return None
     if isinstance(ltype, lt.TimestampTzType):

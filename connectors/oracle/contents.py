@@ -247,7 +247,7 @@ class ChangeAssembler:
         images = row_images(redo, schema, row.scn)
         before = images.before
         if op == "d" and row.sql_undo:
-            undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn)
+            undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn, undo=True)
             before = (before or {}) | (undo.after or {})
         return RowChange(row.xid, position, op, row.table, row.row_id, images.after, before)  # type: ignore[arg-type]
 

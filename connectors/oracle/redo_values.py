@@ -13,8 +13,15 @@ fetches, so a change and a snapshot read of the same value agree.
 Row images (``row_images``): an insert carries every column (a column it does not name is
 NULL); an update carries the columns it sets plus what its where-clause holds (the changed
 columns' old values and the supplementally logged columns); a delete carries what its
-where-clause holds. Every other column is ``ABSENT``, and so is an ``Unsupported Type``
-value: the core's rebuild completes them from the row image store by ROWID.
+where-clause holds. Every other column is ``ABSENT``: the core's rebuild completes them
+from the row image store by ROWID.
+
+A value the text does not pin down (LogMiner's ``Unsupported Type``; a zone region's time
+inside a DST overlap, without the abbreviation saying which side) is ``UNAVAILABLE`` where
+it is a new value (insert values, update ``set`` terms): the row may have changed it, so the
+stored image would be stale, and the rebuild reads it from the source as of the commit
+(``cdc_core.rebuild``; Oracle: ``unavailable_columns``). Where it is an old value (the
+where-clause, a SQL_UNDO), it is ``ABSENT``: the stored image holds exactly that value.
 """
 
 from __future__ import annotations
@@ -25,12 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from cdc_core.events import ABSENT
+from cdc_core.events import ABSENT, UNAVAILABLE
 from connectors.base import TableSchema
 from connectors.oracle.datetimes import (
     DATE_FORMAT,
     TIMESTAMP_FORMAT,
     TIMESTAMP_TZ_FORMAT,
+    AmbiguousLocalTimeError,
     parse_datetime,
 )
 from connectors.oracle.errors import DictionaryMismatchError, RedoParseError
@@ -189,7 +197,9 @@ _TYPED: dict[type[lt.LogicalType], Callable[[Expr, lt.LogicalType], object]] = {
 def to_value(expr: Expr, ltype: lt.LogicalType) -> object:
     """The Python value of ``expr`` in a column of logical type ``ltype``.
 
-    Returns ``None`` for NULL and ``ABSENT`` for ``Unsupported Type``.
+    Returns ``None`` for NULL, and ``UNAVAILABLE`` for a value the text does not pin down:
+    ``Unsupported Type``, or a region's wall-clock time inside a DST overlap without a
+    daylight abbreviation (either instant could be meant).
 
     Raises:
         RedoParseError: The expression does not fit the type (e.g. text in a NUMBER).
@@ -197,11 +207,14 @@ def to_value(expr: Expr, ltype: lt.LogicalType) -> object:
     if isinstance(expr, Null):
         return None
     if isinstance(expr, Unsupported):
-        return ABSENT
+        return UNAVAILABLE
     typed = _TYPED.get(type(ltype))
     if typed is None:
         raise _ValueError(f"replcheck cannot read {ltype.name} values from LogMiner")
-    return typed(expr, ltype)
+    try:
+        return typed(expr, ltype)
+    except AmbiguousLocalTimeError:
+        return UNAVAILABLE
 
 
 # -- row images --------------------------------------------------------------------------------
@@ -216,16 +229,20 @@ class RowImages:
     before: dict[str, object] | None
 
 
-def row_images(statement: RedoStatement, schema: TableSchema, scn: int = 0) -> RowImages:
+def row_images(
+    statement: RedoStatement, schema: TableSchema, scn: int = 0, *, undo: bool = False
+) -> RowImages:
     """Type ``statement``'s values by ``schema`` (see the module docstring for the rules).
+
+    ``undo``: the statement is a SQL_UNDO, whose values are the row *before* the change.
 
     Raises:
         DictionaryMismatchError: The statement names a column the table does not have (the
             shape LogMiner falls back to when the table changed after the redo: ``"COL 1"``).
         RedoParseError: A value does not fit its column (names the column only).
     """
-    values = _typed(statement.values, schema, scn)
-    where = _typed(statement.where, schema, scn)
+    values = _typed(statement.values, schema, scn, ABSENT if undo else UNAVAILABLE)
+    where = _typed(statement.where, schema, scn, ABSENT)
     unknown = dict.fromkeys(_columns(schema), ABSENT)
     if statement.op == "c":
         return RowImages(dict.fromkeys(_columns(schema)) | values, None)
@@ -239,7 +256,10 @@ def _columns(schema: TableSchema) -> list[str]:
     return [column.name for column in schema.columns if column.ltype is not None]
 
 
-def _typed(terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int) -> dict[str, object]:
+def _typed(
+    terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int, unrendered: object
+) -> dict[str, object]:
+    """The typed values of ``terms``; a value the text does not pin down is ``unrendered``."""
     typed: dict[str, object] = {}
     for name, expr in terms:
         try:
@@ -251,10 +271,11 @@ def _typed(terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int) -
         if column.ltype is None:
             continue  # a column replcheck does not hash (XMLTYPE, LONG RAW ...)
         try:
-            typed[name] = to_value(expr, column.ltype)
+            value = to_value(expr, column.ltype)
         except RedoParseError as exc:
             raise RedoParseError(
                 f"column {name} of table {schema.table} at SCN {scn}: {exc.message}",
                 {"table": schema.table, "column": name, "scn": scn},
             ) from exc
+        typed[name] = unrendered if value is UNAVAILABLE else value
     return typed

@@ -58,6 +58,10 @@ def flashback_select(
     return f"SELECT {select} FROM {quote(owner)}.{quote(name)} AS OF SCN :scn{where}"
 
 
+BY_ROWID = " WHERE ROWID = CHARTOROWID(:rid)"
+"""The where-clause reading one row by the ROWID LogMiner's ``ROW_ID`` shows."""
+
+
 def numbered_binds(where: str, params: Sequence[object]) -> tuple[str, dict[str, object]]:
     """Turn ``%s`` placeholders into Oracle's named binds ``:p1, :p2, ...``."""
     counter = iter(range(1, len(params) + 1))
