@@ -173,3 +173,22 @@ def test_live_values_are_read_as_of_their_commit_scn(
     finally:
         hook.close()
         reader.close()
+
+
+def test_live_chunks_cover_the_table_in_key_order(oracle: OracleConnector, table: str) -> None:
+    name = table.split(".")[1]
+    run_sql(
+        oracle, [f"INSERT INTO \"{name}\" VALUES ({i}, 'n{i}', {i}, NULL)" for i in (3, 1, 5, 2, 4)]
+    )
+    run_sql(oracle, ["COMMIT"])
+    reader = oracle.snapshot_reader()
+    keys, positions, after = [], [], None
+    while True:
+        chunk = reader.read_chunk(table, after, 2)
+        keys.append([row["ID"] for batch in chunk.snapshot.batches for row in batch.to_pylist()])
+        positions.append(chunk.position.value)
+        if chunk.last_key is None:
+            break
+        after = chunk.last_key
+    assert keys == [[1, 2], [3, 4], [5]]
+    assert positions == sorted(positions)
