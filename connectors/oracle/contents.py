@@ -315,11 +315,14 @@ def _unsupported(row: ContentsRow, what: str) -> UnsupportedRedoError:
 
 
 def description_of(schema: TableSchema) -> TableDescription:
-    """The lake's view of a captured table: its hashable columns and its primary key."""
+    """The lake's view of a captured table: its hashable columns and its primary key.
+
+    Every field is nullable, NOT NULL columns too: a truncate's event carries no row, and
+    events from before a column was added carry none for it (as the snapshot's fields)."""
     import pyarrow as pa
 
     fields = [
-        pa.field(column.name, arrow_type_of(column.ltype), nullable=column.nullable)
+        pa.field(column.name, arrow_type_of(column.ltype))
         for column in schema.columns
         if column.ltype is not None
     ]
