@@ -44,7 +44,7 @@ from typing import Any
 from uuid import UUID
 
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.events import ABSENT
+from cdc_core.events import ABSENT, UNAVAILABLE
 from cdc_core.position import MAX_POSITION, Position
 
 logger = logging.getLogger(__name__)
@@ -150,8 +150,8 @@ def _encode_value(value: object) -> tuple[int, object]:
     if kind is date:
         assert isinstance(value, date)
         return _DATE, value.toordinal()
-    if value is ABSENT:  # checked here, in the loop that runs anyway, to keep puts fast
-        raise ContractError("a stored row image must be full; it has ABSENT columns")
+    if value is ABSENT or value is UNAVAILABLE:  # here, in the loop that runs anyway
+        raise ContractError(f"a stored row image must be full; it has {value!r} columns")
     # Other zones, times, intervals, UUIDs, JSON documents: rarer, so pickle is fast enough.
     return _PICKLED, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
 
@@ -304,7 +304,8 @@ class RowImageStore:
             seq: The change's order inside its transaction.
 
         Raises:
-            ContractError: ``seq`` is negative, or the image has ``ABSENT`` columns.
+            ContractError: ``seq`` is negative, or the image has ``ABSENT`` or
+                ``UNAVAILABLE`` columns.
         """
         if not 0 <= seq <= _MAX_SEQ:  # inline rather than _check_seq: puts are the hot path
             raise ContractError(f"seq must be in 0..2**63-1, not {seq}")

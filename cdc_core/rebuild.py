@@ -29,20 +29,43 @@ row is the source's row *now*, not as of the change: use the hook to bootstrap t
 rows predate the store, not as a routine path. No change leaves the rebuild with an
 ``ABSENT`` value in it: updates and deletes always carry full before-images, and updates
 and inserts full after-images.
+
+An after-image column marked ``UNAVAILABLE`` (the change set it, but the log cannot render
+the new value: LogMiner's ``Unsupported Type``) is never taken from the store, whose value
+is the one *before* the change: the table's ``fetch_unavailable`` hook reads it from the
+source as of the transaction's ``commit_pos`` (the row right after the commit), or the
+rebuild stops with ``UnavailableValueError`` naming table, column, locator and position.
+Every change of the row in that transaction gets the committed value: the states between
+its changes were never visible outside it. In a before-image ``UNAVAILABLE`` says nothing
+the store does not know (the value before the change), so it counts as ``ABSENT``. Neither
+marker ever reaches the row image store or leaves the rebuild.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from cdc_core.errors import ConfigError, TerminalError
-from cdc_core.events import ABSENT, CommittedChange, CommittedTransaction, RowChange
+from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.events import (
+    ABSENT,
+    UNAVAILABLE,
+    CommittedChange,
+    CommittedTransaction,
+    RowChange,
+)
 from cdc_core.image_store import RowImageStore
 from cdc_core.position import Position
 
 FetchMissing = Callable[[str, Hashable], Mapping[str, object] | None]
 """Reads a row from the source by ``(table, locator)``; ``None`` if it is not there."""
+
+FetchUnavailable = Callable[[str, Hashable, Position, Sequence[str]], Mapping[str, object] | None]
+"""Reads ``columns`` of a row from the source by ``(table, locator, position, columns)`` as
+the source had them right after the transaction whose ``commit_pos`` is ``position``
+committed; ``None`` if the row is not there then. It raises ``TerminalError`` when the
+source can no longer show that point (its undo is gone), ``TransientError`` to be retried.
+"""
 
 
 class RowImageMissingError(TerminalError):
@@ -58,6 +81,10 @@ class IncompleteRowError(TerminalError):
     """A rebuilt row would still have ``ABSENT`` columns (the message names the columns)."""
 
 
+class UnavailableValueError(TerminalError):
+    """A column's new value is ``UNAVAILABLE`` and the source could not be asked for it."""
+
+
 @dataclass(frozen=True, slots=True)
 class RebuildConfig:
     """The rebuild's section of the configuration.
@@ -68,11 +95,16 @@ class RebuildConfig:
             physical row id are not listed (their moves need a ``new_locator`` from the log).
         fetch_missing: Hook for every table without its own entry in ``fetch_missing_by_table``.
         fetch_missing_by_table: Per-table hooks.
+        fetch_unavailable: Hook reading ``UNAVAILABLE`` columns for every table without its
+            own entry in ``fetch_unavailable_by_table``.
+        fetch_unavailable_by_table: Per-table hooks reading ``UNAVAILABLE`` columns.
     """
 
     key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     fetch_missing: FetchMissing | None = None
     fetch_missing_by_table: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_unavailable: FetchUnavailable | None = None
+    fetch_unavailable_by_table: Mapping[str, FetchUnavailable] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for table, columns in self.key_columns.items():
@@ -83,9 +115,25 @@ class RebuildConfig:
         """The fetch hook that applies to ``table``, if any."""
         return self.fetch_missing_by_table.get(table, self.fetch_missing)
 
+    def unavailable_hook_for(self, table: str) -> FetchUnavailable | None:
+        """The hook reading ``UNAVAILABLE`` columns of ``table``, if any."""
+        return self.fetch_unavailable_by_table.get(table, self.fetch_unavailable)
+
 
 def _is_full(image: Mapping[str, object] | None) -> bool:
-    return image is not None and all(value is not ABSENT for value in image.values())
+    return image is not None and not any(_unknown(value) for value in image.values())
+
+
+def _unknown(value: object) -> bool:
+    return value is ABSENT or value is UNAVAILABLE
+
+
+def _as_before(image: Mapping[str, object] | None) -> Mapping[str, object] | None:
+    """A before-image with ``UNAVAILABLE`` read as ``ABSENT``: the value before a change is
+    the stored one, however the log renders it."""
+    if image is None or not any(value is UNAVAILABLE for value in image.values()):
+        return image
+    return {column: ABSENT if v is UNAVAILABLE else v for column, v in image.items()}
 
 
 def _overlay(base: Mapping[str, object], top: Mapping[str, object] | None) -> dict[str, object]:
@@ -132,10 +180,12 @@ class Rebuilder:
         if change.op == "t":
             self.store.truncate(change.table, commit_pos, seq)
             return change
+        change = replace(change, before=_as_before(change.before))
         if change.op == "c":
             rebuilt = self._insert(change, commit_pos)
         else:
             rebuilt = self._update_or_delete(change, commit_pos, seq)
+        rebuilt = self._fill_unavailable(rebuilt, commit_pos)
         self._check_full(rebuilt, commit_pos)
         self._record(change.locator, rebuilt, commit_pos, seq)
         return rebuilt
@@ -199,6 +249,29 @@ class Rebuilder:
             )
         return fetched
 
+    def _fill_unavailable(self, change: RowChange, commit_pos: Position) -> RowChange:
+        """The after-image with its ``UNAVAILABLE`` columns read from the source as of
+        ``commit_pos``, at the row's locator after the change."""
+        after = change.after
+        columns = sorted(c for c, v in (after or {}).items() if v is UNAVAILABLE)
+        if after is None or not columns:
+            return change
+        hook = self.config.unavailable_hook_for(change.table)
+        if hook is None:
+            raise _unavailable(change, columns, commit_pos, "no fetch_unavailable hook is set")
+        try:
+            fetched = hook(change.table, change.locator, commit_pos, columns)
+        except TransientError:
+            raise  # retried as it is
+        except TerminalError as exc:
+            raise _unavailable(change, columns, commit_pos, exc.message) from exc
+        if fetched is None:
+            raise _unavailable(change, columns, commit_pos, "the row is not at that locator then")
+        missing = [c for c in columns if c not in fetched or _unknown(fetched[c])]
+        if missing:
+            raise _unavailable(change, missing, commit_pos, "the source did not return them")
+        return replace(change, after=dict(after) | {c: fetched[c] for c in columns})
+
     def _new_locator(self, change: RowChange, after: Mapping[str, object]) -> Hashable:
         if change.new_locator is not None:
             return change.new_locator
@@ -219,18 +292,33 @@ class Rebuilder:
         for name, image in (("after", change.after), ("before", change.before)):
             if image is None or _is_full(image):
                 continue
-            absent = sorted(column for column, value in image.items() if value is ABSENT)
+            absent = sorted(column for column, value in image.items() if _unknown(value))
             raise IncompleteRowError(
                 f"the rebuilt {name}-image of a {change.op!r} change to table {change.table}"
                 f" locator {change.locator!r} at position {commit_pos} still lacks columns"
                 f" {absent}",
                 _context(change, commit_pos),
             )
-        if isinstance(change.locator, tuple) and any(v is ABSENT for v in change.locator):
+        if isinstance(change.locator, tuple) and any(_unknown(v) for v in change.locator):
             raise IncompleteRowError(
                 f"the new key of table {change.table} is not in the rebuilt row",
                 _context(change, commit_pos),
             )
+
+
+def _unavailable(
+    change: RowChange, columns: list[str], commit_pos: Position, why: str
+) -> UnavailableValueError:
+    return UnavailableValueError(
+        f"columns {columns} of table {change.table} locator {change.locator!r}: the change at"
+        f" {change.position} (committed at position {commit_pos}) set values the log cannot"
+        f" render, and reading them from the source as of that commit failed: {why}. Never"
+        " guessed (the stored value is the old one); configure fetch_unavailable for the table"
+        " (the connector's log source provides it) and make sure the source still holds that"
+        " point (undo retention), or list the columns in ignore_columns, or re-snapshot the"
+        f" table at or after position {commit_pos}",
+        _context(change, commit_pos) | {"columns": columns},
+    )
 
 
 def _context(change: RowChange, commit_pos: Position) -> dict[str, object]:

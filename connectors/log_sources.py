@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cdc_core.errors import ConfigError
-from cdc_core.rebuild import FetchMissing
+from cdc_core.rebuild import FetchMissing, FetchUnavailable
 from cdc_core.source import LogReader, SnapshotReader
 
 
@@ -20,13 +20,16 @@ class LogSource:
     """A source's log reader, its snapshot reader (if it has one) and its tables.
 
     ``fetch_missing`` holds, per table, the hook completing columns the log leaves out
-    (``PipelineConfig.fetch_missing``), for products whose log can omit them.
+    (``PipelineConfig.fetch_missing``), for products whose log can omit them;
+    ``fetch_unavailable``, per table, the hook reading new values the log cannot render as
+    of their commit (``RebuildConfig.fetch_unavailable_by_table``).
     """
 
     reader: LogReader
     snapshots: SnapshotReader | None
     tables: Callable[[], list[str]]  # every table the source has now (schema.table)
     fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
 
 
 LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
@@ -139,31 +139,49 @@ class OracleConnector(Connector):
         partition: Partition,
         snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        schema = self.arrow_schema(table, columns)
         owner, name = sql.split_table(table.table, self._owner())
         where, params = partition.predicate(sql.quote, "%s")
         where, binds = sql.numbered_binds(where, params)
-        typed = [(c, None if c == LOCATOR_COLUMN else table.column(c).ltype) for c in columns]
+        query = sql.flashback_select(owner, name, sql.typed(table, columns), where)
+        yield from self.read_query(table, columns, query, binds, snapshot)
+
+    def read_query(
+        self,
+        table: TableSchema,
+        columns: Sequence[str],
+        query: str,
+        binds: Mapping[str, object],
+        snapshot: Snapshot | None = None,
+        *,
+        session: Sequence[str] = (),
+    ) -> Iterator[pa.RecordBatch]:
+        """Batches of a flashback query selecting ``columns`` of ``table`` (bound at
+        ``:scn`` to the snapshot's SCN, after the ``session`` statements ran)."""
+        import pyarrow as pa
+
+        schema = self.arrow_schema(table, columns)
+        typed = sql.typed(table, columns)
         with contextlib.ExitStack() as stack:
             taken = snapshot or stack.enter_context(self.shared_snapshot())
             assert taken is not None  # Oracle always has an SCN to share
             scn = taken.position
             connection = stack.enter_context(contextlib.closing(self._connect()))
             cursor = stack.enter_context(connection.cursor())
+            for statement in session:
+                cursor.execute(statement)
             cursor.arraysize = BATCH_ROWS
-            cursor.execute(sql.flashback_select(owner, name, typed, where), scn=scn, **binds)
+            cursor.execute(query, {**binds, "scn": scn})
             while rows := cursor.fetchmany(BATCH_ROWS):
                 arrays = [
-                    pa.array([_value(r[i], ltype) for r in rows], schema.field(i).type)
+                    pa.array([fetched_value(r[i], ltype) for r in rows], schema.field(i).type)
                     for i, (_, ltype) in enumerate(typed)
                 ]
                 arrays.append(pa.array([scn] * len(rows), pa.int64()))
                 yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _value(value: Any, ltype: lt.LogicalType | None) -> Any:
+def fetched_value(value: Any, ltype: lt.LogicalType | None) -> Any:
+    """A value python-oracledb fetched, as the column's logical type holds it."""
     if value is None:
         return None
     if isinstance(ltype, lt.TimestampTzType):

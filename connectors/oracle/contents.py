@@ -18,8 +18,11 @@ view returns them (redo order, so SCNs never decrease), into ``cdc_core.events``
   enabled) is redone as a delete from the old partition and an insert into the new one in
   one redo record: a DELETE immediately followed by an INSERT of the same table, transaction,
   SCN and ``RS_ID`` becomes one update with ``new_locator`` = the new ROWID.
-- 5 DDL of a captured table: ``TRUNCATE`` -> a ``t`` change; a column change ->
-  ``DictionaryMismatchError``; other DDL (indexes, grants) is ignored.
+- 5 DDL of a captured table, classified by ``ddl.classify_ddl``: ``TRUNCATE`` -> a ``t``
+  change; DDL that changes columns or stored values -> ``TableChanged`` at the DDL row's
+  position (``schema``, ``refresh`` or ``stop``), and the table's columns in ``tables``
+  follow it, so later SQL_REDO parses with them; other DDL (indexes, constraints, grants)
+  changes nothing.
 - 34 MISSING_SCN -> ``MissingLogError``; LOB locator operations and 255 UNSUPPORTED rows
   of a captured table, and ``STATUS = 2`` rows -> errors naming the table and the SCN.
 """
@@ -28,14 +31,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
-from cdc_core.source import TableDescription
+from cdc_core.source import TableChanged, TableDescription
 from connectors.base import SourceColumn, TableSchema, arrow_type_of
+from connectors.oracle.ddl import classify_ddl
 from connectors.oracle.errors import (
     DictionaryMismatchError,
     MissingLogError,
@@ -61,16 +64,6 @@ LOB_OPERATIONS = frozenset({9, 10, 11, 29})  # SELECT_LOB_LOCATOR, LOB_WRITE, LO
 _DML = {INSERT: "c", DELETE: "d", UPDATE: "u"}
 _TIMESTAMP_TEXT = "%Y-%m-%d %H:%M:%S"
 NULL_ROWID = "AAAAAAAAAAAAAAAAAA"  # what LogMiner shows where a row has no ROWID (IOTs)
-_COLUMN_DDL = re.compile(
-    r"^\s*(alter\s+table\s+\S+\s+(add|modify|drop\s+(column|unused|\()|rename\s+column"
-    r"|set\s+unused)|drop\s+table|rename\s)",
-    re.IGNORECASE,
-)
-_NOT_COLUMN_DDL = re.compile(
-    r"\b(add|drop)\s+(constraint|primary|unique|foreign|check|supplemental|partition)",
-    re.IGNORECASE,
-)
-_TRUNCATE = re.compile(r"^\s*truncate\s+table\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,27 +149,30 @@ class ChangeAssembler:
 
     Args:
         tables: The captured tables by ``OWNER.TABLE``; rows of other tables are skipped.
+            The assembler follows DDL in this dictionary, in place: a reader describing
+            tables from the same dictionary describes them as of the rows read so far.
         server_zone: The zone of the server's wall clock, which ``TIMESTAMP`` is in.
 
     Feed rows in view order with ``feed``; call ``flush`` at the end of each mining window
     (a held DELETE waits for the row after it, which may be the INSERT of a row movement).
     """
 
-    def __init__(self, tables: Mapping[str, TableSchema], server_zone: dt.tzinfo) -> None:
-        self.tables = dict(tables)
+    def __init__(self, tables: dict[str, TableSchema], server_zone: dt.tzinfo) -> None:
+        self.tables = tables
         self.server_zone = server_zone
         self._pieces: list[ContentsRow] = []
         self._held: tuple[ContentsRow, RowChange] | None = None
 
-    def feed(self, row: ContentsRow) -> list[RawChange]:
-        """The raw changes ``row`` completes (none while a CSF statement continues)."""
+    def feed(self, row: ContentsRow) -> list[RawChange | TableChanged]:
+        """The raw changes ``row`` completes (none while a CSF statement continues), and the
+        classified DDL of a captured table."""
         whole = self._join(row)
         if whole is None:
             return []
         held, self._held = self._held, None
         if held is not None and _moves(held[0], whole):
             return [self._moved(held[1], whole)]
-        out: list[RawChange] = [held[1]] if held is not None else []
+        out: list[RawChange | TableChanged] = [held[1]] if held is not None else []
         change = self._change(whole)
         if isinstance(change, RowChange) and change.op == "d" and whole.rollback == 0:
             self._held = (whole, change)
@@ -210,7 +206,7 @@ class ChangeAssembler:
         )
 
     # -- one whole row -----------------------------------------------------------------------
-    def _change(self, row: ContentsRow) -> RawChange | None:
+    def _change(self, row: ContentsRow) -> RawChange | TableChanged | None:
         position = scn_position(row.scn)
         code = row.operation_code
         if code == START:
@@ -227,7 +223,7 @@ class ChangeAssembler:
         if code in _DML:
             return self._dml(row, schema)
         if code == DDL:
-            return self._ddl(row)
+            return self._ddl(row, schema)
         if code in LOB_OPERATIONS or code == UNSUPPORTED:
             raise _unsupported(row, f"operation {row.operation or code}")
         return None  # INTERNAL, SELECT_FOR_UPDATE ...: no row change
@@ -247,19 +243,24 @@ class ChangeAssembler:
         images = row_images(redo, schema, row.scn)
         before = images.before
         if op == "d" and row.sql_undo:
-            undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn)
+            undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn, undo=True)
             before = (before or {}) | (undo.after or {})
         return RowChange(row.xid, position, op, row.table, row.row_id, images.after, before)  # type: ignore[arg-type]
 
-    def _ddl(self, row: ContentsRow) -> RawChange | None:
-        text = row.sql_redo or ""
-        if _TRUNCATE.match(text):
-            return RowChange(row.xid, scn_position(row.scn), "t", row.table, None)
-        if _COLUMN_DDL.match(text) and not _NOT_COLUMN_DDL.search(text):
-            verb = " ".join(text.split()[:2]).upper()
-            raise DictionaryMismatchError(row.table, row.scn, f"DDL {verb}")
-        logger.debug("ignoring DDL on table %s at SCN %s", row.table, row.scn)
-        return None
+    def _ddl(self, row: ContentsRow, schema: TableSchema) -> RawChange | TableChanged | None:
+        statement = (row.sql_redo or "").strip()
+        outcome = classify_ddl(statement, schema)
+        position = scn_position(row.scn)
+        if outcome.truncate:
+            return RowChange(row.xid, position, "t", row.table, None)
+        self.tables[row.table] = outcome.schema
+        if outcome.action is None:
+            logger.debug("DDL on table %s at SCN %s changes no stored value", row.table, row.scn)
+            return None
+        logger.info(
+            "DDL on table %s at SCN %s: %s (%s)", row.table, row.scn, outcome.action, outcome.reason
+        )
+        return TableChanged(position, row.table, outcome.action, statement, outcome.reason)
 
     def _moved(self, delete: RowChange, insert: ContentsRow) -> RowChange:
         _check_status(insert)
@@ -314,11 +315,14 @@ def _unsupported(row: ContentsRow, what: str) -> UnsupportedRedoError:
 
 
 def description_of(schema: TableSchema) -> TableDescription:
-    """The lake's view of a captured table: its hashable columns and its primary key."""
+    """The lake's view of a captured table: its hashable columns and its primary key.
+
+    Every field is nullable, NOT NULL columns too: a truncate's event carries no row, and
+    events from before a column was added carry none for it (as the snapshot's fields)."""
     import pyarrow as pa
 
     fields = [
-        pa.field(column.name, arrow_type_of(column.ltype), nullable=column.nullable)
+        pa.field(column.name, arrow_type_of(column.ltype))
         for column in schema.columns
         if column.ltype is not None
     ]

@@ -85,6 +85,21 @@ class MissingLogError(OracleLogError):
         )
 
 
+class FlashbackTooOldError(OracleLogError):
+    """A flashback query asked for an SCN the undo no longer reaches (or one from before the
+    table's definition changed)."""
+
+    def __init__(self, code: int, action: str, scn: int | None) -> None:
+        super().__init__(
+            f"cannot {action}: ORA-{code:05d} (the database no longer holds the table as of"
+            f" SCN {scn}); keep undo longer than replcheck lags behind (ALTER SYSTEM SET"
+            " UNDO_RETENTION = <seconds>; ALTER TABLESPACE <undo tablespace> RETENTION"
+            " GUARANTEE;) or give the table a flashback archive (ALTER TABLE <table>"
+            " FLASHBACK ARCHIVE), then re-snapshot the table",
+            {"code": f"ORA-{code:05d}", "scn": scn},
+        )
+
+
 class UnsupportedRedoError(OracleLogError):
     """A redo record of a captured table that replcheck cannot turn into a row change."""
 
@@ -96,6 +111,8 @@ class RedoParseError(OracleLogError):
 # ORA- codes (Oracle Database Error Messages): privileges, then missing or unreadable logs.
 _PRIVILEGE_CODES = frozenset({1031, 942, 6550})  # no privilege; view unseen; PLS-00201
 _MISSING_LOG_CODES = frozenset({308, 1284, 1289, 1291, 1292, 1371})
+# Flashback reads past the undo: snapshot too old, SCN too old or invalid, table redefined.
+_FLASHBACK_CODES = frozenset({1555, 8180, 8181, 1466})
 
 
 def from_driver_error(
@@ -110,10 +127,14 @@ def from_driver_error(
         context: Structured facts to attach (SCN, log file).
     """
     facts = dict(context or {})
-    if code in _PRIVILEGE_CODES:
-        error: ReplcheckError = LogMinerPrivilegeError(action, f"ORA-{code:05d}: {message}")
+    scn = facts.get("scn")
+    if code in _FLASHBACK_CODES:
+        error: ReplcheckError = FlashbackTooOldError(
+            code, action, scn if isinstance(scn, int) else None
+        )
+    elif code in _PRIVILEGE_CODES:
+        error = LogMinerPrivilegeError(action, f"ORA-{code:05d}: {message}")
     elif code in _MISSING_LOG_CODES:
-        scn = facts.get("scn")
         error = MissingLogError(
             scn if isinstance(scn, int) else -1, f"ORA-{code:05d} while trying to {action}"
         )

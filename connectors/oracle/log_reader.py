@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 from cdc_core.errors import ConfigError
 from cdc_core.events import RawChange
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription
+from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.base import TableSchema
 from connectors.oracle import logminer_sql as lm
 from connectors.oracle.contents import (
@@ -186,8 +186,9 @@ class OracleLogReader:
         """The current SCN: every transaction committed so far has commit SCN <= it."""
         return scn_position(self._scalar(lm.CURRENT_SCN, "read the current SCN"))
 
-    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
-        """Raw changes from ``start`` (inclusive) on; never ends, yields ``Idle`` when caught up."""
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
+        """Raw changes and classified DDL from ``start`` (inclusive) on; never ends, yields
+        ``Idle`` when caught up. ``tables`` follows the DDL read (``describe`` too)."""
         self._check_database()
         self._execute(lm.SESSION_SETUP, {}, "set the session's NLS formats")
         assembler = ChangeAssembler(self.tables, self._server_zone())

@@ -7,11 +7,15 @@ from collections.abc import Sequence
 
 from connectors.log_sources import LogSource, register_log_source
 from connectors.oracle.connector import OracleConnector
+from connectors.oracle.unavailable_columns import UnavailableColumns
 
 
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
-    """A LogMiner reader of ``tables`` and AS OF SCN snapshots, over one connector."""
+    """A LogMiner reader of ``tables``, AS OF SCN snapshots, and the hook reading values
+    LogMiner cannot render as of their commit, over one connector."""
     connector = OracleConnector(url, password)
+    reader = connector.log_reader(tables)
+    unavailable = UnavailableColumns(connector._connect, reader.tables)
 
     def list_tables() -> list[str]:
         owner = connector._owner()
@@ -20,7 +24,8 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
             cursor.execute(query, owner=owner)
             return [f"{owner}.{name}" for (name,) in cursor.fetchall()]
 
-    return LogSource(connector.log_reader(tables), connector.snapshot_reader(), list_tables)
+    hooks = dict.fromkeys(reader.tables, unavailable)
+    return LogSource(reader, connector.snapshot_reader(), list_tables, fetch_unavailable=hooks)
 
 
 register_log_source(("oracle",), open_source)

@@ -4,52 +4,48 @@ LogMiner renders values in the mining session's NLS formats (the reader sets the
 ``logminer_sql.SESSION_SETUP``): numbers as text (``'12.50'``, NUMBER becomes ``Decimal``),
 DATE as ``TO_DATE('2026-05-01 10:00:00', 'YYYY-MM-DD HH24:MI:SS')``, TIMESTAMP as
 ``TO_TIMESTAMP('2026-05-01 10:00:00.123')``, zoned values as ``TO_TIMESTAMP_TZ(...)`` with an
-offset or a region, intervals as ``TO_YMINTERVAL('+01-02')`` / ``TO_DSINTERVAL('+01
-02:03:04.5')``, RAW as ``HEXTORAW('0e')``, national text as ``UNISTR('\\0412')`` pieces
-joined with ``||``. Fractions beyond microseconds are truncated, as python-oracledb does
-for values it fetches, so a change and a snapshot read of the same value agree.
+offset, a region or both (every mask ``datetimes`` reads), intervals as
+``TO_YMINTERVAL('+01-02')`` / ``TO_DSINTERVAL('+01 02:03:04.5')``, RAW as
+``HEXTORAW('0e')``, national text as ``UNISTR('\\0412')`` pieces joined with ``||``.
+Fractions beyond microseconds are truncated, as python-oracledb does for values it
+fetches, so a change and a snapshot read of the same value agree.
 
 Row images (``row_images``): an insert carries every column (a column it does not name is
 NULL); an update carries the columns it sets plus what its where-clause holds (the changed
 columns' old values and the supplementally logged columns); a delete carries what its
-where-clause holds. Every other column is ``ABSENT``, and so is an ``Unsupported Type``
-value: the core's rebuild completes them from the row image store by ROWID.
+where-clause holds. Every other column is ``ABSENT``: the core's rebuild completes them
+from the row image store by ROWID.
+
+A value the text does not pin down (LogMiner's ``Unsupported Type``; a zone region's time
+inside a DST overlap, without the abbreviation saying which side) is ``UNAVAILABLE`` where
+it is a new value (insert values, update ``set`` terms): the row may have changed it, so the
+stored image would be stale, and the rebuild reads it from the source as of the commit
+(``cdc_core.rebuild``; Oracle: ``unavailable_columns``). Where it is an old value (the
+where-clause, a SQL_UNDO), it is ``ABSENT``: the stored image holds exactly that value.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cdc_core.events import ABSENT
+from cdc_core.events import ABSENT, UNAVAILABLE
 from connectors.base import TableSchema
+from connectors.oracle.datetimes import (
+    DATE_FORMAT,
+    TIMESTAMP_FORMAT,
+    TIMESTAMP_TZ_FORMAT,
+    AmbiguousLocalTimeError,
+    parse_datetime,
+)
 from connectors.oracle.errors import DictionaryMismatchError, RedoParseError
 from connectors.oracle.redo_parser import Call, Concat, Expr, Null, RedoStatement, Text, Unsupported
 from merkle import types as lt
 from merkle.canonical import Interval
 
-DATE_FORMAT = "YYYY-MM-DD HH24:MI:SS"
-TIMESTAMP_FORMAT = "YYYY-MM-DD HH24:MI:SS.FF"
-TIMESTAMP_TZ_FORMAT = "YYYY-MM-DD HH24:MI:SS.FF TZH:TZM"
-
-# Oracle datetime format elements (SQL Language Reference, "Format Models") -> regex groups.
-_ELEMENTS = {
-    "YYYY": r"(?P<year>\d{4})",
-    "MM": r"(?P<month>\d{1,2})",
-    "DD": r"(?P<day>\d{1,2})",
-    "HH24": r"(?P<hour>\d{1,2})",
-    "MI": r"(?P<minute>\d{1,2})",
-    "SS": r"(?P<second>\d{1,2})",
-    "FF": r"(?P<fraction>\d*)",
-    "TZH": r"(?P<tzh>[-+]\d{1,2})",
-    "TZM": r"(?P<tzm>\d{2})",
-    "TZR": r"(?P<tzr>[A-Za-z_/+\-0-9:]+)",
-}
-_ELEMENT = re.compile(r"YYYY|MM|DD|HH24|MI|SS|FF[1-9]?|TZH|TZM|TZR")
 _YM = re.compile(r"^\s*(?P<sign>[-+]?)(?P<years>\d+)-(?P<months>\d+)\s*$")
 _DS = re.compile(
     r"^\s*(?P<sign>[-+]?)(?P<days>\d+) (?P<h>\d+):(?P<m>\d+):(?P<s>\d+)(?:\.(?P<f>\d*))?\s*$"
@@ -59,48 +55,6 @@ _UNISTR = re.compile(r"\\\\|\\([0-9A-Fa-f]{4})|[^\\]+")
 
 class _ValueError(RedoParseError):
     """A value that does not fit its column's type (names the column, never the value)."""
-
-
-def _format_regex(model: str) -> re.Pattern[str]:
-    parts, position = [], 0
-    for match in _ELEMENT.finditer(model.upper()):
-        parts.append(re.escape(model[position : match.start()]))
-        element = match.group()
-        parts.append(_ELEMENTS["FF" if element.startswith("FF") else element])
-        position = match.end()
-    parts.append(re.escape(model[position:]))
-    return re.compile("^" + "".join(parts).replace(r"\ ", r"\s+") + "$")
-
-
-def parse_datetime(text: str, model: str) -> dt.datetime:
-    """``text`` read with the Oracle format ``model``: naive, or aware when it has a zone."""
-    match = _format_regex(model).match(text.strip())
-    if match is None:
-        raise _ValueError(f"a datetime does not match the format {model}")
-    fields = match.groupdict()
-    fraction = (fields.get("fraction") or "")[:6].ljust(6, "0")  # truncate to microseconds
-    value = dt.datetime(
-        int(fields["year"]), int(fields.get("month") or 1), int(fields.get("day") or 1),
-        int(fields.get("hour") or 0), int(fields.get("minute") or 0),
-        int(fields.get("second") or 0), int(fraction),
-    )  # fmt: skip
-    return value.replace(tzinfo=_zone(fields))
-
-
-def _zone(fields: Mapping[str, str | None]) -> dt.tzinfo | None:
-    if fields.get("tzh") is not None:
-        hours = int(fields["tzh"] or 0)
-        minutes = int(fields.get("tzm") or 0) * (-1 if (fields["tzh"] or "").startswith("-") else 1)
-        return dt.timezone(dt.timedelta(hours=hours, minutes=minutes))
-    region = fields.get("tzr")
-    if region is None:
-        return None
-    if re.match(r"^[-+]\d{1,2}:\d{2}$", region):
-        return _zone({"tzh": region[:-3], "tzm": region[-2:]})
-    try:
-        return dt.UTC if region.upper() == "UTC" else ZoneInfo(region)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise _ValueError(f"unknown time zone region {region!r}") from exc
 
 
 def unistr(text: str) -> str:
@@ -198,14 +152,12 @@ def _timestamp(expr: Expr, ltype: lt.LogicalType) -> object:
 def _timestamp_tz(expr: Expr, ltype: lt.LogicalType) -> object:
     if isinstance(expr, Call) and expr.name == "TO_TIMESTAMP":
         # WITH LOCAL TIME ZONE renders in the session's zone, which the reader sets to UTC.
-        return parse_datetime(_argument(expr, 0), TIMESTAMP_FORMAT).replace(tzinfo=dt.UTC)
+        model = _argument(expr, 1) if len(expr.args) > 1 else TIMESTAMP_FORMAT
+        return parse_datetime(_argument(expr, 0), model).replace(tzinfo=dt.UTC)
     if not isinstance(expr, Call) or expr.name != "TO_TIMESTAMP_TZ":
         raise _ValueError(f"a {_kind(expr)} is not a zoned timestamp")
     model = _argument(expr, 1) if len(expr.args) > 1 else TIMESTAMP_TZ_FORMAT
-    text = _argument(expr, 0)
-    if model.upper().endswith("TZH:TZM") and not re.search(r"[-+]\d{1,2}:\d{2}\s*$", text):
-        model = model[:-7] + "TZR"  # a region name where the NLS format expects an offset
-    value = parse_datetime(text, model)
+    value = parse_datetime(_argument(expr, 0), model)
     if value.tzinfo is None:
         raise _ValueError("a zoned timestamp has no zone")
     return value.astimezone(dt.UTC)
@@ -245,7 +197,9 @@ _TYPED: dict[type[lt.LogicalType], Callable[[Expr, lt.LogicalType], object]] = {
 def to_value(expr: Expr, ltype: lt.LogicalType) -> object:
     """The Python value of ``expr`` in a column of logical type ``ltype``.
 
-    Returns ``None`` for NULL and ``ABSENT`` for ``Unsupported Type``.
+    Returns ``None`` for NULL, and ``UNAVAILABLE`` for a value the text does not pin down:
+    ``Unsupported Type``, or a region's wall-clock time inside a DST overlap without a
+    daylight abbreviation (either instant could be meant).
 
     Raises:
         RedoParseError: The expression does not fit the type (e.g. text in a NUMBER).
@@ -253,11 +207,14 @@ def to_value(expr: Expr, ltype: lt.LogicalType) -> object:
     if isinstance(expr, Null):
         return None
     if isinstance(expr, Unsupported):
-        return ABSENT
+        return UNAVAILABLE
     typed = _TYPED.get(type(ltype))
     if typed is None:
         raise _ValueError(f"replcheck cannot read {ltype.name} values from LogMiner")
-    return typed(expr, ltype)
+    try:
+        return typed(expr, ltype)
+    except AmbiguousLocalTimeError:
+        return UNAVAILABLE
 
 
 # -- row images --------------------------------------------------------------------------------
@@ -272,16 +229,20 @@ class RowImages:
     before: dict[str, object] | None
 
 
-def row_images(statement: RedoStatement, schema: TableSchema, scn: int = 0) -> RowImages:
+def row_images(
+    statement: RedoStatement, schema: TableSchema, scn: int = 0, *, undo: bool = False
+) -> RowImages:
     """Type ``statement``'s values by ``schema`` (see the module docstring for the rules).
+
+    ``undo``: the statement is a SQL_UNDO, whose values are the row *before* the change.
 
     Raises:
         DictionaryMismatchError: The statement names a column the table does not have (the
             shape LogMiner falls back to when the table changed after the redo: ``"COL 1"``).
         RedoParseError: A value does not fit its column (names the column only).
     """
-    values = _typed(statement.values, schema, scn)
-    where = _typed(statement.where, schema, scn)
+    values = _typed(statement.values, schema, scn, ABSENT if undo else UNAVAILABLE)
+    where = _typed(statement.where, schema, scn, ABSENT)
     unknown = dict.fromkeys(_columns(schema), ABSENT)
     if statement.op == "c":
         return RowImages(dict.fromkeys(_columns(schema)) | values, None)
@@ -295,7 +256,10 @@ def _columns(schema: TableSchema) -> list[str]:
     return [column.name for column in schema.columns if column.ltype is not None]
 
 
-def _typed(terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int) -> dict[str, object]:
+def _typed(
+    terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int, unrendered: object
+) -> dict[str, object]:
+    """The typed values of ``terms``; a value the text does not pin down is ``unrendered``."""
     typed: dict[str, object] = {}
     for name, expr in terms:
         try:
@@ -307,10 +271,11 @@ def _typed(terms: tuple[tuple[str, Expr], ...], schema: TableSchema, scn: int) -
         if column.ltype is None:
             continue  # a column replcheck does not hash (XMLTYPE, LONG RAW ...)
         try:
-            typed[name] = to_value(expr, column.ltype)
+            value = to_value(expr, column.ltype)
         except RedoParseError as exc:
             raise RedoParseError(
                 f"column {name} of table {schema.table} at SCN {scn}: {exc.message}",
                 {"table": schema.table, "column": name, "scn": scn},
             ) from exc
+        typed[name] = unrendered if value is UNAVAILABLE else value
     return typed

@@ -32,9 +32,10 @@ from zoneinfo import ZoneInfo
 from cdc_core.errors import ConfigError
 from cdc_core.events import RawChange
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription, TableSnapshot
+from cdc_core.source import Idle, TableChanged, TableDescription, TableSnapshot
 from connectors.base import TableSchema
 from connectors.oracle.contents import (
+    DDL,
     ChangeAssembler,
     ContentsRow,
     description_of,
@@ -107,12 +108,14 @@ class ReplayLogReader:
     """A ``LogReader`` over a recording (see the module docstring).
 
     ``iter_changes`` yields the recording's changes from ``start`` on, then ``Idle`` at the
-    last SCN forever, as a live reader does once it has caught up.
+    last SCN forever, as a live reader does once it has caught up. The tables file describes
+    the tables as of the recording's first row; ``tables`` (and ``describe``) follow the DDL
+    read since, including the DDL before ``start``.
     """
 
     def __init__(self, config: ReplayConfig) -> None:
         self.config = config
-        self.tables: Mapping[str, TableSchema] = load_tables(config.tables)
+        self.tables: dict[str, TableSchema] = load_tables(config.tables)
         self._zone: dt.tzinfo = (
             dt.UTC if config.server_time_zone == "UTC" else ZoneInfo(config.server_time_zone)
         )
@@ -130,12 +133,15 @@ class ReplayLogReader:
             last = row.scn
         return scn_position(last)
 
-    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
-        """The recorded changes at or after ``start``, then ``Idle`` forever.
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
+        """The recorded changes and classified DDL at or after ``start``, then ``Idle``
+        forever.
 
         ``None`` replays from the recording's first row: a recording stands for a log
         being written while the reader follows it, so its "current end" is its start.
         """
+        self.tables.clear()  # in place: whoever holds the dictionary sees it follow the DDL
+        self.tables.update(load_tables(self.config.tables))
         assembler = ChangeAssembler(self.tables, self._zone)
         low = 0 if start is None else start.value
         last = low
@@ -143,6 +149,8 @@ class ReplayLogReader:
             if row.scn >= low:
                 last = row.scn
                 yield from assembler.feed(row)
+            elif row.operation_code == DDL:
+                assembler.feed(row)  # only for the dictionary: the DDL precedes the start
         yield from assembler.flush()
         while True:
             yield Idle(scn_position(last))

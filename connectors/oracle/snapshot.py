@@ -5,6 +5,14 @@ exactly the transactions whose commit SCN is <= P (Oracle Database Development G
 "Using Oracle Flashback Query"), which is DESIGN.md's contract for a snapshot at P. The
 reads themselves are ``OracleConnector.read_partition`` (the validator's Oracle source
 reads the same way), so the undo retention must cover the whole read (ORA-01555 otherwise).
+
+``read_chunk`` (``cdc_core.source.ReadsChunks``, the pipeline's table refresh) reads one
+key range in a flashback query of its own, at an SCN taken the same way, which is the
+chunk's exact position: the first ``limit`` rows above the last key, in primary key order
+(``sql.chunk_select``). A table without a primary key is located by ROWID, which is no
+stable order to resume from (ROW MOVEMENT, SHRINK SPACE and partition maintenance move rows
+to new ROWIDs, so a row could be read twice or never), so it is one chunk: the whole table
+at one SCN, streamed.
 """
 
 from __future__ import annotations
@@ -13,10 +21,11 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from cdc_core.errors import TerminalError
+from cdc_core.errors import ContractError, TerminalError
 from cdc_core.position import Position
-from cdc_core.source import LOCATOR_COLUMN, TableDescription, TableSnapshot
+from cdc_core.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
+from connectors.oracle import sql
 from connectors.oracle.position import scn_position
 from merkle import types as lt
 
@@ -52,6 +61,43 @@ class OracleSnapshotReader:
                 raise TerminalError("Oracle returned no SCN for the snapshot")
             yield scn_position(taken.position), self._tables(tables, keys or {}, taken)
 
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """The first ``limit`` rows of ``table`` whose primary key is above ``after``, in key
+        order, AS OF one SCN (the chunk's position); a table without a primary key whole."""
+        schema = self.connector.reflect(table)
+        if not schema.primary_key and after is not None:
+            raise ContractError(f"table {table} has no key to read after; it is one chunk")
+        description, located = self._described(schema)
+        taken = self._scn()
+        position = scn_position(_position(taken))
+        if not schema.primary_key:
+            rows = self.connector.read_partition(schema, located, Partition(0), taken)
+            return TableChunk(position, TableSnapshot(description, _without_position(rows)), None)
+        owner, name = sql.split_table(table, self.connector._owner())
+        columns = sql.typed(schema, located)
+        query, binds = sql.chunk_select(owner, name, columns, schema.primary_key, after, limit)
+        read = self.connector.read_query(
+            schema, located, query, binds, taken, session=sql.BINARY_ORDER
+        )
+        batches = list(_without_position(read))
+        last = _last_key(batches, schema.primary_key) if _rows(batches) >= limit else None
+        return TableChunk(position, TableSnapshot(description, iter(batches)), last)
+
+    def _scn(self) -> Snapshot:
+        with self.connector.shared_snapshot() as taken:
+            if taken is None or taken.position is None:
+                raise TerminalError("Oracle returned no SCN for the snapshot")
+            return taken
+
+    def _described(self, schema: TableSchema) -> tuple[TableDescription, list[str]]:
+        """The table's description and the columns read: LogMiner locates rows by ROWID, so
+        every read also carries it for the row image store."""
+        columns = readable_columns(schema)
+        arrow = self.connector.arrow_schema(schema, columns)
+        fields = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
+        located = [*columns, LOCATOR_COLUMN]
+        return TableDescription(schema.table, fields, schema.primary_key), located
+
     def _tables(
         self,
         tables: Sequence[str],
@@ -60,14 +106,8 @@ class OracleSnapshotReader:
     ) -> Iterator[TableSnapshot]:
         for table in tables:
             schema = self.connector.reflect(table)
-            columns = readable_columns(schema)
+            description, located = self._described(schema)
             partition = _partition(schema, keys.get(table))
-            arrow = self.connector.arrow_schema(schema, columns)
-            description = TableDescription(
-                table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), schema.primary_key
-            )
-            # LogMiner locates rows by ROWID: the snapshot carries it for the row image store.
-            located = [*columns, LOCATOR_COLUMN]
             batches = self.connector.read_partition(schema, located, partition, taken)
             yield TableSnapshot(description, _without_position(batches))
 
@@ -82,6 +122,21 @@ def _partition(schema: TableSchema, keys: Sequence[tuple[object, ...]] | None) -
             {"table": schema.table},
         )
     return Partition(-1, key_columns=schema.primary_key, keys=tuple(keys))
+
+
+def _position(taken: Snapshot) -> int:
+    assert taken.position is not None  # _scn refuses a snapshot without one
+    return taken.position
+
+
+def _rows(batches: list[pa.RecordBatch]) -> int:
+    return sum(batch.num_rows for batch in batches)
+
+
+def _last_key(batches: list[pa.RecordBatch], key: Sequence[str]) -> tuple[object, ...]:
+    """The key of the last row read, as Python values a bind takes back."""
+    last = next(batch for batch in reversed(batches) if batch.num_rows)
+    return tuple(last.column(column)[last.num_rows - 1].as_py() for column in key)
 
 
 def _without_position(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

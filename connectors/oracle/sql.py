@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cdc_core.errors import ContractError
 from cdc_core.source import LOCATOR_COLUMN
+from connectors.base import TableSchema
 from merkle import types as lt
 
 CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
@@ -50,12 +52,66 @@ def select_expression(name: str, ltype: lt.LogicalType | None) -> str:
     return quoted
 
 
+def typed(schema: TableSchema, columns: Sequence[str]) -> list[tuple[str, lt.LogicalType | None]]:
+    """``columns`` of ``schema`` with their logical types (the locator column has none)."""
+    return [(c, None if c == LOCATOR_COLUMN else schema.column(c).ltype) for c in columns]
+
+
 def flashback_select(
     owner: str, name: str, columns: Sequence[tuple[str, lt.LogicalType | None]], where: str
 ) -> str:
     """``SELECT cols FROM owner.table AS OF SCN :scn [WHERE ...]``."""
     select = ", ".join(select_expression(c, t) for c, t in columns)
     return f"SELECT {select} FROM {quote(owner)}.{quote(name)} AS OF SCN :scn{where}"
+
+
+BINARY_ORDER = ("ALTER SESSION SET NLS_SORT = BINARY NLS_COMP = BINARY",)
+"""Session settings of a chunked read. ORDER BY sorts text by NLS_SORT and WHERE compares it
+by NLS_COMP, which a database may set to a linguistic collation, and not both alike
+(Oracle Database Globalization Support Guide, "NLS_SORT", "NLS_COMP"): with both binary,
+"the rows after the last key" are exactly the rows after it in the chunks' order."""
+
+
+def chunk_select(
+    owner: str,
+    name: str,
+    columns: Sequence[tuple[str, lt.LogicalType | None]],
+    key: Sequence[str],
+    after: Sequence[object] | None,
+    limit: int,
+) -> tuple[str, dict[str, object]]:
+    """The flashback query of one key-ordered chunk: the first ``limit`` rows whose ``key``
+    is above ``after`` (``None``: from the start), and its binds (``:scn`` is bound by the
+    reader). ``FETCH FIRST`` needs Oracle 12c or later."""
+    if limit < 1:
+        raise ContractError(f"a chunk holds at least one row, not {limit}")
+    where, binds = after_key(key, after)
+    order = ", ".join(quote(column) for column in key)
+    text = flashback_select(owner, name, columns, where)
+    return f"{text} ORDER BY {order} FETCH FIRST :limit ROWS ONLY", binds | {"limit": limit}
+
+
+def after_key(key: Sequence[str], after: Sequence[object] | None) -> tuple[str, dict[str, object]]:
+    """``WHERE`` rows whose ``key`` sorts after ``after``, expanded term by term: Oracle has
+    no ordering comparison of value lists (``(a, b) > (:1, :2)`` is ORA-01796), so
+    ``a >= :k1 AND (a > :k1 OR (a = :k1 AND b > :k2))``; the leading ``a >= :k1`` lets the
+    key's index range-scan from the last key."""
+    if after is None:
+        return "", {}
+    if len(after) != len(key) or not key:
+        raise ContractError(f"a key after which to read has {len(key)} values, not {len(after)}")
+    columns = [quote(column) for column in key]
+    terms = []
+    for index, column in enumerate(columns):
+        equal = [f"{columns[i]} = :k{i + 1}" for i in range(index)]
+        terms.append(" AND ".join([*equal, f"{column} > :k{index + 1}"]))
+    expanded = terms[0] if len(terms) == 1 else " OR ".join(f"({term})" for term in terms)
+    where = expanded if len(terms) == 1 else f"{columns[0]} >= :k1 AND ({expanded})"
+    return f" WHERE {where}", {f"k{i}": value for i, value in enumerate(after, start=1)}
+
+
+BY_ROWID = " WHERE ROWID = CHARTOROWID(:rid)"
+"""The where-clause reading one row by the ROWID LogMiner's ``ROW_ID`` shows."""
 
 
 def numbered_binds(where: str, params: Sequence[object]) -> tuple[str, dict[str, object]]:

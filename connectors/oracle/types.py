@@ -79,3 +79,87 @@ def _temporal(name: str) -> lt.LogicalType | None:
     if name.startswith("INTERVAL"):
         return lt.IntervalType()
     return None  # LONG RAW, XMLTYPE, SDO_GEOMETRY, ROWID, object types
+
+
+_SYNONYMS = {
+    "VARCHAR": "VARCHAR2", "CHARACTER": "CHAR", "NUMERIC": "NUMBER", "DECIMAL": "NUMBER",
+    "DEC": "NUMBER", "INTEGER": "NUMBER", "INT": "NUMBER", "SMALLINT": "NUMBER",
+}  # fmt: skip
+_TYPE_WORDS = frozenset({
+    *_SYNONYMS, "NUMBER", "FLOAT", "REAL", "DOUBLE", "BINARY_FLOAT", "BINARY_DOUBLE",
+    "VARCHAR2", "NVARCHAR2", "CHAR", "NCHAR", "NATIONAL", "CLOB", "NCLOB", "BLOB", "BFILE",
+    "RAW", "LONG", "DATE", "TIMESTAMP", "INTERVAL", "JSON", "XMLTYPE", "ROWID", "UROWID",
+    "BOOLEAN", "VECTOR", "SDO_GEOMETRY",
+})  # fmt: skip
+
+
+def declared_type(words: list[str]) -> tuple[OracleColumn | None, int]:
+    """A data type as DDL declares it (``words``: the upper-cased words and punctuation of
+    a column definition after its name), as ALL_TAB_COLUMNS will show it (the column name
+    is left empty), and how many words it took; ``None`` when the definition has no type.
+    Synonyms become Oracle's own types (SQL Language Reference, "ANSI, DB2, and SQL/DS
+    Data Types"): INTEGER is NUMBER with scale 0, DOUBLE PRECISION is FLOAT(126), ...
+    """
+    if not words or words[0] not in _TYPE_WORDS:
+        return None, 0
+    name, used = _type_name(words)
+    arguments, used = _arguments(words, used)
+    name, used = _type_suffix(name, words, used, arguments)
+    return _as_dictionary(name, arguments), used
+
+
+def _type_name(words: list[str]) -> tuple[str, int]:
+    pairs = {("LONG", "RAW"), ("DOUBLE", "PRECISION"), ("CHARACTER", "VARYING")}
+    if len(words) > 1 and (words[0], words[1]) in pairs:
+        return f"{words[0]} {words[1]}", 2
+    if words[0] == "NATIONAL":  # NATIONAL CHAR[ACTER] [VARYING]
+        varying = "VARYING" in words[1:3]
+        return ("NVARCHAR2" if varying else "NCHAR"), 3 if varying else 2
+    return words[0], 1
+
+
+def _arguments(words: list[str], at: int) -> tuple[list[str], int]:
+    """The numbers (or ``*``) of a ``(...)`` after the type name."""
+    if at >= len(words) or words[at] != "(":
+        return [], at
+    end = words.index(")", at) if ")" in words[at:] else len(words)
+    return [w for w in words[at + 1 : end] if w.isdigit() or w == "*"], end + 1
+
+
+def _type_suffix(name: str, words: list[str], at: int, arguments: list[str]) -> tuple[str, int]:
+    """``TIMESTAMP(p) WITH [LOCAL] TIME ZONE`` and ``INTERVAL ... TO ...`` as one name."""
+    if name == "TIMESTAMP":
+        digits = arguments[0] if arguments else "6"
+        for zone in (["WITH", "TIME", "ZONE"], ["WITH", "LOCAL", "TIME", "ZONE"]):
+            if words[at : at + len(zone)] == zone:
+                return f"TIMESTAMP({digits}) {' '.join(zone)}", at + len(zone)
+        return f"TIMESTAMP({digits})", at
+    if name == "INTERVAL" and at < len(words):
+        unit = words[at]
+        inner, after = _arguments(words, at + 1)
+        if words[after : after + 2] in (["TO", "MONTH"], ["TO", "SECOND"]):
+            last, end = _arguments(words, after + 2)
+            if words[after + 1] == "MONTH":
+                return f"INTERVAL YEAR({inner[0] if inner else 2}) TO MONTH", end
+            fraction = last[0] if last else 6
+            return f"INTERVAL {unit}({inner[0] if inner else 2}) TO SECOND({fraction})", end
+    return name, at
+
+
+def _as_dictionary(name: str, arguments: list[str]) -> OracleColumn:
+    numbers = [None if a == "*" else int(a) for a in arguments]
+    base = _SYNONYMS.get(name, name)
+    if base == "NUMBER":
+        if name in ("INTEGER", "INT", "SMALLINT") or (name != "NUMBER" and not numbers):
+            return OracleColumn("", "NUMBER", None, 0)
+        precision = numbers[0] if numbers else None
+        scale = numbers[1] if len(numbers) > 1 else (0 if numbers else None)
+        return OracleColumn("", "NUMBER", precision, scale)
+    if base in ("FLOAT", "REAL", "DOUBLE PRECISION"):
+        bits = {"REAL": 63, "DOUBLE PRECISION": 126}.get(base, numbers[0] if numbers else 126)
+        return OracleColumn("", "FLOAT", bits, None)
+    if base == "CHARACTER VARYING":
+        return OracleColumn("", "VARCHAR2")
+    if base.startswith("TIMESTAMP"):
+        return OracleColumn("", base, None, int(base[10:].split(")")[0]))
+    return OracleColumn("", base)

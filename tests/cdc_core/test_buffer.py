@@ -18,6 +18,8 @@ from cdc_core.buffer import (
 )
 from cdc_core.errors import ConfigError
 from cdc_core.events import (
+    ABSENT,
+    UNAVAILABLE,
     Begin,
     Commit,
     CommittedTransaction,
@@ -113,6 +115,19 @@ def test_spilled_transactions_stream_back_the_same(tmp_path: Path, budget: int) 
     buffer = TransactionBuffer(config(tmp_path, budget, segment_max_bytes=200))
     assert run(buffer, interleaved(Log())) == EXPECTED
     assert segment_files(tmp_path) == []  # consumed and rolled-back spills are deleted
+
+
+def test_unavailable_and_absent_values_survive_a_spill(tmp_path: Path) -> None:
+    buffer = TransactionBuffer(config(tmp_path, 0, segment_max_bytes=200))
+    log = Log()
+    image = {"v": "z", "doc": UNAVAILABLE, "wide": ABSENT}
+    changes: list[RawChange] = [log.begin("A"), log.ins("A", 1, "x"), log.ins("A", 2, "y")]
+    changes += [RowChange("A", log.pos(), "u", "s.t", (1,), image), log.commit("A")]
+    assert [txn for change in changes[:-1] for txn in buffer.feed(change)] == []
+    assert segment_files(tmp_path) != []  # a budget of 0 spills every change
+    (txn,) = buffer.feed(changes[-1])
+    last = list(txn.changes)[-1].change.after
+    assert last is not None and last["doc"] is UNAVAILABLE and last["wide"] is ABSENT
 
 
 def test_the_largest_transaction_is_the_one_that_spills(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import lmdb
 import pytest
 
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.events import ABSENT
+from cdc_core.events import ABSENT, UNAVAILABLE
 from cdc_core.image_store import (
     BelowRetentionError,
     RowImageStore,
@@ -148,6 +148,8 @@ def test_a_crash_between_flushes_leaves_the_state_of_the_last_flush(tmp_path: Pa
 def test_put_refuses_partial_images_and_negative_seq(store: RowImageStore) -> None:
     with pytest.raises(ContractError, match="ABSENT"):
         store.put("s.t", (1,), P(1), {"v": ABSENT}, 0)
+    with pytest.raises(ContractError, match="UNAVAILABLE"):
+        store.put("s.t", (1,), P(1), {"v": UNAVAILABLE}, 0)
     with pytest.raises(ContractError, match="seq"):
         store.put("s.t", (1,), P(1), {"v": 1}, -1)
 

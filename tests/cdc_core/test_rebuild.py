@@ -11,7 +11,7 @@ Every rebuilt change must equal the full-width change the model says happened.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc_core.events import ABSENT, CommittedChange, CommittedTransaction, RowChange
+from cdc_core.errors import TerminalError, TransientError
+from cdc_core.events import ABSENT, UNAVAILABLE, CommittedChange, CommittedTransaction, RowChange
 from cdc_core.image_store import RowImageStore
 from cdc_core.position import Position
 from cdc_core.rebuild import (
@@ -30,6 +31,7 @@ from cdc_core.rebuild import (
     RebuildConfig,
     Rebuilder,
     RowImageMissingError,
+    UnavailableValueError,
 )
 
 P = Position.of
@@ -158,6 +160,119 @@ def test_a_transaction_is_rebuilt_in_order(store: RowImageStore) -> None:
         (0, {"id": 1, "a": 0}),
         (1, {"id": 1, "a": 1}),
     ]
+
+
+# -- values the log cannot render (UNAVAILABLE) ---------------------------------------------
+
+
+class AsOfSource:
+    """A fetch_unavailable hook over rows recorded per commit position; logs its calls."""
+
+    def __init__(self, rows: dict[tuple[Hashable, int], dict[str, object]]) -> None:
+        self.rows = rows
+        self.calls: list[tuple[str, Hashable, int, tuple[str, ...]]] = []
+
+    def __call__(
+        self, table: str, locator: Hashable, position: Position, wanted: Sequence[str]
+    ) -> Mapping[str, object] | None:
+        self.calls.append((table, locator, position.value, tuple(wanted)))
+        row = self.rows.get((locator, position.value))
+        return None if row is None else {column: row[column] for column in wanted}
+
+
+def unavailable_rebuilder(store: RowImageStore, source: AsOfSource) -> Rebuilder:
+    return Rebuilder(store, RebuildConfig(fetch_unavailable_by_table={"s.t": source}))
+
+
+def test_an_unavailable_value_is_read_as_of_the_commit_never_taken_from_the_store(
+    store: RowImageStore,
+) -> None:
+    source = AsOfSource({("AAAR", 20): {"doc": "new text"}})
+    rebuilder = unavailable_rebuilder(store, source)
+    rebuild(rebuilder, change("c", "AAAR", {"id": 1, "n": 1, "doc": "old text"}), 10)
+    key_only = {"id": 1, "n": ABSENT, "doc": ABSENT}
+    update = change("u", "AAAR", {"id": ABSENT, "n": 2, "doc": UNAVAILABLE}, key_only)
+    rebuilt = rebuild(rebuilder, update, 20, seq=3)
+    assert rebuilt.after == {"id": 1, "n": 2, "doc": "new text"}
+    assert rebuilt.before == {"id": 1, "n": 1, "doc": "old text"}
+    assert source.calls == [("s.t", "AAAR", 20, ("doc",))]
+    assert store.get("s.t", "AAAR") == {"id": 1, "n": 2, "doc": "new text"}
+    later = rebuild(rebuilder, change("u", "AAAR", {"id": ABSENT, "n": 3, "doc": ABSENT}), 30)
+    assert later.after == {"id": 1, "n": 3, "doc": "new text"}
+    assert len(source.calls) == 1  # a column the change did not set comes from the store
+
+
+def test_an_inserted_unavailable_value_is_read_too(store: RowImageStore) -> None:
+    source = AsOfSource({("AAAR", 10): {"doc": "text", "id": 99}})
+    insert = change("c", "AAAR", {"id": 1, "doc": UNAVAILABLE})
+    rebuilt = rebuild(unavailable_rebuilder(store, source), insert, 10)
+    assert rebuilt.after == {"id": 1, "doc": "text"}  # only the unavailable column is taken
+
+
+def test_a_moved_row_is_read_at_its_new_locator(store: RowImageStore) -> None:
+    source = AsOfSource({("AAAS", 20): {"doc": "moved"}})
+    rebuilder = unavailable_rebuilder(store, source)
+    rebuild(rebuilder, change("c", "AAAR", {"id": 1, "doc": "old"}), 10)
+    moved = replace(change("u", "AAAR", {"id": 1, "doc": UNAVAILABLE}), new_locator="AAAS")
+    assert rebuild(rebuilder, moved, 20).after == {"id": 1, "doc": "moved"}
+    assert source.calls == [("s.t", "AAAS", 20, ("doc",))]
+
+
+def test_an_unavailable_before_value_is_the_stored_one(store: RowImageStore) -> None:
+    rebuilder = Rebuilder(store)  # no hook: nothing needs one
+    rebuild(rebuilder, change("c", "AAAR", {"id": 1, "doc": "old"}), 10)
+    delete = change("d", "AAAR", before={"id": 1, "doc": UNAVAILABLE})
+    assert rebuild(rebuilder, delete, 20).before == {"id": 1, "doc": "old"}
+
+
+def _stale_update(store: RowImageStore, rebuilder: Rebuilder) -> RowChange:
+    rebuild(rebuilder, change("c", "AAAR", {"id": 1, "doc": SECRET}), 10)
+    return change("u", "AAAR", {"id": ABSENT, "doc": UNAVAILABLE})
+
+
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        (RebuildConfig(fetch_missing=lambda table, locator: {"doc": "now"}), "no fetch_unavail"),
+        (RebuildConfig(fetch_unavailable=AsOfSource({})), "not at that locator"),
+        (
+            RebuildConfig(fetch_unavailable=lambda t, k, p, c: {"other": 1}),
+            "did not return them",
+        ),
+    ],
+)
+def test_an_unavailable_value_nobody_can_read_stops_the_rebuild(
+    store: RowImageStore, config: RebuildConfig, why: str
+) -> None:
+    rebuilder = Rebuilder(store, config)
+    update = _stale_update(store, rebuilder)
+    with pytest.raises(UnavailableValueError) as caught:
+        rebuild(rebuilder, update, 42)
+    message = str(caught.value)
+    for part in ("['doc']", "s.t", "'AAAR'", "position 42", why, "ignore_columns"):
+        assert part in message
+    assert SECRET not in message
+    assert caught.value.context["columns"] == ["doc"]
+    assert store.get("s.t", "AAAR") == {"id": 1, "doc": SECRET}  # nothing stale was stored
+
+
+def test_a_source_that_lost_the_point_stops_it_and_a_transient_failure_is_retried(
+    store: RowImageStore,
+) -> None:
+    def too_old(table: str, locator: Hashable, position: Position, wanted: Sequence[str]) -> None:
+        raise TerminalError("ORA-01555: snapshot too old; raise UNDO_RETENTION")
+
+    rebuilder = Rebuilder(store, RebuildConfig(fetch_unavailable=too_old))
+    update = _stale_update(store, rebuilder)
+    with pytest.raises(UnavailableValueError, match="ORA-01555") as caught:
+        rebuild(rebuilder, update, 42)
+    assert isinstance(caught.value.__cause__, TerminalError)
+
+    def flaky(table: str, locator: Hashable, position: Position, wanted: Sequence[str]) -> None:
+        raise TransientError("connection reset")
+
+    with pytest.raises(TransientError, match="connection reset"):
+        rebuild(Rebuilder(store, RebuildConfig(fetch_unavailable=flaky)), update, 42)
 
 
 # -- random logs against a model of the source ---------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import ABSENT, RowChange
+from cdc_core.events import ABSENT, UNAVAILABLE, RowChange
 from cdc_core.position import Position
 from cdc_core.spill import (
     SegmentRef,
@@ -26,6 +26,7 @@ ROW = {
     "blob": b"\x00\xff",
     "note": None,
     "wide": ABSENT,
+    "doc": UNAVAILABLE,
 }
 
 
@@ -39,6 +40,7 @@ def test_a_change_round_trips_exactly() -> None:
     assert decoded == change
     assert decoded.position.text == "bin.000001:42"
     assert decoded.after is not None and decoded.after["wide"] is ABSENT
+    assert decoded.after["doc"] is UNAVAILABLE  # the singleton, not a copy equal to nothing
     amount = decoded.after["amount"]
     assert isinstance(amount, Decimal) and amount.as_tuple() == Decimal("12.30").as_tuple()
 

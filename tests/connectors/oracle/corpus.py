@@ -7,7 +7,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from cdc_core.events import ABSENT
+from cdc_core.events import ABSENT, UNAVAILABLE
 from merkle.canonical import Interval
 
 
@@ -17,7 +17,7 @@ def typed(value: Any) -> object:
     Plain JSON strings, integers and null are themselves; objects are tagged:
     ``$dec`` Decimal, ``$float`` float, ``$ts`` naive datetime, ``$tstz`` aware datetime,
     ``$hex`` bytes, ``$ym`` an Interval of months, ``$ds`` [days, seconds, micros]
-    timedelta, ``$absent`` ABSENT.
+    timedelta, ``$absent`` ABSENT, ``$unavailable`` UNAVAILABLE.
     """
     if not isinstance(value, dict):
         return value
@@ -31,6 +31,7 @@ def typed(value: Any) -> object:
         "$ym": lambda months: Interval(months=months),
         "$ds": lambda parts: dt.timedelta(days=parts[0], seconds=parts[1], microseconds=parts[2]),
         "$absent": lambda _: ABSENT,
+        "$unavailable": lambda _: UNAVAILABLE,
     }
     return decoders[tag](payload)
 

@@ -11,8 +11,8 @@ from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.events import CommittedChange, RawChange
 from cdc_core.image_store import RowImageStore
 from cdc_core.position import Position
-from cdc_core.rebuild import Rebuilder
-from cdc_core.source import Idle, LogReader
+from cdc_core.rebuild import RebuildConfig, Rebuilder
+from cdc_core.source import Idle, LogReader, TableChanged
 
 DATA = Path(__file__).parent / "data"
 
@@ -31,12 +31,14 @@ class Event:
     before: Mapping[str, object] | None
 
 
-def until_idle(changes: Iterator[RawChange | Idle]) -> Iterator[RawChange]:
-    """The raw changes a reader yields before it first reports that it caught up."""
+def until_idle(changes: Iterator[RawChange | TableChanged | Idle]) -> Iterator[RawChange]:
+    """The raw changes a reader yields before it first reports that it caught up (DDL it
+    classified is left out)."""
     for change in changes:
         if isinstance(change, Idle):
             return
-        yield change
+        if not isinstance(change, TableChanged):
+            yield change
 
 
 def _event(txid: str, commit_pos: Position, committed: CommittedChange) -> Event:
@@ -50,11 +52,17 @@ def _event(txid: str, commit_pos: Position, committed: CommittedChange) -> Event
 class Core:
     """A transaction buffer and a rebuilder over one row image store."""
 
-    def __init__(self, state: Path, budget: int = 1 << 20, store: RowImageStore | None = None):
+    def __init__(
+        self,
+        state: Path,
+        budget: int = 1 << 20,
+        store: RowImageStore | None = None,
+        rebuild: RebuildConfig | None = None,
+    ):
         self.config = BufferConfig(budget, state / "spill")
         self.buffer = TransactionBuffer(self.config)
         self.store = store or RowImageStore(state / "images")
-        self.rebuilder = Rebuilder(self.store)
+        self.rebuilder = Rebuilder(self.store, rebuild)
         self.max_spilled = 0
 
     def feed(self, changes: Iterator[RawChange]) -> list[Event]:

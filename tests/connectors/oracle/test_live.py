@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 
 from cdc_core.events import Commit, RawChange
-from cdc_core.source import Idle
+from cdc_core.position import Position
+from cdc_core.rebuild import RebuildConfig
+from cdc_core.source import Idle, TableChanged
 from connectors.base import connector_for
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import LogMinerConfig
+from connectors.oracle.unavailable_columns import UnavailableColumns
 from tests.connectors.oracle.harness import Core
 
 pytestmark = pytest.mark.oracle
@@ -61,9 +64,13 @@ def run_sql(oracle: OracleConnector, statements: list[str]) -> None:
                 cursor.execute(statement)
 
 
-def changes_until_commits(changes: Iterator[RawChange | Idle], commits: int) -> Iterator[RawChange]:
+def changes_until_commits(
+    changes: Iterator[RawChange | TableChanged | Idle], commits: int
+) -> Iterator[RawChange]:
     idle = 0
     for change in changes:
+        if isinstance(change, TableChanged):
+            continue
         if isinstance(change, Idle):
             idle += 1
             assert idle < MAX_IDLE_POLLS, "LogMiner never showed the expected commits"
@@ -125,3 +132,63 @@ def test_live_snapshot_reads_at_one_scn(oracle: OracleConnector, table: str) -> 
     assert position.value > 0
     assert snapshot.description.key == ("ID",)
     assert rows == [{"ID": 1, "NAME": "x", "AMOUNT": Decimal("1"), "AT": None}]
+
+
+@pytest.fixture
+def long_table(oracle: OracleConnector) -> Iterator[str]:
+    name = f"RC_{uuid.uuid4().hex[:10].upper()}"
+    with contextlib.closing(oracle._connect()) as connection, connection.cursor() as cursor:
+        cursor.execute(f'CREATE TABLE "{name}" ("ID" NUMBER(10) PRIMARY KEY, "BODY" LONG)')
+        yield f"{oracle._owner()}.{name}"
+        cursor.execute(f'DROP TABLE "{name}" PURGE')
+
+
+def test_live_values_are_read_as_of_their_commit_scn(
+    oracle: OracleConnector, long_table: str, tmp_path: Path
+) -> None:
+    """A LONG column (LogMiner may show it as Unsupported Type) gets exactly the values
+    committed, and the flashback read by ROWID sees a transaction at its commit SCN and not
+    one SCN earlier."""
+    name = long_table.split(".")[1]
+    config = LogMinerConfig(window_scns=50_000, poll_interval_s=0.5)
+    reader = oracle.log_reader([long_table], config)
+    start = reader.end_position()
+    run_sql(oracle, [
+        f"INSERT INTO \"{name}\" VALUES (1, 'v1')", "COMMIT",
+        f"UPDATE \"{name}\" SET \"BODY\" = 'v2' WHERE \"ID\" = 1", "COMMIT",
+    ])  # fmt: skip
+    hook = UnavailableColumns(oracle._connect, reader.tables)
+    try:
+        raw = list(changes_until_commits(reader.iter_changes(start), 2))
+        core = Core(tmp_path, rebuild=RebuildConfig(fetch_unavailable_by_table={long_table: hook}))
+        events = [e for e in core.feed(iter(raw)) if e.table == long_table]
+        assert [(e.op, e.after) for e in events] == [
+            ("c", {"ID": 1, "BODY": "v1"}),
+            ("u", {"ID": 1, "BODY": "v2"}),
+        ]
+        rowid, first, second = events[0].locator, events[0].commit_scn, events[1].commit_scn
+        assert hook(long_table, rowid, Position(first, ""), ["BODY"]) == {"BODY": "v1"}
+        assert hook(long_table, rowid, Position(second, ""), ["BODY"]) == {"BODY": "v2"}
+        assert hook(long_table, rowid, Position(first - 1, ""), ["BODY"]) is None
+    finally:
+        hook.close()
+        reader.close()
+
+
+def test_live_chunks_cover_the_table_in_key_order(oracle: OracleConnector, table: str) -> None:
+    name = table.split(".")[1]
+    run_sql(
+        oracle, [f"INSERT INTO \"{name}\" VALUES ({i}, 'n{i}', {i}, NULL)" for i in (3, 1, 5, 2, 4)]
+    )
+    run_sql(oracle, ["COMMIT"])
+    reader = oracle.snapshot_reader()
+    keys, positions, after = [], [], None
+    while True:
+        chunk = reader.read_chunk(table, after, 2)
+        keys.append([row["ID"] for batch in chunk.snapshot.batches for row in batch.to_pylist()])
+        positions.append(chunk.position.value)
+        if chunk.last_key is None:
+            break
+        after = chunk.last_key
+    assert keys == [[1, 2], [3, 4], [5]]
+    assert positions == sorted(positions)

@@ -57,7 +57,7 @@ def test_statement_parses_to_the_expected_images(entry: dict[str, Any]) -> None:
     columns = [c.name for c in schema.columns if c.ltype is not None]
     expect = entry["expect"]
     statement = parse_redo(entry["sql"])
-    images = row_images(statement, schema)
+    images = row_images(statement, schema, undo=entry["source"] == "undo")
     assert statement.op == expect["op"]
     assert f"{statement.owner}.{statement.table}".upper() == entry["table"].upper()
     assert statement.rowid == expect["rowid"]

@@ -1,0 +1,111 @@
+"""Workloads of the Oracle generative tester: data, not code.
+
+A workload is transactions of abstract operations whose choices are plain integers
+(``picks``), and DDL items between them; ``model.interpret`` resolves each choice against
+the rows that exist at that point ("the 3rd live row", "a free key"). So dropping a
+transaction or an operation (shrinking) leaves a workload that still means something, and
+the same workload always renders the same log. ``Features`` says what ``generate`` may put
+in one.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tests.generative.oracle.tables import TABLES
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a workload may contain; the flags default to what the pipeline handles today."""
+
+    interleave: bool = True
+    rollbacks: bool = True
+    partial_rollbacks: bool = True
+    row_movement: bool = True
+    csf: bool = True
+    region_zones: bool = True
+    truncate: bool = True
+    ddl_harmless: bool = True  # constraints, indexes, a VARCHAR2 widened: no stored value changes
+    key_changes: bool = True  # single moves, ascending shifts, swaps (the pipeline's KeyMoves)
+    ddl_schema: bool = False  # a nullable column added, then older rows updated
+    ddl_refresh: bool = False  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
+
+    def names(self) -> list[str]:
+        """The flags that are on."""
+        return [name for name, on in vars(self).items() if on]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One statement of a transaction: ``kind`` on table ``table``, choices in ``picks``."""
+
+    kind: str  # insert update delete key_change key_shift key_swap move undo
+    table: int
+    picks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Txn:
+    ops: tuple[Op, ...]
+    commit: bool = True
+    overlap: bool = False  # may start before the transactions before it commit
+    seed: int = 0  # interleaving and rendering choices
+
+
+@dataclass(frozen=True)
+class Ddl:
+    kind: str  # add_nullable add_default drop_column rename_column widen constraint truncate
+    table: int
+    pick: int = 0
+
+
+Item = Txn | Ddl
+
+
+@dataclass(frozen=True)
+class Workload:
+    items: tuple[Item, ...]
+    batch_max_events: int = 50
+    memory_budget_bytes: int = 1 << 20
+
+
+def generate(seed: int, features: Features, size: int = 24) -> Workload:
+    """A random workload of about ``size`` items."""
+    rng = random.Random(seed)
+    items: list[Item] = []
+    for index in range(size):
+        if index > 4 and rng.random() < 0.12:
+            ddl = _ddl(rng, features)
+            if ddl is not None:
+                items.append(ddl)
+                continue
+        items.append(_txn(rng, features))
+    return Workload(tuple(items), rng.choice((10, 100, 1000)), rng.choice((0, 4096, 1 << 20)))
+
+
+def _txn(rng: random.Random, features: Features) -> Txn:
+    kinds = ["insert"] * 5 + ["update"] * 4 + ["delete"] * 2
+    kinds += ["key_change", "key_shift", "key_swap"] * features.key_changes
+    kinds += ["move"] * 2 * features.row_movement
+    kinds += ["undo"] * features.partial_rollbacks
+    ops = tuple(
+        Op(rng.choice(kinds), rng.randrange(len(TABLES)), _picks(rng))
+        for _ in range(rng.randint(1, 5))
+    )
+    commit = not (features.rollbacks and rng.random() < 0.15)
+    return Txn(ops, commit, features.interleave and rng.random() < 0.6, rng.randrange(10**6))
+
+
+def _picks(rng: random.Random) -> tuple[int, ...]:
+    return tuple(rng.randrange(10**6) for _ in range(12))
+
+
+def _ddl(rng: random.Random, features: Features) -> Ddl | None:
+    kinds = ["constraint", "widen"] * features.ddl_harmless + ["truncate"] * features.truncate
+    kinds += ["add_nullable"] * 2 * features.ddl_schema
+    kinds += ["add_default", "drop_column", "rename_column"] * features.ddl_refresh
+    return (
+        Ddl(rng.choice(kinds), rng.randrange(len(TABLES)), rng.randrange(10**6)) if kinds else None
+    )
