@@ -43,7 +43,13 @@ from cdc_core.key_moves import KeyMoves
 from cdc_core.lake import RefreshMarks
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.position import Position
-from cdc_core.rebuild import FetchMissing, NotLoadedYetError, RebuildConfig, Rebuilder
+from cdc_core.rebuild import (
+    FetchMissing,
+    FetchUnavailable,
+    NotLoadedYetError,
+    RebuildConfig,
+    Rebuilder,
+)
 from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
 from cdc_core.source import (
     AcknowledgesPositions,
@@ -77,6 +83,8 @@ class PipelineConfig:
         max_transaction_age: Warn about a transaction open longer (never drops it).
         max_transaction_changes: Warn about a transaction with more changes.
         fetch_missing: Per table, a hook reading a row the image store does not know.
+        fetch_unavailable: Per table, a hook reading columns the log could not render, as
+            of a transaction's commit (``cdc_core.events.UNAVAILABLE``).
         refresh_chunk_rows: Rows per snapshot chunk of a table refresh.
     """
 
@@ -90,6 +98,7 @@ class PipelineConfig:
     max_transaction_age: timedelta | None = None
     max_transaction_changes: int | None = None
     fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
     refresh_chunk_rows: int = 10_000
 
     def __post_init__(self) -> None:
@@ -429,7 +438,11 @@ class Pipeline:
 
     def _rebuild_config(self) -> RebuildConfig:
         keys = self._descriptions.keys()
-        return RebuildConfig(key_columns=keys, fetch_missing_by_table=self.config.fetch_missing)
+        return RebuildConfig(
+            key_columns=keys,
+            fetch_missing_by_table=self.config.fetch_missing,
+            fetch_unavailable_by_table=self.config.fetch_unavailable,
+        )
 
     def _collect(self, transaction: CommittedTransaction) -> bool:
         """Rebuild a committed transaction's changes and add them to the pending batch.

@@ -46,7 +46,11 @@ def run_pipeline(
     globs = any(char in pattern for pattern in tables.accept for char in "*?[")
     listed = source.tables() if tables.policy == "accept" or globs else None
     # Hooks completing columns the source's log leaves out (MariaDB's MINIMAL row images).
-    config = replace(setup.config, fetch_missing={**source.fetch_missing})
+    config = replace(
+        setup.config,
+        fetch_missing={**source.fetch_missing},
+        fetch_unavailable={**source.fetch_unavailable},
+    )
     pipeline = Pipeline(config, source.reader, source.snapshots, tables=listed)
     logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.config.lake)
     try:

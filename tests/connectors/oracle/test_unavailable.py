@@ -153,12 +153,6 @@ def _changelog(tmp_path: Path) -> list[tuple[object, object]]:
     return [(row[OP], row["BODY"]) for row in ordered]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="issue 14: PipelineConfig (cdc_core/pipeline.py, the integrator's) has no"
-    " fetch_unavailable field yet to pass the hook to RebuildConfig",
-)
 def test_the_pipeline_writes_the_values_read_as_of_each_commit(
     reader: ReplayLogReader, tmp_path: Path
 ) -> None:
