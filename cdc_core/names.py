@@ -210,6 +210,11 @@ def from_lake_dir(directory: str) -> str:
     return "".join(decoded)
 
 
+def is_glob(pattern: str) -> bool:
+    """Whether a table pattern holds shell glob characters (``fnmatch``)."""
+    return any(char in pattern for char in "*?[")
+
+
 def backtick_quote(column: str) -> str:
     """A column reference for Spark SQL / DataFrame strings and delta-rs predicates.
 

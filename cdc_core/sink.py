@@ -45,6 +45,7 @@ from cdc_core.lake import (
     meta_fields,
     write_progress,
 )
+from cdc_core.names import backtick_quote
 from cdc_core.position import Position
 from cdc_core.source import TableDescription
 
@@ -318,7 +319,9 @@ class LakeSink:
         if delta is None:
             self._create_mirror(path, data, properties)
             return
-        keys = " AND ".join(f"t.`{column}` = s.`{column}`" for column in description.key)
+        keys = " AND ".join(f"t.{q} = s.{q}" for q in map(backtick_quote, description.key))
+        # Listed, not *_all: delta-rs quotes the *_all columns without escaping backticks.
+        columns = {q: f"s.{q}" for q in map(backtick_quote, data.column_names)}
         merger = delta.merge(
             data,
             keys,
@@ -328,8 +331,8 @@ class LakeSink:
             commit_properties=properties,
         )
         merger = merger.when_matched_delete(f"s.`{OP}` = 'd'")
-        merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd'")
-        merger = merger.when_not_matched_insert_all(f"s.`{OP}` <> 'd'")
+        merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd'")
+        merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()

@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError, TransientError
+from cdc_core.names import split_table
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -47,11 +48,6 @@ _ONE_MICRO = dt.timedelta(microseconds=1)
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _split_table(table: str, default_schema: str) -> tuple[str, str]:
-    schema, _, name = table.rpartition(".")
-    return schema or default_schema, name
 
 
 @register
@@ -139,7 +135,7 @@ class MariaDBConnector(Connector):
 
     def qualified(self, table: str) -> str:
         """The quoted ``schema.table`` of a table (the URL's database by default)."""
-        schema, name = _split_table(table, self._database())
+        schema, name = split_table(table, self._database())
         return f"{_quote(schema)}.{_quote(name)}"
 
     def _database(self) -> str:
@@ -148,7 +144,7 @@ class MariaDBConnector(Connector):
         return make_url(self.url).database or ""
 
     def reflect(self, table: str) -> TableSchema:
-        schema, name = _split_table(table, self._database())
+        schema, name = split_table(table, self._database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
@@ -193,7 +189,7 @@ class MariaDBConnector(Connector):
         return found
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
-        schema, name = _split_table(table, self._database())
+        schema, name = split_table(table, self._database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT MIN({_quote(column)}), MAX({_quote(column)})"
@@ -276,7 +272,7 @@ class MariaDBConnector(Connector):
     def _select(
         self, table: TableSchema, columns: Sequence[str], partition: Partition
     ) -> tuple[str, list[int]]:
-        schema, name = _split_table(table.table, self._database())
+        schema, name = split_table(table.table, self._database())
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
         sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
         where, params = partition.predicate(_quote, "%s")

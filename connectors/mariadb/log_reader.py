@@ -41,12 +41,13 @@ from typing import Any
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.events import Begin, Commit, RawChange, Rollback
+from cdc_core.names import qualify
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.position import split_position, to_position, to_text
 from connectors.mariadb.row_changes import row_changes
-from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl, qualify
+from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
 
 logger = logging.getLogger(__name__)
 
