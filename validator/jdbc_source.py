@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cdc_core.names import backtick_quote
 from connectors.base import POSITION_COLUMN, Partition
 from connectors.jdbc import JdbcDriver, JdbcRead, Transport
 from validator.positions import PARTITION_COLUMN
@@ -58,7 +59,9 @@ def jdbc_frame(
         properties=dict(read.properties),
     )
     columns = [
-        _typed(raw[field.name], read.transports[field.name], field.dataType).alias(field.name)
+        _typed(raw[backtick_quote(field.name)], read.transports[field.name], field.dataType).alias(
+            field.name
+        )
         for field in from_arrow_schema(schema).fields
         if field.name != POSITION_COLUMN
     ]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.names import parse_table
 from validator.resync_keys import TypedKey
 
 if TYPE_CHECKING:
@@ -116,9 +117,9 @@ def reflect_target(
     import sqlalchemy as sa
 
     engine = build_engine(connection)
-    schema, _, name = table.rpartition(".")
+    name = parse_table(table)
     try:
-        reflected = sa.Table(name, sa.MetaData(), schema=schema or None, autoload_with=engine)
+        reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
     except sa.exc.NoSuchTableError as exc:
         raise TerminalError(
             f"target table {table!r} not found in {connection.display()}; check the"
