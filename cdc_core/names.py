@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cdc_core.errors import ConfigError
@@ -223,3 +224,15 @@ def backtick_quote(column: str) -> str:
     would read ``a.b`` as field ``b`` of struct ``a``.
     """
     return "`" + column.replace("`", "``") + "`"
+
+
+def merge_key_predicate(key: Sequence[str]) -> str:
+    """The delta-rs MERGE condition matching target ``t`` and source ``s`` rows by ``key``."""
+    return " AND ".join(f"t.{q} = s.{q}" for q in map(backtick_quote, key))
+
+
+def merge_assignments(columns: Sequence[str]) -> dict[str, str]:
+    """Every column set from source ``s``, for delta-rs' ``when_matched_update`` and
+    ``when_not_matched_insert``: its ``*_all`` clauses quote names without escaping
+    backticks (deltalake 1.x), so a column holding one fails to parse."""
+    return {q: f"s.{q}" for q in map(backtick_quote, columns)}

@@ -45,7 +45,7 @@ from cdc_core.lake import (
     meta_fields,
     write_progress,
 )
-from cdc_core.names import backtick_quote
+from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.position import Position
 from cdc_core.source import TableDescription
 
@@ -319,9 +319,8 @@ class LakeSink:
         if delta is None:
             self._create_mirror(path, data, properties)
             return
-        keys = " AND ".join(f"t.{q} = s.{q}" for q in map(backtick_quote, description.key))
-        # Listed, not *_all: delta-rs quotes the *_all columns without escaping backticks.
-        columns = {q: f"s.{q}" for q in map(backtick_quote, data.column_names)}
+        keys = merge_key_predicate(description.key)
+        columns = merge_assignments(data.column_names)
         merger = delta.merge(
             data,
             keys,
