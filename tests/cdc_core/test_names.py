@@ -166,3 +166,15 @@ def test_awkward_parts_round_trip(part: str) -> None:
     text = str(TableName(part, "s"))
     assert parse_table(text) == TableName(part, "s")
     assert from_lake_dir(to_lake_dir(part)) == part
+
+
+def test_a_source_column_named_like_a_bookkeeping_column_is_refused_naming_the_fix() -> None:
+    import pyarrow as pa
+
+    from cdc_core.errors import ContractError
+    from cdc_core.source import TableDescription
+
+    schema = pa.schema([("id", pa.int64()), ("_op", pa.string())])
+    with pytest.raises(ContractError, match=r"table s\.t has columns \['_op'\].*rename"):
+        TableDescription("s.t", schema, ("id",))
+    assert TableDescription("s.t", pa.schema([("op", pa.string())]), ()).table == "s.t"

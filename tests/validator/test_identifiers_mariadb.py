@@ -121,8 +121,8 @@ def captured(
     return mariadb_full, database
 
 
-def test_awkward_names_are_captured_exactly(
-    captured: tuple[MariaDBServer, str], tmp_path: Path
+def test_awkward_names_are_captured_validated_and_resynced(
+    captured: tuple[MariaDBServer, str], tmp_path: Path, spark: Any
 ) -> None:
     server, database = captured
     for table in TABLES:
@@ -132,11 +132,6 @@ def test_awkward_names_are_captured_exactly(
         assert lake == {k: dict(v) for k, v in source.items()}, table
         assert lake[(2,)][COLUMNS[1]] == "changed" and lake[(2,)][ADDED] == 7, table
 
-
-def test_awkward_names_validate_in_sync_and_a_drifted_row_is_resynced(
-    captured: tuple[MariaDBServer, str], tmp_path: Path, spark: Any
-) -> None:
-    server, database = captured
     config = _config(tmp_path, server, database)
     assert validate(spark, config)["status"] == "in_sync"
 
