@@ -130,10 +130,31 @@ def reflect_target(
         raise TransientError(
             f"cannot reach {connection.display()}: {type(exc.orig).__name__}", {"table": table}
         ) from exc
+    if engine.dialect.name in ("mysql", "mariadb"):
+        reflected = _unescaped_backticks(reflected)
     missing = [k for k in key if k not in reflected.c]
     if missing:
         raise TerminalError(f"target table {table!r} has no key columns {missing}")
     return RepairTarget(engine, reflected, tuple(key), sensitive)
+
+
+def _unescaped_backticks(table: sa.Table) -> sa.Table:
+    """The table with its column names as the server stores them.
+
+    SQLAlchemy's MySQL reflection reads names from ``SHOW CREATE TABLE`` and keeps a
+    backtick of a name doubled, as the statement escapes it (seen with SQLAlchemy 2.1:
+    column ``q`c`` reflects as ``q``c``); MySQL's identifier rules
+    (https://mariadb.com/kb/en/identifier-names/) make the doubling the only escape.
+    """
+    import sqlalchemy as sa
+
+    if not any("``" in column.name for column in table.columns):
+        return table
+    columns = [
+        sa.Column(c.name.replace("``", "`"), c.type, primary_key=c.primary_key, nullable=c.nullable)
+        for c in table.columns
+    ]
+    return sa.Table(table.name, sa.MetaData(), *columns, schema=table.schema)
 
 
 def statement_of(target: RepairTarget, action: RepairAction, *, review: int | None = None) -> Any:
