@@ -41,7 +41,7 @@ from typing import Any
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.events import Begin, Commit, RawChange, Rollback
-from cdc_core.names import qualify
+from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
@@ -155,7 +155,7 @@ class MariaDBLogReader:
         self._streams.clear()
 
     def _schemas(self) -> list[str]:
-        return sorted({table.split(".", 1)[0] for table in self.tables})
+        return sorted({split_table(table, self.settings.database)[0] for table in self.tables})
 
 
 def _position(log_file: str, offset: int) -> Position:
