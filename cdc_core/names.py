@@ -30,10 +30,13 @@ table under ``[``; Spark takes ``k=v`` directories for Hive partitions; a leadin
 **Columns.** deltalake 1.x writes, merges and reads back every column name unchanged
 (spaces, ``,;{}()=\\n\\t``, dots, quotes, backticks, non-ASCII, the empty name; checked in
 ``tests/cdc_core/test_names_lake.py``), and Spark reads them from the Parquet files, so
-lake columns carry the source's names as they are. Expressions of Spark SQL and of
-delta-rs (DataFusion) name a column with ``backtick_quote``: Spark parses dots in a bare
-column string as struct access, and delta-rs' own ``*_all`` merge clauses do not escape
-backticks (so the sink lists the columns itself).
+lake columns carry the source's names as they are. Two exceptions are refused by
+``cdc_core.source.TableDescription``: names that differ only in case (Delta column names
+are case-insensitive) and names of the lake's bookkeeping columns (``_op``, ...).
+Expressions of Spark SQL and of delta-rs (DataFusion) name a column with
+``backtick_quote``: Spark parses dots in a bare column string as struct access, and
+delta-rs' own ``*_all`` merge clauses do not escape backticks (so the sink and the
+re-sync list the columns themselves: ``merge_assignments``).
 """
 
 from __future__ import annotations

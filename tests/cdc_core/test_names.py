@@ -178,3 +178,14 @@ def test_a_source_column_named_like_a_bookkeeping_column_is_refused_naming_the_f
     with pytest.raises(ContractError, match=r"table s\.t has columns \['_op'\].*rename"):
         TableDescription("s.t", schema, ("id",))
     assert TableDescription("s.t", pa.schema([("op", pa.string())]), ()).table == "s.t"
+
+
+def test_source_columns_differing_only_in_case_are_refused_naming_them() -> None:
+    import pyarrow as pa
+
+    from cdc_core.errors import ContractError
+    from cdc_core.source import TableDescription
+
+    schema = pa.schema([("id", pa.int64()), ("Amount", pa.int64()), ("amount", pa.int64())])
+    with pytest.raises(ContractError, match=r"\[\['Amount', 'amount'\]\] that differ only in case"):
+        TableDescription("s.t", schema, ("id",))

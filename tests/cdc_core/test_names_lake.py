@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from deltalake import DeltaTable, write_deltalake
 
 from cdc_core.lake import LakeTable, append_changelog, changelog_files
 from cdc_core.names import TableName, backtick_quote
@@ -75,8 +76,6 @@ def _events() -> object:
 def test_awkward_tables_and_columns_read_back_by_deltalake_and_spark(
     tmp_path: Path, spark: SparkSession, part: str
 ) -> None:
-    from deltalake import DeltaTable
-
     table = LakeTable(tmp_path / "lake", str(TableName(part, "sch.ema")))
     events = _events()
     append_changelog(table, events, 7, "7", "app")  # type: ignore[arg-type]
@@ -92,6 +91,19 @@ def test_awkward_tables_and_columns_read_back_by_deltalake_and_spark(
     assert [tuple(row) for row in picked.collect()] == [
         tuple(index * 10 + n for n in range(len(COLUMNS))) for index in range(2)
     ]
+
+
+def test_columns_differing_only_in_case_are_told_apart_by_spark_not_by_delta(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    import pyarrow as pa
+
+    frame = spark.createDataFrame([(1, 2, 3)], ["Amount", "amount", "a.b"])
+    picked = frame.select(*(backtick_quote(c) for c in ["amount", "Amount", "a.b"])).collect()
+    assert [tuple(row) for row in picked] == [(2, 1, 3)]
+    # Delta column names are case-insensitive: the pipeline refuses such a table up front.
+    with pytest.raises(Exception, match=r"(?i)duplicate field name"):
+        write_deltalake(str(tmp_path / "t"), pa.table({"Amount": [1], "amount": [2]}))
 
 
 def test_tables_differing_only_in_escapable_parts_get_their_own_directories(
