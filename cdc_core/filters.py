@@ -4,8 +4,10 @@
 - ``drop``: no table except those the ``accept`` patterns match (a plain ``tables:`` list in
   the configuration is this policy).
 
-Patterns are shell-style globs over ``schema.table`` (``shop.*``, ``*.audit_?``), matched
-case-sensitively. Ignored columns never reach the buffer, the row image store or the lake.
+Patterns are shell-style globs over the canonical ``schema.table`` (``cdc_core.names``:
+``shop.*``, ``*.audit_?``), matched case-sensitively; a pattern equal to a table's name
+matches it whatever characters it holds. Ignored columns never reach the buffer, the row
+image store or the lake.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ class TableFilter:
     def captures(self, table: str) -> bool:
         """True when changes of ``table`` go to the lake."""
         if self.policy == "accept":
-            return not any(fnmatchcase(table, pattern) for pattern in self.drop)
-        return any(fnmatchcase(table, pattern) for pattern in self.accept)
+            return not any(_matches(table, pattern) for pattern in self.drop)
+        return any(_matches(table, pattern) for pattern in self.accept)
 
     def select(self, tables: Sequence[str]) -> list[str]:
         """The captured tables among ``tables``, in their order."""
@@ -73,6 +75,11 @@ class TableFilter:
         """A snapshot row without the ignored columns of ``table``."""
         ignored = self.ignore_columns.get(table)
         return row if not ignored else _without(row, ignored) or {}
+
+
+def _matches(table: str, pattern: str) -> bool:
+    # A name is its own pattern even when it holds glob characters (a table a[1]).
+    return table == pattern or fnmatchcase(table, pattern)
 
 
 def _without(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError
+from cdc_core.names import parse_table, to_lake_dir
 from cdc_core.position import Position
 
 if TYPE_CHECKING:
@@ -55,12 +56,15 @@ class LakeTable:
     """Where one source table lives in the lake."""
 
     lake: Path
-    table: str  # "schema.table" (or "table")
+    table: str  # canonical "schema.table" (or "table"): cdc_core.names
 
     @property
     def root(self) -> Path:
-        """The directory holding this table's changelog and mirror."""
-        return self.lake.joinpath(*self.table.split("."))
+        """The directory holding this table's changelog and mirror.
+
+        One directory per name part, encoded by ``cdc_core.names.to_lake_dir``.
+        """
+        return self.lake.joinpath(*map(to_lake_dir, parse_table(self.table).parts))
 
     @property
     def changelog(self) -> Path:

@@ -31,7 +31,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
+from cdc_core.errors import ConfigError
 from cdc_core.filters import TableFilter
+from cdc_core.names import parse_table
 from cdc_core.pipeline import PipelineConfig
 
 TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
@@ -137,6 +139,11 @@ def _read_filter(section: Section) -> TableFilter:
         raise section.error(None, "give exactly one of 'tables' (a list) or 'filter' (a policy)")
     ignored = _ignored_columns(section)
     if tables is not None:
+        for table in tables:
+            try:
+                parse_table(table)
+            except ConfigError as exc:
+                raise section.error("tables", exc.message) from exc
         return TableFilter("drop", accept=tables, ignore_columns=ignored)
     assert policy is not None
     policy.check_keys(("policy", "accept", "drop"), required=("policy",))

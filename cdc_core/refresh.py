@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.errors import ContractError, TransientError
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, meta_fields
+from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.sink import REFRESH_SEQ_BASE, fit_to_lake
 
 if TYPE_CHECKING:
@@ -232,14 +233,15 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     data = events.filter(pa.array(keep, pa.bool_()))
     mirror_schema = pa.schema(mirror.schema().to_arrow())
     data = fit_to_lake(_aligned_to(data, mirror_schema), mirror_schema, request.table.table)
-    keys = " AND ".join(f"t.`{k}` = s.`{k}`" for k in request.key)
+    keys = merge_key_predicate(request.key)
     guard = f"t.`{COMMIT_POS}` <= s.`{COMMIT_POS}`"
     merger = mirror.merge(
         data, keys, source_alias="s", target_alias="t", commit_properties=_properties(request)
     )
     merger = merger.when_matched_delete(f"s.`{OP}` = 'd' AND {guard}")
-    merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd' AND {guard}")
-    merger = merger.when_not_matched_insert_all(f"s.`{OP}` <> 'd'")
+    columns = merge_assignments(data.column_names)
+    merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd' AND {guard}")
+    merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
     merger.execute()
     return int(pc.sum(pc.invert(pa.array(keep, pa.bool_()))).as_py() or 0)
 

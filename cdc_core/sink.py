@@ -48,6 +48,7 @@ from cdc_core.lake import (
     retired_dir,
     write_progress,
 )
+from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.position import Position
 from cdc_core.source import TableDescription
 
@@ -422,7 +423,8 @@ class LakeSink:
             self._create_mirror(path, data, properties)
             return
         self._allow_types(path, data.schema)
-        keys = " AND ".join(f"t.`{column}` = s.`{column}`" for column in description.key)
+        keys = merge_key_predicate(description.key)
+        columns = merge_assignments(data.column_names)
         merger = delta.merge(
             data,
             keys,
@@ -432,8 +434,8 @@ class LakeSink:
             commit_properties=properties,
         )
         merger = merger.when_matched_delete(f"s.`{OP}` = 'd'")
-        merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd'")
-        merger = merger.when_not_matched_insert_all(f"s.`{OP}` <> 'd'")
+        merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd'")
+        merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()

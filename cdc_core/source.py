@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from cdc_core.errors import ContractError
 from cdc_core.events import RawChange
+from cdc_core.lake import META_COLUMNS
 from cdc_core.position import Position
 
 if TYPE_CHECKING:
@@ -104,6 +105,26 @@ class TableDescription:
         missing = [column for column in self.key if column not in names]
         if missing:
             raise ContractError(f"key columns {missing} are not columns of table {self.table}")
+        folded: dict[str, list[str]] = {}
+        for column in self.schema.names:
+            folded.setdefault(column.lower(), []).append(column)
+        # Delta column names are case-insensitive (deltalake refuses "Amount" next to "amount").
+        clashes = [names for names in folded.values() if len(names) > 1]
+        if clashes:
+            raise ContractError(
+                f"table {self.table} has columns {clashes} that differ only in case, which a"
+                " Delta table cannot hold; rename one of each at the source or leave the table"
+                " out of the pipeline",
+                {"table": self.table},
+            )
+        taken = [column for column in self.schema.names if column in META_COLUMNS]
+        if taken:
+            raise ContractError(
+                f"table {self.table} has columns {taken} named like the lake's bookkeeping"
+                f" columns {list(META_COLUMNS)}; rename them at the source or leave the table"
+                " out of the pipeline",
+                {"table": self.table},
+            )
 
 
 class LogReader(Protocol):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from cdc_core.errors import ContractError
+from cdc_core.names import backtick_quote
 from merkle.canonical import NULL_MARKER, POW10_STEP, payload_encoder, rounding_epoch
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.options import ComparisonOptions, TimeRounding
@@ -339,7 +340,9 @@ def _fields(df: DataFrame, specs: tuple[ColumnSpec, ...], options: ComparisonOpt
     for spec in specs:
         if spec.name not in types:
             raise ContractError(f"column {spec.name!r} is not in the DataFrame")
-        payload = payload_column(df[spec.name], types[spec.name], spec.ltype, options)
+        payload = payload_column(
+            df[backtick_quote(spec.name)], types[spec.name], spec.ltype, options
+        )
         fields.append(field_column(payload))
     return F.concat(*fields)
 

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.names import backtick_quote
 from merkle.layout import RowLayout
 from merkle.spark import KEY_HASH, LEAF, ROW_HASH, leaf_column, payload_column
 from merkle.spark import with_hashes as _with_hashes
@@ -221,8 +222,9 @@ def _per_key(
     from pyspark.sql import functions as F
 
     leaf = leaf_column(frame[KEY_HASH], depth)
-    in_leaves = frame.select(*layout.key, ROW_HASH, leaf.alias(LEAF)).join(wanted, LEAF)
-    return in_leaves.groupBy(*layout.key).agg(
+    key = [backtick_quote(k) for k in layout.key]
+    in_leaves = frame.select(*key, ROW_HASH, leaf.alias(LEAF)).join(wanted, LEAF)
+    return in_leaves.groupBy(*key).agg(
         F.count(F.lit(1)).alias(f"{prefix}_count"),
         F.min(ROW_HASH).alias(f"{prefix}_hash"),
         F.first(LEAF).alias(f"{prefix}_leaf"),
@@ -262,9 +264,13 @@ def _classify_keys(
     source, target = (
         _per_key(f, wanted, layout, depth, p) for f, p in zip(hashed, "st", strict=True)
     )
-    condition = [source[k].eqNullSafe(target[k]) for k in layout.key]
+    key = [backtick_quote(k) for k in layout.key]
+    condition = [source[k].eqNullSafe(target[k]) for k in key]
     joined = source.join(target, condition, "full_outer").select(
-        *[F.coalesce(source[k], target[k]).cast("string").alias(k) for k in layout.key],
+        *[
+            F.coalesce(source[q], target[q]).cast("string").alias(k)
+            for q, k in zip(key, layout.key, strict=True)
+        ],
         "s_count",
         "t_count",
         "s_hash",
@@ -273,7 +279,7 @@ def _classify_keys(
     )
     differing = joined.withColumn("kind", _kind()).where(F.col("kind").isNotNull())
     # One job; the totals are counted here rather than by more Spark jobs over the same rows.
-    rows = differing.select(*layout.key, "kind", "s_count", "t_count", LEAF).collect()
+    rows = differing.select(*key, "kind", "s_count", "t_count", LEAF).collect()
     by_kind: dict[str, int] = {}
     per_leaf: dict[int, int] = {}
     for row in rows:
@@ -350,19 +356,22 @@ def _column_values(frame: DataFrame, keys: DataFrame, layout: RowLayout, prefix:
     types = {f.name: f.dataType for f in frame.schema.fields}
     texts = _key_texts(layout)
     wanted = frame.select(
-        *[F.col(k).cast("string").alias(t) for k, t in zip(layout.key, texts, strict=True)],
-        *[c.name for c in layout.columns],
+        *[
+            F.col(backtick_quote(k)).cast("string").alias(t)
+            for k, t in zip(layout.key, texts, strict=True)
+        ],
+        *[backtick_quote(c.name) for c in layout.columns],
     ).join(keys, texts)
     return wanted.select(
         *[F.col(t).alias(k) for k, t in zip(layout.key, texts, strict=True)],
         *[
-            payload_column(wanted[c.name], types[c.name], c.ltype, layout.options).alias(
-                f"{prefix}_p_{i}"
-            )
+            payload_column(
+                wanted[backtick_quote(c.name)], types[c.name], c.ltype, layout.options
+            ).alias(f"{prefix}_p_{i}")
             for i, c in enumerate(layout.columns)
         ],
         *[
-            wanted[c.name].cast("string").alias(f"{prefix}_v_{i}")
+            wanted[backtick_quote(c.name)].cast("string").alias(f"{prefix}_v_{i}")
             for i, c in enumerate(layout.columns)
         ],
     )

@@ -51,6 +51,7 @@ from typing import Any
 
 from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
 from cdc_core.errors import ConfigError, ContractError
+from cdc_core.names import parse_table
 from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
@@ -270,7 +271,12 @@ def _read_table(
     if connection not in connections:
         known = ", ".join(sorted(connections))
         raise ref.error("connection", f"unknown connection {connection!r}; known: {known}")
-    return TableRef(connection, ref.require("table", str))
+    table = ref.require("table", str)
+    try:
+        parse_table(table)
+    except ConfigError as exc:
+        raise ref.error("table", exc.message) from exc
+    return TableRef(connection, table)
 
 
 def _read_columns(section: Section | None) -> ColumnRules:

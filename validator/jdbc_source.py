@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cdc_core.names import backtick_quote
 from connectors.base import POSITION_COLUMN, Partition
 from connectors.jdbc import JdbcDriver, JdbcRead, Refusal, Transport
 from validator.positions import PARTITION_COLUMN
@@ -73,13 +74,15 @@ def jdbc_frame(
         properties=dict(read.properties),
     )
     typed = {
-        field.name: _typed(raw[field.name], read.transports[field.name], field.dataType)
+        field.name: _typed(
+            raw[backtick_quote(field.name)], read.transports[field.name], field.dataType
+        )
         for field in from_arrow_schema(schema).fields
         if field.name != POSITION_COLUMN
     }
     columns = [
         (
-            _refusing(typed, name, raw[name], read.refusals[name])
+            _refusing(typed, name, raw[backtick_quote(name)], read.refusals[name])
             if name in read.refusals
             else value
         ).alias(name)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
+from cdc_core.names import backtick_quote
 from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
@@ -47,13 +48,15 @@ def lake_state_at(
 
     events = read_changelog(spark, table)
     if isinstance(position, SourcePositions):
-        events = events.where(F.col(COMMIT_POS) <= position.cutoff(F.col(key[0])))
+        events = events.where(F.col(COMMIT_POS) <= position.cutoff(F.col(backtick_quote(key[0]))))
     elif position is not None:
         events = events.where(F.col(COMMIT_POS) <= F.lit(position))
     order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
     last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))
     rows = events.where(F.col(OP) != "t")
-    newest = Window.partitionBy(*key).orderBy(F.col(COMMIT_POS).desc(), F.col(SEQ).desc())
+    newest = Window.partitionBy(*map(backtick_quote, key)).orderBy(
+        F.col(COMMIT_POS).desc(), F.col(SEQ).desc()
+    )
     latest = rows.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1)
     alive = latest.where(F.col(OP) != "d").crossJoin(F.broadcast(last_truncate))
     alive = alive.where(F.col("cut").isNull() | (order > F.col("cut")))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.names import parse_table
 from validator.resync_keys import TypedKey
 
 if TYPE_CHECKING:
@@ -116,9 +117,9 @@ def reflect_target(
     import sqlalchemy as sa
 
     engine = build_engine(connection)
-    schema, _, name = table.rpartition(".")
+    name = parse_table(table)
     try:
-        reflected = sa.Table(name, sa.MetaData(), schema=schema or None, autoload_with=engine)
+        reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
     except sa.exc.NoSuchTableError as exc:
         raise TerminalError(
             f"target table {table!r} not found in {connection.display()}; check the"
@@ -129,10 +130,31 @@ def reflect_target(
         raise TransientError(
             f"cannot reach {connection.display()}: {type(exc.orig).__name__}", {"table": table}
         ) from exc
+    if engine.dialect.name in ("mysql", "mariadb"):
+        reflected = _unescaped_backticks(reflected)
     missing = [k for k in key if k not in reflected.c]
     if missing:
         raise TerminalError(f"target table {table!r} has no key columns {missing}")
     return RepairTarget(engine, reflected, tuple(key), sensitive)
+
+
+def _unescaped_backticks(table: sa.Table) -> sa.Table:
+    """The table with its column names as the server stores them.
+
+    SQLAlchemy's MySQL reflection reads names from ``SHOW CREATE TABLE`` and keeps a
+    backtick of a name doubled, as the statement escapes it (seen with SQLAlchemy 2.1:
+    column ``q`c`` reflects as ``q``c``); MySQL's identifier rules
+    (https://mariadb.com/kb/en/identifier-names/) make the doubling the only escape.
+    """
+    import sqlalchemy as sa
+
+    if not any("``" in column.name for column in table.columns):
+        return table
+    columns = [
+        sa.Column(c.name.replace("``", "`"), c.type, primary_key=c.primary_key, nullable=c.nullable)
+        for c in table.columns
+    ]
+    return sa.Table(table.name, sa.MetaData(), *columns, schema=table.schema)
 
 
 def statement_of(target: RepairTarget, action: RepairAction, *, review: int | None = None) -> Any:

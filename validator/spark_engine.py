@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.names import backtick_quote
 from connectors.base import Connector, TableSchema
 from merkle.layout import RowLayout
 from validator.compare import Side, cache_level, compare_sides, hashed_rows
@@ -103,7 +104,7 @@ def compare_in_spark(
         target = target_side(spark, config, reflected, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
         target_frame = target.frame.select(
-            *[target.frame[reconciled.target_names[n]].alias(n) for n in names]
+            *[target.frame[backtick_quote(reconciled.target_names[n])].alias(n) for n in names]
         )
         position = positions.describe() if positions else None
         result = compare_sides(

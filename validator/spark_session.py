@@ -28,6 +28,9 @@ _DEFAULT_CONF: Mapping[str, str] = {
     # would shift TIMESTAMP values read from sources before they are hashed.
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",
+    # Column names are compared exactly, as PostgreSQL and quoted Oracle names are: a table
+    # may hold both "Amount" and "amount", which Spark's default resolution calls ambiguous.
+    "spark.sql.caseSensitive": "true",
     # Progress bars interleave with the CLI's own output; JSON log lines are unreadable.
     "spark.ui.showConsoleProgress": "false",
     "spark.log.structuredLogging.enabled": "false",

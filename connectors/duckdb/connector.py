@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from cdc_core import names
 from cdc_core.errors import TerminalError
 from connectors.base import (
     POSITION_COLUMN,
@@ -39,9 +40,9 @@ def _quote(name: str) -> str:
 
 
 def split_table(table: str) -> tuple[str, str]:
-    """``schema.table`` -> (schema, table); a bare name is in ``main``."""
-    schema, _, name = table.rpartition(".")
-    return schema or "main", name
+    """Canonical ``schema.table`` (``cdc_core.names``) -> (schema, table); a bare name is in
+    ``main``."""
+    return names.split_table(table, "main")
 
 
 @register

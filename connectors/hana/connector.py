@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.names import parse_table
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -90,7 +91,7 @@ class HanaConnector(Connector):
 
     @staticmethod
     def _split(cursor: Any, table: str) -> tuple[str, str]:
-        if "." in table:
+        if parse_table(table).schema is not None:
             return sql.split_table(table, "")
         cursor.execute(sql.CURRENT_SCHEMA)
         (current,) = cursor.fetchone()

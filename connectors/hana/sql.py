@@ -9,8 +9,10 @@ Parameters use hdbcli's ``qmark`` style.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from cdc_core import names
 from connectors.base import Partition
 
 BEGIN_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
@@ -31,10 +33,23 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+# What HANA accepts as an undelimited identifier, which it stores in upper case (SAP HANA
+# SQL Reference, "Identifiers").
+_UNDELIMITED = re.compile(r"[A-Za-z_][A-Za-z0-9_#$]*")
+
+
 def split_table(table: str, default_schema: str) -> tuple[str, str]:
-    """``SCHEMA.TABLE`` -> (schema, table); unquoted names are upper case in HANA."""
-    schema, _, name = table.rpartition(".")
-    return (schema or default_schema).upper(), name.upper()
+    """Canonical ``schema.table`` (``cdc_core.names``) -> the catalog's (schema, table).
+
+    A part HANA would take undelimited is upper-cased, as HANA does; any other part is
+    taken exactly.
+    """
+    schema, name = names.split_table(table, default_schema)
+    return _catalog_case(schema), _catalog_case(name)
+
+
+def _catalog_case(part: str) -> str:
+    return part.upper() if _UNDELIMITED.fullmatch(part) else part
 
 
 def snapshot_select(schema: str, table: str, columns: Sequence[str], where: str) -> str:

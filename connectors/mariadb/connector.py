@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError, TransientError
+from cdc_core.names import split_table
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -57,14 +58,6 @@ _ONE_MICRO = dt.timedelta(microseconds=1)
 def quote(name: str) -> str:
     """A MariaDB identifier, backquoted (https://mariadb.com/kb/en/identifier-names/)."""
     return "`" + name.replace("`", "``") + "`"
-
-
-_quote = quote
-
-
-def _split_table(table: str, default_schema: str) -> tuple[str, str]:
-    schema, _, name = table.rpartition(".")
-    return schema or default_schema, name
 
 
 @register
@@ -148,12 +141,12 @@ class MariaDBConnector(Connector):
     @staticmethod
     def quote(name: str) -> str:
         """A quoted identifier."""
-        return _quote(name)
+        return quote(name)
 
     def qualified(self, table: str) -> str:
         """The quoted ``schema.table`` of a table (the URL's database by default)."""
-        schema, name = _split_table(table, self._database())
-        return f"{_quote(schema)}.{_quote(name)}"
+        schema, name = split_table(table, self._database())
+        return f"{quote(schema)}.{quote(name)}"
 
     def _database(self) -> str:
         from sqlalchemy.engine import make_url
@@ -161,7 +154,7 @@ class MariaDBConnector(Connector):
         return make_url(self.url).database or ""
 
     def reflect(self, table: str) -> TableSchema:
-        schema, name = _split_table(table, self._database())
+        schema, name = split_table(table, self._database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
@@ -206,11 +199,11 @@ class MariaDBConnector(Connector):
         return found
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
-        schema, name = _split_table(table, self._database())
+        schema, name = split_table(table, self._database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT MIN({_quote(column)}), MAX({_quote(column)})"
-                f" FROM {_quote(schema)}.{_quote(name)}"
+                f"SELECT MIN({quote(column)}), MAX({quote(column)})"
+                f" FROM {quote(schema)}.{quote(name)}"
             )
             row = cursor.fetchone()
         if row is None or row[0] is None:
@@ -289,15 +282,15 @@ class MariaDBConnector(Connector):
     def _select(
         self, table: TableSchema, columns: Sequence[str], partition: Partition
     ) -> tuple[str, list[int]]:
-        schema, name = _split_table(table.table, self._database())
+        schema, name = split_table(table.table, self._database())
         select = ", ".join(self._select_expression(table.column(c)) for c in columns)
-        sql = f"SELECT {select} FROM {_quote(schema)}.{_quote(name)}"
-        where, params = partition.predicate(_quote, "%s")
+        sql = f"SELECT {select} FROM {quote(schema)}.{quote(name)}"
+        where, params = partition.predicate(quote, "%s")
         return sql + where, params
 
     @staticmethod
     def _select_expression(column: SourceColumn) -> str:
-        quoted = _quote(column.name)
+        quoted = quote(column.name)
         native = column.native_type.lower()
         if native.startswith("bit"):
             return f"CAST({quoted} AS UNSIGNED) AS {quoted}"  # pymysql returns BIT as bytes

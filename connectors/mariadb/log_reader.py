@@ -41,13 +41,14 @@ from typing import Any, TypeVar
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.events import Begin, Commit, RawChange, Rollback
+from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.position import split_position, to_position, to_text
 from connectors.mariadb.row_changes import row_changes
-from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl, qualify
+from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
 
 logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item", RawChange, TableChanged)
@@ -168,7 +169,7 @@ class MariaDBLogReader:
         self._streams.clear()
 
     def _schemas(self) -> list[str]:
-        return sorted({table.split(".", 1)[0] for table in self.tables})
+        return sorted({split_table(table, self.settings.database)[0] for table in self.tables})
 
 
 def _position(log_file: str, offset: int) -> Position:

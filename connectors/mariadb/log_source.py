@@ -36,10 +36,10 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from cdc_core.config import Secret, mask_url
 from cdc_core.errors import ConfigError
+from cdc_core.names import format_table, is_glob, qualify
 from connectors.log_sources import LogSource, register_log_source
 from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
 from connectors.mariadb.missing_columns import MissingColumns
-from connectors.mariadb.schema_tracker import qualify
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 
 URL_PARAMETERS = ("server_id", "heartbeat_s", "key.<table>")
@@ -115,7 +115,7 @@ def list_tables(config: MariaDBSourceConfig) -> list[str]:
         params = list(SYSTEM_SCHEMAS)
     with contextlib.closing(connector.connect()) as connection, connection.cursor() as cursor:
         cursor.execute(sql + " ORDER BY 1, 2", params)
-        return [f"{schema}.{name}" for schema, name in cursor.fetchall()]
+        return [format_table(schema, name) for schema, name in cursor.fetchall()]
 
 
 def resolve_tables(patterns: Sequence[str], existing: Sequence[str], database: str) -> list[str]:
@@ -126,12 +126,11 @@ def resolve_tables(patterns: Sequence[str], existing: Sequence[str], database: s
     if not patterns:
         return list(existing)
     resolved: list[str] = []
-    for pattern in patterns:
-        if any(char in pattern for char in "*?["):
-            globbed = pattern if "." in pattern else f"{database}.{pattern}"
-            resolved += [table for table in existing if fnmatchcase(table, globbed)]
+    for pattern in (qualify(pattern, database) for pattern in patterns):
+        if is_glob(pattern) and pattern not in existing:  # a table may be named a[1]
+            resolved += [table for table in existing if fnmatchcase(table, pattern)]
         else:
-            resolved.append(qualify(pattern, database))
+            resolved.append(pattern)
     return list(dict.fromkeys(resolved))
 
 

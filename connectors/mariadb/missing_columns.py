@@ -38,6 +38,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
 from cdc_core.errors import TerminalError
+from cdc_core.names import split_table
 from connectors.base import key_text
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
 
@@ -215,13 +216,13 @@ class MissingColumns:
     def _read_defaults(self, table: str) -> dict[str, object]:
         import contextlib
 
-        schema, _, name = table.rpartition(".")
+        schema, name = split_table(table, self._snapshots.database)
         connector = self._snapshots.connector
         with contextlib.closing(connector.connect()) as connection, connection.cursor() as cur:
             cur.execute(
                 "SELECT COLUMN_NAME, COLUMN_DEFAULT, COLUMN_TYPE, IS_GENERATED"
                 " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
-                (schema or self._snapshots.database, name),
+                (schema, name),
             )
             rows = cur.fetchall()
         return {

@@ -20,6 +20,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cdc_core.names import format_table
 from connectors.mariadb.binlog_values import ColumnCodec, decoder_of, kept_type
 from connectors.mariadb.errors import BinlogMetadataError, KeyConfigError
 
@@ -67,9 +68,17 @@ class DdlChange:
     ignore: bool = False
 
 
-_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+# A table name part as MariaDB SQL writes it: backtick-quoted with any content (a backtick
+# doubled), double-quoted (ANSI_QUOTES), or unquoted: ASCII letters, digits, $, _ and
+# U+0080..U+FFFF (https://mariadb.com/kb/en/identifier-names/).
+_NAME = r'(?:`(?:[^`]|``)+`|"(?:[^"]|"")+"|[\w$\u0080-\uffff]+)'
 _QUALIFIED = rf"({_NAME}(?:\s*\.\s*{_NAME})?)"
-_COMMENTS = re.compile(r"/\*.*?\*/|#[^\n]*|--\s[^\n]*", re.S)
+# Comments, skipping quoted names and strings (a `#` or `--` inside them is not a comment).
+_COMMENTS = re.compile(
+    r"(`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\")"
+    r"|/\*.*?\*/|#[^\n]*|--\s[^\n]*",
+    re.S,
+)
 _TRUNCATE = re.compile(rf"^TRUNCATE\s+(?:TABLE\s+)?{_QUALIFIED}", re.I)
 _RENAME = re.compile(r"^RENAME\s+TABLES?\s+(.*)$", re.I | re.S)
 _RENAME_PAIR = re.compile(rf"{_QUALIFIED}\s+(?:WAIT\s+\d+\s+|NOWAIT\s+)?TO\s+{_QUALIFIED}", re.I)
@@ -86,22 +95,21 @@ _CREATE = re.compile(
 
 def _unquote(name: str) -> str:
     name = name.strip()
-    if name.startswith("`"):
-        return name[1:-1].replace("``", "`")
+    if name[:1] in ("`", '"'):
+        return name[1:-1].replace(name[0] * 2, name[0])
     return name
 
 
 def qualify(name: str, default_schema: str) -> str:
-    """``schema.table`` of a possibly quoted, possibly unqualified SQL table name."""
-    parts = re.findall(_NAME, name)
-    if len(parts) == 2:
-        return f"{_unquote(parts[0])}.{_unquote(parts[1])}"
-    return f"{default_schema}.{_unquote(parts[0])}"
+    """The canonical ``schema.table`` (``cdc_core.names``) of a SQL table name of a DDL
+    statement: possibly quoted, possibly unqualified."""
+    parts = [_unquote(part) for part in re.findall(_NAME, name)]
+    return format_table(parts[0] if len(parts) == 2 else default_schema, parts[-1])
 
 
 def parse_ddl(query: str, default_schema: str) -> DdlChange | None:
     """The DDL change a query event makes, or ``None`` for anything else."""
-    sql = _COMMENTS.sub(" ", query).strip()
+    sql = _COMMENTS.sub(lambda match: match[1] or " ", query).strip()
     if match := _TRUNCATE.match(sql):
         return DdlChange("truncate", (qualify(match[1], default_schema),))
     if match := _RENAME.match(sql):
@@ -146,7 +154,7 @@ class SchemaTracker:
             BinlogMetadataError: The table map has no column names.
             KeyConfigError: A configured key names columns the table does not have.
         """
-        table = f"{event.schema}.{event.table}"
+        table = format_table(event.schema, event.table)
         if not self.captures(table):
             return None
         fingerprint = _fingerprint(event)

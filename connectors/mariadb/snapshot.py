@@ -16,13 +16,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.names import qualify
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, TableSchema
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError
 from connectors.mariadb.position import split_position, to_text
-from connectors.mariadb.schema_tracker import choose_key, key_warning, qualify
+from connectors.mariadb.schema_tracker import choose_key, key_warning
 
 if TYPE_CHECKING:
     from connectors.mariadb.log_reader import MariaDBSourceConfig

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.names import format_table
 from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import (
     POSITION_COLUMN,
@@ -87,7 +88,8 @@ class OracleConnector(Connector):
         schemas = {}
         for table in tables:
             owner, name = sql.split_table(table, self._owner())
-            schemas[f"{owner}.{name}"] = self.reflect(f"{owner}.{name}")
+            exact = format_table(owner, name)
+            schemas[exact] = self.reflect(exact)
         return OracleLogReader(self._connect, schemas, config)
 
     def snapshot_reader(self) -> OracleSnapshotReader:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.names import format_table
 from cdc_core.source import TableChanged, TableDescription
 from connectors.base import SourceColumn, TableSchema, arrow_type_of
 from connectors.oracle.ddl import classify_ddl
@@ -120,7 +121,7 @@ class ContentsRow:
     @property
     def table(self) -> str:
         """``OWNER.TABLE``, the name ``RowChange.table`` carries."""
-        return f"{self.seg_owner}.{self.table_name}"
+        return format_table(self.seg_owner, self.table_name or "")
 
 
 def _timestamp(text: object) -> dt.datetime:

@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 
 from cdc_core.errors import ConfigError
 from cdc_core.events import RawChange
+from cdc_core.names import parse_table
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.base import TableSchema
@@ -282,7 +283,7 @@ class OracleLogReader:
         )
 
     def _rows(self, low: int, high: int) -> Iterator[ContentsRow]:
-        pairs = [tuple(table.split(".", 1)) for table in sorted(self.tables)]
+        pairs = [parse_table(table).parts for table in sorted(self.tables)]
         query = lm.contents_query(len(pairs))
         binds = lm.contents_binds(low, high, pairs)  # type: ignore[arg-type]
         cursor = self._open().cursor()

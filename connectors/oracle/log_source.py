@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
+from cdc_core.names import format_table
 from connectors.log_sources import LogSource, register_log_source
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.unavailable_columns import UnavailableColumns
@@ -22,7 +23,7 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
         query = "SELECT table_name FROM all_tables WHERE owner = :owner ORDER BY table_name"
         with contextlib.closing(connector._connect()) as connection, connection.cursor() as cursor:
             cursor.execute(query, owner=owner)
-            return [f"{owner}.{name}" for (name,) in cursor.fetchall()]
+            return [format_table(owner, name) for (name,) in cursor.fetchall()]
 
     hooks = dict.fromkeys(reader.tables, unavailable)
     return LogSource(reader, connector.snapshot_reader(), list_tables, fetch_unavailable=hooks)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cdc_core import names
 from cdc_core.errors import ContractError
 from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import TableSchema
@@ -34,10 +35,23 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+# What Oracle accepts as a nonquoted identifier, which it stores in upper case
+# (https://docs.oracle.com/en/database/oracle/oracle-database/19/sqlrf/Database-Object-Names-and-Qualifiers.html).
+_NONQUOTED = re.compile(r"[A-Za-z][A-Za-z0-9_$#]*")
+
+
 def split_table(table: str, default_owner: str) -> tuple[str, str]:
-    """``OWNER.TABLE`` -> (owner, table); unquoted names are upper case in Oracle."""
-    owner, _, name = table.rpartition(".")
-    return (owner or default_owner).upper(), name.upper()
+    """Canonical ``owner.table`` (``cdc_core.names``) -> the dictionary's (owner, table).
+
+    A part Oracle would take unquoted is upper-cased, as Oracle does (``shop.orders`` is
+    ``SHOP.ORDERS``); any other part (``my table``, ``données``) is taken exactly.
+    """
+    owner, name = names.split_table(table, default_owner)
+    return _dictionary_case(owner), _dictionary_case(name)
+
+
+def _dictionary_case(part: str) -> str:
+    return part.upper() if _NONQUOTED.fullmatch(part) else part
 
 
 def select_expression(name: str, ltype: lt.LogicalType | None) -> str:

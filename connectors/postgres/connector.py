@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from cdc_core import names
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from connectors.base import (
     POSITION_COLUMN,
@@ -83,9 +84,14 @@ SELECT a.attname
 
 
 def split_table(table: str) -> tuple[str, str]:
-    """``schema.table`` -> (schema, table); a bare name is in ``public``."""
-    schema, _, name = table.rpartition(".")
-    return schema or "public", name
+    """Canonical ``schema.table`` (``cdc_core.names``) -> (schema, table); a bare name is in
+    ``public``."""
+    return names.split_table(table, "public")
+
+
+def qualified_name(table: str) -> str:
+    """The canonical ``schema.table`` of a canonical name; a bare name is in ``public``."""
+    return names.qualify(table, "public")
 
 
 @register

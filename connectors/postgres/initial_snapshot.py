@@ -25,7 +25,7 @@ from cdc_core.errors import TerminalError, TransientError
 from cdc_core.position import Position
 from cdc_core.source import TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
-from connectors.postgres.connector import PostgresConnector, split_table
+from connectors.postgres.connector import PostgresConnector, qualified_name, split_table
 from connectors.postgres.errors import SlotAheadError, SlotMissingError
 from connectors.postgres.position import lsn_position
 from connectors.postgres.replication import (
@@ -190,8 +190,8 @@ class PostgresSnapshotReader:
             SlotAheadError: The existing slot confirmed the log past the snapshot.
             SlotMissingError: The slot does not exist and may not be created.
         """
-        names = [".".join(split_table(table)) for table in tables]
-        wanted = {".".join(split_table(t)): rows for t, rows in (keys or {}).items()}
+        names = [qualified_name(table) for table in tables]
+        wanted = {qualified_name(t): rows for t, rows in (keys or {}).items()}
         descriptions = [describe_table(self.connector, name, self.keys) for name in names]
         with self._exported() as snapshot:
             assert snapshot.position is not None and snapshot.position_text is not None

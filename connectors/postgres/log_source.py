@@ -34,8 +34,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
+from cdc_core.names import format_table, is_glob
 from connectors.log_sources import LogSource, register_log_source
-from connectors.postgres.connector import split_table
+from connectors.postgres.connector import qualified_name
 from connectors.postgres.initial_snapshot import PostgresSnapshotReader
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.replication import PostgresSourceConfig, connector_of
@@ -91,18 +92,17 @@ def _seconds(name: str, value: str) -> float:
 def resolve_tables(patterns: Sequence[str], existing: Callable[[], list[str]]) -> list[str]:
     """Plain names qualified (``public`` by default); globs matched against the existing
     tables (``schema.table``); no patterns (the ``accept`` policy) means every table."""
-    if patterns and not any(char in p for p in patterns for char in "*?["):
-        return [".".join(split_table(pattern)) for pattern in patterns]
+    if patterns and not any(is_glob(p) for p in patterns):
+        return [qualified_name(pattern) for pattern in patterns]
     tables = existing()
     if not patterns:
         return tables
     resolved: list[str] = []
-    for pattern in patterns:
-        if any(char in pattern for char in "*?["):
-            globbed = pattern if "." in pattern else f"public.{pattern}"
-            resolved += [table for table in tables if fnmatchcase(table, globbed)]
+    for pattern in map(qualified_name, patterns):
+        if is_glob(pattern) and pattern not in tables:  # a table may be named a[1]
+            resolved += [table for table in tables if fnmatchcase(table, pattern)]
         else:
-            resolved.append(".".join(split_table(pattern)))
+            resolved.append(pattern)
     return list(dict.fromkeys(resolved))
 
 
@@ -117,11 +117,11 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
 
     def list_tables() -> list[str]:
         query = (
-            "SELECT schemaname || '.' || tablename FROM pg_tables WHERE schemaname NOT IN"
-            " ('pg_catalog', 'information_schema') ORDER BY 1"
+            "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN"
+            " ('pg_catalog', 'information_schema') ORDER BY 1, 2"
         )
         with contextlib.closing(connector._connect()) as connection:
-            return [name for (name,) in connection.execute(query).fetchall()]
+            return [format_table(*row) for row in connection.execute(query).fetchall()]
 
     captured = resolve_tables(tables, list_tables)
     if not captured:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
 from cdc_core.events import ABSENT, RowChange
+from cdc_core.names import format_table
 from cdc_core.position import Position
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
 from connectors.postgres.pgoutput import (
@@ -75,7 +76,7 @@ class RelationTracker:
 
     def on_relation(self, message: RelationMessage, context: int | None) -> None:
         """Remember a relation; ``context`` is the streamed transaction's xid (or None)."""
-        table = f"{message.namespace}.{message.name}"
+        table = format_table(message.namespace, message.name)
         columns = tuple(
             (
                 column.name,

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
-from connectors.postgres.connector import PostgresConnector, split_table
+from cdc_core.names import format_table
+from connectors.postgres.connector import PostgresConnector, qualified_name, split_table
 from connectors.postgres.errors import (
     LogicalDecodingSetupError,
     PublicationMissingError,
@@ -87,11 +88,11 @@ class PostgresSourceConfig:
 
     def qualified_tables(self) -> tuple[str, ...]:
         """The captured tables as ``schema.table``."""
-        return tuple(".".join(split_table(table)) for table in self.tables)
+        return tuple(qualified_name(table) for table in self.tables)
 
     def qualified_keys(self) -> dict[str, tuple[str, ...]]:
         """The configured keys by ``schema.table``."""
-        return {".".join(split_table(t)): tuple(k) for t, k in self.keys.items()}
+        return {qualified_name(t): tuple(k) for t, k in self.keys.items()}
 
 
 def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
@@ -138,7 +139,7 @@ def ensure_publication(
     if row[0]:
         return  # FOR ALL TABLES
     published = {
-        f"{schema}.{table}"
+        format_table(schema, table)
         for schema, table in connection.execute(
             "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s", (name,)
         ).fetchall()

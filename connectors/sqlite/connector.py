@@ -14,6 +14,7 @@ from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
+from cdc_core.names import parse_table
 from connectors.base import (
     POSITION_COLUMN,
     Capabilities,
@@ -40,6 +41,11 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _quote_table(table: str) -> str:
+    """A canonical table name (``cdc_core.names``; a schema is an attached database)."""
+    return ".".join(map(_quote, parse_table(table).parts))
+
+
 @register
 class SQLiteConnector(Connector):
     """SQLite files, addressed as ``sqlite:///path/to/file.db``."""
@@ -60,7 +66,12 @@ class SQLiteConnector(Connector):
 
     def reflect(self, table: str) -> TableSchema:
         with closing(self._connect()) as connection:
-            rows = connection.execute(f"PRAGMA table_info({_quote(table)})").fetchall()
+            name = parse_table(table)
+            # The table-valued form takes the schema as an argument
+            # (https://www.sqlite.org/pragma.html#pragfunc).
+            rows = connection.execute(
+                "SELECT * FROM pragma_table_info(?, ?)", (name.name, name.schema or "main")
+            ).fetchall()
         if not rows:
             raise missing_table(table, f"SQLite file {self.path}")
         columns = tuple(
@@ -73,7 +84,7 @@ class SQLiteConnector(Connector):
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
         with closing(self._connect()) as connection:
             low, high = connection.execute(
-                f"SELECT min({_quote(column)}), max({_quote(column)}) FROM {_quote(table)}"
+                f"SELECT min({_quote(column)}), max({_quote(column)}) FROM {_quote_table(table)}"
             ).fetchone()
         return None if low is None else (int(low), int(high))
 
@@ -106,7 +117,7 @@ class SQLiteConnector(Connector):
         with closing(self._connect()) as connection:
             connection.execute("BEGIN")  # one read transaction: a consistent snapshot
             cursor = connection.execute(
-                f"SELECT {select} FROM {_quote(table.table)}{where}", params
+                f"SELECT {select} FROM {_quote_table(table.table)}{where}", params
             )
             while rows := cursor.fetchmany(BATCH_ROWS):
                 arrays = [

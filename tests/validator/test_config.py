@@ -200,3 +200,14 @@ def test_an_unknown_engine_or_no_parallelism_is_an_error(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         load(tmp_path, ISSUE_EXAMPLE + tail)
+
+
+def test_an_unreadable_table_name_names_its_key_and_the_quoting_fix(tmp_path: Path) -> None:
+    text = ISSUE_EXAMPLE.replace("table: shop.orders}", "table: shop.v1.2}")
+    with pytest.raises(ConfigError) as excinfo:
+        load(tmp_path, text)
+    message = str(excinfo.value)
+    assert "comparisons[0].target.table" in message and "line 8" in message
+    assert "double-quote a part that holds a dot" in message
+    quoted = ISSUE_EXAMPLE.replace("table: shop.orders}", """table: 'shop."v1.2"'}""")
+    assert load(tmp_path, quoted).comparisons[0].target.table == 'shop."v1.2"'  # type: ignore[attr-defined]

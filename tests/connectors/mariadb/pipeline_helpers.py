@@ -11,6 +11,7 @@ from typing import Any
 
 from cdc_core.filters import TableFilter
 from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.names import qualify
 from cdc_core.pipeline import Pipeline, PipelineConfig
 from connectors.log_sources import LogSource, log_source_for
 from connectors.mariadb.log_source import source_config
@@ -24,9 +25,10 @@ Rows = dict[tuple[Any, ...], dict[str, Any]]
 def mariadb_pipeline(
     server: MariaDBServer, database: str, tables: Sequence[str], work: Path, **settings: Any
 ) -> Iterator[tuple[Pipeline, LogSource]]:
-    """A pipeline from ``tables`` of ``database`` into ``work/lake``, as ``cdc run`` builds it."""
+    """A pipeline from ``tables`` (canonical names, ``cdc_core.names``) of ``database`` into
+    ``work/lake``, as ``cdc run`` builds it."""
     source = log_source_for(server.url(database) + "?heartbeat_s=0.2", None, tables)
-    qualified = [f"{database}.{table}" for table in tables]
+    qualified = [qualify(table, database) for table in tables]
     config = PipelineConfig(
         "mariadb-test",
         work / "lake",
