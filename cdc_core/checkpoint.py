@@ -48,6 +48,7 @@ class Checkpoint:
         ddl_seen: Per table, the position of the newest DDL acted on (a re-read of the log
             after a restart must not act on it twice).
         stale: Per table, windows of positions a finished refresh left inexact.
+        shapes: Per table of a log without DDL (``OmitsDdl``), its shape last seen.
     """
 
     pipeline: str
@@ -59,6 +60,7 @@ class Checkpoint:
     refreshes: tuple[RefreshState, ...] = ()
     ddl_seen: dict[str, Position] = field(default_factory=dict)
     stale: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    shapes: dict[str, str] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
         """Serialise, with a checksum."""

@@ -64,7 +64,8 @@ class TableDescriptions:
         if kept:
             new = replace(new, schema=pa.schema([*new.schema, *kept]))
         self._known[table] = new
-        logger.info("table %s changed columns at the source; the lake schema follows", table)
+        if new != old:
+            logger.info("table %s changed columns at the source; the lake schema follows", table)
         return new
 
     def _strip(self, description: TableDescription) -> TableDescription:

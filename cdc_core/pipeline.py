@@ -56,6 +56,7 @@ from cdc_core.source import (
     CapturesTables,
     Idle,
     LogReader,
+    OmitsDdl,
     ResumesTransactions,
     SnapshotReader,
     TableChanged,
@@ -65,6 +66,7 @@ from cdc_core.source import (
 from cdc_core.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
 
 logger = logging.getLogger(__name__)
+SCHEMA_CHECK_S = 10.0  # how often a log without DDL has its tables' columns compared
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
 
 
@@ -164,6 +166,7 @@ class Pipeline:
         self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
         self._checkpoints = 0
         self._added: list[str] = []  # tables add_tables() asked for, not started yet
+        self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
         self._added_lock = threading.Lock()
 
     # -- public API -------------------------------------------------------------------
@@ -219,6 +222,13 @@ class Pipeline:
     def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
         for table in self.tables:
             self.describe(table)  # fails early on a missing table; keys for the rebuild
+        self._checkpoint = checkpoint
+        unseen = [t for t in self.tables if t not in checkpoint.shapes]
+        for table in unseen:
+            self._record_shape(table)  # loaded from the source as it is now
+        if unseen and isinstance(self.reader, OmitsDdl):
+            write_checkpoint(self.config.state_dir, self._checkpoint)
+        checkpoint = self._checkpoint
         buffer = self._open_buffer(checkpoint)
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
@@ -237,8 +247,10 @@ class Pipeline:
                 continue
             if isinstance(item, Idle):
                 yield from self._on_idle(item)
-                if self._stop.is_set() or self._done(item.position, until):
+                if self._stop.is_set():
                     break  # a quiet log yields only Idle: stop() must be honoured here too
+                if self._done(item.position, until) and not self._schemas_changed(item, True):
+                    break
                 continue
             if isinstance(item, Commit):  # a chunk read before this commit goes first
                 yield from self._refresh_upto(item.position.value - 1)
@@ -265,11 +277,36 @@ class Pipeline:
         return hasattr(self, "_refresher") and self._refresher.active
 
     def _on_idle(self, idle: Idle) -> Iterator[Position | None]:
-        """Tables added meanwhile start loading; a held chunk the stream passed goes."""
+        """Tables added meanwhile start loading, tables whose columns changed without DDL in
+        the log are refreshed, and a held chunk the stream passed goes."""
         if idle.position is not None:
             self._take_added_tables(idle.position)
+            self._schemas_changed(idle, False)
             yield from self._refresh_upto(idle.position.value)
         yield from self._flush(idle.position)
+
+    def _schemas_changed(self, idle: Idle, now: bool) -> bool:
+        """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
+        compare each table's shape with the one last seen; refresh those that changed. The
+        shape was last seen unchanged at the previous check, so a refresh counts from there."""
+        due = now or time.monotonic() - self._schema_checked[0] >= SCHEMA_CHECK_S
+        if not isinstance(self.reader, OmitsDdl) or idle.position is None or not due:
+            return False
+        since = self._schema_checked[1] or self._checkpoint.lake_position or idle.position
+        self._schema_checked = (time.monotonic(), idle.position)
+        changed = False
+        for table in list(self.tables):
+            seen = self._checkpoint.shapes.get(table)
+            if seen is not None and seen != self.reader.table_shape(table):
+                self._start_refresh(table, since, "its definition changed at the source")
+                changed = True
+        return changed
+
+    def _record_shape(self, table: str) -> None:
+        """Remember the table's shape as the lake now follows it (``OmitsDdl`` logs)."""
+        if isinstance(self.reader, OmitsDdl):
+            shapes = {**self._checkpoint.shapes, table: self.reader.table_shape(table)}
+            self._checkpoint = replace(self._checkpoint, shapes=shapes)
 
     # -- DDL and table refreshes (cdc_core.table_refresh) ----------------------------------
 
@@ -324,6 +361,7 @@ class Pipeline:
                 self.reader.capture([table])
         before = self._descriptions.known(table)
         description = self._descriptions.refresh(table, set())
+        self._record_shape(table)
         moved_key = before is not None and before.key != description.key
         retire = moved_key or not self._sink.holds(description)
         loading = retire or not self._sink.table(table).exists()

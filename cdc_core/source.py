@@ -259,3 +259,17 @@ class CapturesTables(Protocol):
     def capture(self, tables: Sequence[str]) -> None:
         """Also read changes of ``tables`` from now on (thread-safe)."""
         ...
+
+
+@runtime_checkable
+class OmitsDdl(Protocol):
+    """Optional for a ``LogReader`` whose log does not show DDL (PostgreSQL's logical
+    decoding describes a table's new columns only with its next change, and never a default
+    written into existing rows): while the log is quiet, and before a run that stops by
+    itself ends, the pipeline compares each table's shape with the one it last saw and
+    refreshes a table whose shape changed."""
+
+    def table_shape(self, table: str) -> str:
+        """The table's definition as text (columns, their types and defaults): equal texts
+        mean no DDL changed the table in between."""
+        ...

@@ -314,9 +314,10 @@ class _Session:
         change = parse_ddl(query, schema)
         if change is None:
             return
+        # At the statement's start: a CREATE ... SELECT's rows follow in its own group.
         if change.kind in ("create", "rename"):  # the pipeline decides whether it captures
             for table in change.renamed_to or change.tables:
-                yield from self._emit(TableChanged(after, table, "refresh", query, "table created"))
+                yield from self._emit(TableChanged(at, table, "refresh", query, "table created"))
         captured = [table for table in change.tables if self.tracker.captures(table)]
         if not captured:
             return
@@ -332,7 +333,7 @@ class _Session:
         if change.kind == "alter":
             action, reason = classify_alter(change.specification, ignore=change.ignore)
             for table in captured:
-                yield from self._emit(TableChanged(after, table, action, query, reason))
+                yield from self._emit(TableChanged(at, table, action, query, reason))
 
     def _truncate(
         self, tables: list[str], at: Position, after: Position, timestamp: int

@@ -208,9 +208,22 @@ class PostgresConnector(Connector):
         position: int | None,
     ) -> Iterator[pa.RecordBatch]:
         """Rows of one partition read on ``connection``, in whatever transaction it has."""
+        sql, params = partition_query(table, columns, partition)
+        yield from self.read_query(connection, table, columns, sql, params, position)
+
+    def read_query(
+        self,
+        connection: psycopg.Connection[Any],
+        table: TableSchema,
+        columns: Sequence[str],
+        sql: str,
+        params: Sequence[object],
+        position: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of ``sql`` (selecting ``columns`` of ``table`` as ``partition_query``
+        writes them) as Arrow batches typed like every read of the table."""
         import psycopg
 
-        sql, params = _partition_query(table, columns, partition)
         source_columns = [table.column(c) for c in columns]
         schema = self.arrow_schema(table, columns)
         with connection.cursor("replcheck") as cur:
@@ -295,9 +308,10 @@ def _qualified(table: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
 
 
-def _partition_query(
+def partition_query(
     table: TableSchema, columns: Sequence[str], partition: Partition
 ) -> tuple[str, list[int]]:
+    """``SELECT`` of ``columns`` (as the readers convert them) of one partition."""
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
     where, params = partition.predicate(quote, "%s")

@@ -19,13 +19,19 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.position import Position
-from cdc_core.source import TableDescription, TableSnapshot
+from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
-from connectors.postgres.connector import PostgresConnector, qualified_name, split_table
+from connectors.postgres.connector import (
+    PostgresConnector,
+    partition_query,
+    qualified_name,
+    quote,
+    split_table,
+)
 from connectors.postgres.errors import SlotAheadError, SlotMissingError
 from connectors.postgres.position import lsn_position
 from connectors.postgres.replication import (
@@ -260,3 +266,61 @@ class PostgresSnapshotReader:
         columns = list(description.schema.names)
         for batch in self.connector.read_partition(schema, columns, partition, snapshot):
             yield batch.drop_columns([POSITION_COLUMN])
+
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
+        exported snapshot at its exact LSN (``ReadsChunks``; a temporary slot's consistent
+        point, like every shared snapshot here). A table located by all its columns (no key
+        that orders rows uniquely) is read whole in one chunk.
+        """
+        name = qualified_name(table)
+        description = describe_table(self.connector, name, self.keys)
+        schema = self.connector.reflect(name)
+        unique = bool(description.key) and len(description.key) < len(schema.columns)
+        with self.connector.shared_snapshot() as snapshot:
+            assert snapshot is not None and snapshot.position is not None
+            position = Position(snapshot.position, str(snapshot.position_text))
+            with self.connector.read_transaction(snapshot) as connection:
+                rows = self._chunk(
+                    connection, schema, description, after, limit if unique else None
+                )
+        batch, last = rows
+        return TableChunk(position, TableSnapshot(description, iter([batch])), last)
+
+    def _chunk(
+        self,
+        connection: Any,
+        schema: TableSchema,
+        description: TableDescription,
+        after: tuple[object, ...] | None,
+        limit: int | None,
+    ) -> tuple[pa.RecordBatch, tuple[object, ...] | None]:
+        """One key range as a batch, and the key of its last row if more may follow."""
+        import pyarrow as pa
+
+        columns = list(description.schema.names)
+        key = list(description.key)
+        sql, params = partition_query(schema, columns, Partition(0))
+        keys = ", ".join(quote(k) for k in key)
+        bound: list[object] = list(params)
+        if after is not None and limit is not None:
+            sql += f" WHERE ({keys}) > ({', '.join(['%s'] * len(key))})"
+            bound += list(after)
+        if limit is not None:
+            sql += f" ORDER BY {keys} LIMIT {int(limit)}"
+        batches = list(self.connector.read_query(connection, schema, columns, sql, bound))
+        arrow = self.connector.arrow_schema(schema, columns)
+        data = pa.Table.from_batches(batches, arrow) if batches else arrow.empty_table()
+        data = data.drop_columns([POSITION_COLUMN])
+        rows = data.num_rows
+        if limit is None or rows < limit:
+            return _one_batch(data), None
+        last = data.slice(rows - 1).select(key).to_pylist()[0]
+        return _one_batch(data), tuple(last[k] for k in key)
+
+
+def _one_batch(data: pa.Table) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    batches = data.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=data.schema)

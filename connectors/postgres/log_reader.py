@@ -61,8 +61,9 @@ from typing import Any
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription
+from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.postgres import pgoutput as pg
+from connectors.postgres.connector import split_table
 from connectors.postgres.errors import WalRemovedError
 from connectors.postgres.feedback import end_stream, send_status
 from connectors.postgres.initial_snapshot import describe_table
@@ -138,6 +139,20 @@ class _Positions:
         return position_of(self.boundary)
 
 
+# Every column of a table, in order, with its type, default, nullability and missing value
+# (a fast default: https://www.postgresql.org/docs/current/catalog-pg-attribute.html).
+_SHAPE_SQL = """
+SELECT string_agg(
+         format('%%s %%s %%s %%s %%s', quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
+                a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attmissingval),
+         ', ' ORDER BY a.attnum)
+  FROM pg_attribute a
+  JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
+"""
+
+
 class PostgresLogReader:
     """Reads a PostgreSQL database's changes of the captured tables from its slot.
 
@@ -153,6 +168,13 @@ class PostgresLogReader:
         self._acknowledged = 0
         self._streams: list[Any] = []
         self._held: tuple[str, ...] | None = None
+
+    def table_shape(self, table: str) -> str:
+        """The table's columns, types and defaults as the catalog has them now: logical
+        decoding shows no DDL, only a new shape with the table's next change (``OmitsDdl``)."""
+        with self.connector._connect() as connection:
+            row = connection.execute(_SHAPE_SQL, split_table(table)).fetchone()
+        return str(row[0]) if row and row[0] is not None else ""
 
     def resume_transactions(self, txids: Iterable[str]) -> None:
         """Name the transactions the caller's buffer holds open (restored from a checkpoint):
@@ -187,7 +209,9 @@ class PostgresLogReader:
         confirm it (sent with the stream's next status update)."""
         self._acknowledged = max(self._acknowledged, position.value - position.value % ALIGN)
 
-    def iter_changes(self, start: Position | None) -> Generator[RawChange | Idle, None, None]:
+    def iter_changes(
+        self, start: Position | None
+    ) -> Generator[RawChange | TableChanged | Idle, None, None]:
         """Raw changes from ``start`` on (see the module doc and ``LogReader``).
 
         Raises:
@@ -279,14 +303,16 @@ class _Session:
         self.sent_ack = 0
         self.sent_at = time.monotonic()
 
-    def run(self, connection: Any, held: tuple[str, ...]) -> Iterator[RawChange | Idle]:
+    def run(
+        self, connection: Any, held: tuple[str, ...]
+    ) -> Iterator[RawChange | TableChanged | Idle]:
         cursor = connection.cursor()
         self._start(cursor)
         for txid in held:
             yield Rollback(txid, self._after())
         yield from self._loop(connection, cursor)  # its last confirmation: PostgresLogReader._end
 
-    def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | Idle]:
+    def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | TableChanged | Idle]:
         idle_s = self.reader.config.idle_s
         quiet_since = time.monotonic()
         while True:
@@ -366,7 +392,7 @@ class _Session:
 
     # -- messages ---------------------------------------------------------------------
 
-    def _message(self, payload: bytes, data_start: int) -> Iterator[RawChange]:
+    def _message(self, payload: bytes, data_start: int) -> Iterator[RawChange | TableChanged]:
         message = pg.parse_message(payload, self.stream_xid is not None)
         handler = _HANDLERS.get(type(message))
         if handler is not None:
@@ -391,9 +417,13 @@ class _Session:
         assert txid is not None
         yield Commit(txid, self.positions.at(message.end_lsn), message.commit_ts)
 
-    def _on_relation(self, message: pg.RelationMessage, _: int) -> Iterator[RawChange]:
-        self.relations.on_relation(message, self.stream_xid)
-        return iter(())
+    def _on_relation(
+        self, message: pg.RelationMessage, _: int
+    ) -> Iterator[RawChange | TableChanged]:
+        changed = self.relations.on_relation(message, self.stream_xid)
+        if changed is not None:  # a DDL changed its columns: what else it did is unknown
+            reason = "its columns changed at the source (a DDL logical decoding does not show)"
+            yield TableChanged(self._after(), changed, "refresh", "ALTER TABLE", reason)
 
     def _on_row(self, message: Any, _: int) -> Iterator[RawChange]:
         txid = self._current_txid()

@@ -57,6 +57,7 @@ class _Relation:
     table: str
     columns: tuple[tuple[str, bool, Decode | None, ValueContext], ...]
     key: tuple[str, ...]
+    shape: tuple[tuple[str, int, int], ...] = ()  # (name, type oid, type modifier) per column
 
 
 class RelationTracker:
@@ -74,8 +75,12 @@ class RelationTracker:
         self.captured = captured
         self._contexts: dict[int | None, dict[int, _Relation]] = {None: {}}
 
-    def on_relation(self, message: RelationMessage, context: int | None) -> None:
-        """Remember a relation; ``context`` is the streamed transaction's xid (or None)."""
+    def on_relation(self, message: RelationMessage, context: int | None) -> str | None:
+        """Remember a relation; ``context`` is the streamed transaction's xid (or None).
+
+        Returns the captured table whose columns this message shows changed since the
+        session last described it (a DDL the log itself does not show), else None.
+        """
         table = format_table(message.namespace, message.name)
         columns = tuple(
             (
@@ -89,8 +94,19 @@ class RelationTracker:
             for column in message.columns
         )
         key = self.key_of(table) if table in self.captured else ()
+        shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
+        known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
-        relations[message.relation_id] = _Relation(table, columns, key)
+        relations[message.relation_id] = _Relation(table, columns, key, shape)
+        changed = known is not None and known.shape != shape and table in self.captured
+        return table if changed else None
+
+    def _known(self, relation_id: int, context: int | None) -> _Relation | None:
+        for where in (context, None):
+            found = self._contexts.get(where, {}).get(relation_id)
+            if found is not None:
+                return found
+        return None
 
     def end_stream(self, context: int, committed: bool) -> None:
         """A streamed transaction ended. pgoutput counts the relations it sent in a stream

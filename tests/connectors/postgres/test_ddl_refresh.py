@@ -1,0 +1,102 @@
+"""DDL that changes stored rows without row events, on a real PostgreSQL cluster: the
+pipeline refreshes the table, so the lake equals the source again.
+
+Issue 14, class 2: fast defaults (PostgreSQL 11+), volatile defaults, ``ALTER COLUMN ...
+TYPE ... USING`` left the lake's untouched rows stale. Logical decoding shows no DDL: the
+pipeline sees it in the next Relation message of the table, or, with no change after it,
+by comparing the table's columns with the lake's while the log is quiet.
+"""
+
+from __future__ import annotations
+
+import decimal
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_core.filters import TableFilter
+from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, LakeTable, high_water_mark
+from cdc_core.pipeline import Pipeline, PipelineConfig
+from connectors.log_sources import log_source_for
+from tests.cdc_core.lake_model import changelog_state, read_delta
+from tests.connectors.postgres.helpers import PgCase
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+
+TABLE = "public.t"
+ROWS = 40
+DDL = [
+    "ALTER TABLE t ADD COLUMN c text DEFAULT 'x'",
+    "ALTER TABLE t ADD COLUMN n int NOT NULL DEFAULT 5",
+    "ALTER TABLE t ADD COLUMN at timestamptz NOT NULL DEFAULT clock_timestamp()",
+    "ALTER TABLE t ALTER COLUMN v TYPE numeric(12,1) USING v / 3",
+    "ALTER TABLE t ALTER COLUMN s TYPE varchar(3) USING left(s, 3)",
+    "ALTER TABLE t DROP COLUMN s",
+    "ALTER TABLE t RENAME COLUMN s TO label",
+]
+
+
+def _comparable(rows: dict[Any, dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    def value(v: Any) -> Any:
+        return str(v.normalize()) if isinstance(v, decimal.Decimal) else v
+
+    return {key: {c: value(v) for c, v in row.items()} for key, row in rows.items()}
+
+
+def _source(case: PgCase) -> dict[Any, dict[str, Any]]:
+    cursor = case.connection.execute("SELECT * FROM t")
+    names = [column.name for column in cursor.description or ()]
+    return {(row[0],): dict(zip(names, row, strict=True)) for row in cursor.fetchall()}
+
+
+def _assert_lake_equals_source(case: PgCase, lake: Path) -> None:
+    """The lake's rows equal the source's; a column the source dropped is NULL in all."""
+    source = _comparable(_source(case))
+    columns = set(next(iter(source.values())))
+    mirror = {
+        (r["id"],): {c: v for c, v in r.items() if c not in META_COLUMNS}
+        for r in read_delta(LakeTable(lake, TABLE).mirror)
+    }
+    for rows in (mirror, changelog_state(lake, TABLE, ("id",))):
+        kept = {key: {c: v for c, v in row.items() if c in columns} for key, row in rows.items()}
+        assert _comparable(kept) == source
+        assert {v for row in rows.values() for c, v in row.items() if c not in columns} <= {None}
+
+
+def _pipeline(case: PgCase, tmp_path: Path) -> tuple[Pipeline, Any]:
+    url = case.server.url(case.database) + "?idle_s=0.2"
+    source = log_source_for(url, None, [TABLE])
+    config = PipelineConfig(
+        "pg-ddl",
+        tmp_path / "lake",
+        tmp_path / "state",
+        TableFilter.of_tables([TABLE]),
+        refresh_chunk_rows=7,
+    )
+    return Pipeline(config, source.reader, source.snapshots), source
+
+
+@pytest.mark.parametrize("then_change", [True, False], ids=["changed-after", "quiet-after"])
+@pytest.mark.parametrize("ddl", DDL)
+def test_ddl_that_rewrites_rows_is_followed_by_a_refresh(
+    case: PgCase, tmp_path: Path, ddl: str, then_change: bool
+) -> None:
+    case.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v int, s text)",
+        f"INSERT INTO t SELECT g, g * 10, 'row ' || g FROM generate_series(1, {ROWS}) g",
+    )
+    pipeline, source = _pipeline(case, tmp_path)
+    with closing(source.reader):
+        pipeline.run_until_caught_up()  # the initial load
+        loaded_at = high_water_mark(LakeTable(tmp_path / "lake", TABLE)) or 0
+        case.sql("UPDATE t SET s = 'résumé ☃' WHERE id = 2", ddl)
+        if then_change:  # its Relation message shows the new columns
+            case.sql("UPDATE t SET v = v + 1 WHERE id IN (3, 30)", "DELETE FROM t WHERE id = 4")
+        pipeline.run_until_caught_up()
+
+    _assert_lake_equals_source(case, tmp_path / "lake")
+    events = read_delta(LakeTable(tmp_path / "lake", TABLE).changelog)
+    refreshed = {e["id"] for e in events if e[OP] == "r" and e[COMMIT_POS] > loaded_at}
+    assert refreshed >= set(range(5, ROWS + 1))  # every row read again after the DDL
