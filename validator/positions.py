@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TransientError
+from cdc_core.lake import LakeTable, read_marks
 from connectors.base import POSITION_COLUMN, Partition
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ class SourcePositions:
 
     column: str | None  # the key column the ranges are on (None: one partition)
     partitions: tuple[PartitionPosition, ...]
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """Every partition's position."""
+        return tuple(p.position for p in self.partitions)
 
     @property
     def highest(self) -> int:
@@ -112,3 +118,25 @@ def wait_for_lake(
             )
         log.info("lake %s at %s, waiting for %s", table, reached, position)
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
+def check_exact(table: LakeTable, positions: Sequence[int]) -> None:
+    """Refuse positions at which a table refresh left the lake's state of ``table`` inexact
+    (between a DDL that rewrote rows, or a table's addition, and the refresh's last chunk:
+    ``cdc_core.table_refresh``); every other position is exact.
+
+    Raises:
+        TransientError: A position lies in such a window (the message names it and says to
+            validate again: a new source snapshot lies after the window).
+    """
+    marks = read_marks(table.lake)
+    for position in positions:
+        window = marks.window_at(table.table, position)
+        if window is not None:
+            start, end = window
+            raise TransientError(
+                f"lake table {table.table} was refreshed from the source after a DDL or its"
+                f" addition: its state at the source snapshot's position {position} (between"
+                f" {start} and {end}) is not exact; validate again (from {end} on it is)",
+                {"table": table.table, "position": position},
+            )

@@ -24,7 +24,7 @@ from cdc_core.lake import COMMIT_POS, OP, SEQ, high_water_mark
 from merkle.canonical import to_canonical_field
 from merkle.hashing import RowHasher
 from validator.config import ValidatorConfig
-from validator.positions import wait_for_lake
+from validator.positions import check_exact, wait_for_lake
 from validator.recheck import LiveTable, can_recheck, confirm
 from validator.result import (
     MASK,
@@ -80,6 +80,7 @@ def revalidate_lake(
     position = source.position if source.position is not None else mark_before
     if position is not None:
         wait_for_lake(lambda: high_water_mark(lake_table), position, timeout_s, lake_table.table)
+        check_exact(lake_table, [position])
     target = lake_rows_at(context, [typed for _, typed in keys], position)
     return KeyCheck(tuple(compare_rows(context, keys, source.rows, target)), (), position)
 

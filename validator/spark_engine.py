@@ -22,7 +22,7 @@ from validator.compare import Side, cache_level, compare_sides, hashed_rows
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.lake_target import lake_state_at
-from validator.positions import SourcePositions, read_positions, wait_for_lake
+from validator.positions import SourcePositions, check_exact, read_positions, wait_for_lake
 from validator.reflection import Reflected
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
@@ -51,6 +51,7 @@ def _lake_side(
         return Side(frame, label, None if mark is None else str(mark))
     timeout = config.validation.lake_wait_timeout_s
     wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
+    check_exact(lake_table, positions.values)
     frame = lake_state_at(spark, lake_table, key, positions)
     return Side(frame, label, positions.describe())
 

@@ -71,3 +71,30 @@ def test_large_key_spans_are_read_in_more_partitions(
     assert partitions[0].low is None and partitions[-1].high is None  # open at both ends
     bounds = [p.high for p in partitions[:-1]]
     assert bounds == sorted(bounds)
+
+
+def test_a_position_a_table_refresh_left_inexact_is_refused(tmp_path: Path) -> None:
+    from cdc_core.lake import LakeTable, RefreshMarks, write_progress
+    from cdc_core.position import Position
+    from validator.positions import check_exact
+
+    marks = RefreshMarks({}, {"shop.t": ((100, 150),)})
+    write_progress(tmp_path, "p", Position.of(200), ["shop.t"], marks)
+    table = LakeTable(tmp_path, "shop.t")
+    check_exact(table, [99, 150, 200])  # before the DDL, and from the last chunk on: exact
+    with pytest.raises(TransientError) as excinfo:
+        check_exact(table, [120])
+    assert "between 100 and 150" in str(excinfo.value) and "validate again" in str(excinfo.value)
+
+
+def test_a_table_being_refreshed_holds_its_mark_below_the_refresh(tmp_path: Path) -> None:
+    from cdc_core.lake import LakeTable, RefreshMarks, high_water_mark, write_progress
+    from cdc_core.position import Position
+
+    write_progress(
+        tmp_path, "p", Position.of(200), ["shop.t", "shop.u"], RefreshMarks({"shop.t": 120})
+    )
+    assert high_water_mark(LakeTable(tmp_path, "shop.t")) == 119
+    assert high_water_mark(LakeTable(tmp_path, "shop.u")) == 200
+    write_progress(tmp_path, "p", Position.of(200), ["shop.t"], RefreshMarks({"shop.t": 0}))
+    assert high_water_mark(LakeTable(tmp_path, "shop.t")) is None  # loading: nothing yet
