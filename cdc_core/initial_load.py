@@ -12,18 +12,36 @@ checkpoint is recognised as a finished load.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from cdc_core.checkpoint import Checkpoint, write_checkpoint
 from cdc_core.errors import TerminalError
+from cdc_core.image_store import RowImageStore
+from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
-from cdc_core.sink import LakeEvent
-from cdc_core.source import LOCATOR_COLUMN, TableSnapshot
+from cdc_core.sink import LakeEvent, LakeSink
+from cdc_core.source import (
+    LOCATOR_COLUMN,
+    LogReader,
+    SnapshotReader,
+    TableDescription,
+    TableSnapshot,
+)
 
-if TYPE_CHECKING:
-    from cdc_core.pipeline import Pipeline
+
+@dataclass(frozen=True, slots=True)
+class LoadContext:
+    """What an initial load uses of its context."""
+
+    config: PipelineConfig
+    reader: LogReader
+    snapshots: SnapshotReader | None
+    tables: Sequence[str]
+    sink: LakeSink
+    store: RowImageStore
+    describe: Callable[[str], TableDescription]
+
 
 logger = logging.getLogger(__name__)
 
@@ -32,52 +50,52 @@ class LakeTableInUseError(TerminalError):
     """A table to load already exists in the lake and this pipeline did not write it."""
 
 
-def load_tables(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint:
+def load_tables(context: LoadContext, checkpoint: Checkpoint) -> Checkpoint:
     """Load every captured table not loaded yet; returns the checkpoint recording it."""
-    checkpoint = _settle_unfinished(pipeline, checkpoint)
-    wanted = [table for table in pipeline.tables if table not in checkpoint.loaded]
-    if pipeline.snapshots is None:
+    checkpoint = _settle_unfinished(context, checkpoint)
+    wanted = [table for table in context.tables if table not in checkpoint.loaded]
+    if context.snapshots is None:
         if checkpoint.lake_position is None and checkpoint.buffer is None:
             # No snapshot reader: the tables start empty where the log ends now.
-            start = pipeline.reader.end_position()
+            start = context.reader.end_position()
             checkpoint = replace(checkpoint, resume_at=start, lake_position=start)
-            write_checkpoint(pipeline.config.state_dir, checkpoint)
+            write_checkpoint(context.config.state_dir, checkpoint)
         return checkpoint
     if not wanted:
         return checkpoint
-    _refuse_foreign_tables(pipeline, wanted)
-    with pipeline.snapshots.snapshot(wanted) as (position, snapshots):
-        _check_not_behind(pipeline, checkpoint, position)
+    _refuse_foreign_tables(context, wanted)
+    with context.snapshots.snapshot(wanted) as (position, snapshots):
+        _check_not_behind(context, checkpoint, position)
         checkpoint = replace(checkpoint, loading=dict.fromkeys(wanted, position))
-        write_checkpoint(pipeline.config.state_dir, checkpoint)
+        write_checkpoint(context.config.state_dir, checkpoint)
         for snapshot in snapshots:
-            _load_table(pipeline, snapshot, position)
-    return _finish(pipeline, checkpoint, wanted, position)
+            _load_table(context, snapshot, position)
+    return _finish(context, checkpoint, wanted, position)
 
 
-def _check_not_behind(pipeline: Pipeline, checkpoint: Checkpoint, position: Position) -> None:
+def _check_not_behind(context: LoadContext, checkpoint: Checkpoint, position: Position) -> None:
     """A table added to a running pipeline needs a snapshot at or after where it reads: the
     log before that was read without the table, and its changes there are gone."""
     reached = checkpoint.lake_position
     if checkpoint.buffer is not None and reached is not None and position < reached:
         raise TerminalError(
-            f"the snapshot for the new tables of pipeline {pipeline.config.name} is at"
+            f"the snapshot for the new tables of pipeline {context.config.name} is at"
             f" {position}, before the {reached} the pipeline has read to; the source's snapshot"
             " reader must snapshot the current state",
             {"position": position.text, "pipeline_position": reached.text},
         )
 
 
-def _settle_unfinished(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint:
+def _settle_unfinished(context: LoadContext, checkpoint: Checkpoint) -> Checkpoint:
     """Tables whose load a crash interrupted: finished (app transaction) or removed."""
     loaded = dict(checkpoint.loaded)
     for table, position in checkpoint.loading.items():
-        lake_table = pipeline._sink.table(table)
-        if pipeline._sink.written_position(lake_table.changelog) == position.value:
+        lake_table = context.sink.table(table)
+        if context.sink.written_position(lake_table.changelog) == position.value:
             loaded[table] = position
             continue
         logger.warning("removing the unfinished initial load of %s to start it over", table)
-        pipeline._sink.remove_table(table)
+        context.sink.remove_table(table)
     if loaded == checkpoint.loaded and not checkpoint.loading:
         return checkpoint
     settled = replace(checkpoint, loaded=loaded, loading={})
@@ -90,37 +108,37 @@ def _settle_unfinished(pipeline: Pipeline, checkpoint: Checkpoint) -> Checkpoint
     return settled
 
 
-def _refuse_foreign_tables(pipeline: Pipeline, tables: list[str]) -> None:
+def _refuse_foreign_tables(context: LoadContext, tables: list[str]) -> None:
     for table in tables:
-        lake_table = pipeline._sink.table(table)
+        lake_table = context.sink.table(table)
         if lake_table.exists():
             raise LakeTableInUseError(
                 f"lake table {table} already exists at {lake_table.root} but pipeline"
-                f" {pipeline.config.name} has not loaded it; remove that directory or use"
+                f" {context.config.name} has not loaded it; remove that directory or use"
                 " another lake",
                 {"table": table},
             )
 
 
-def _load_table(pipeline: Pipeline, snapshot: TableSnapshot, position: Position) -> None:
+def _load_table(context: LoadContext, snapshot: TableSnapshot, position: Position) -> None:
     table = snapshot.description.table
-    description = pipeline.describe(table)
-    store = pipeline._store
+    description = context.describe(table)
+    store = context.store
     store.truncate(table, position, 0)  # hide images an interrupted earlier load left
     rows = 0
-    chunks = _iter_chunks(pipeline, snapshot, position)
+    chunks = _iter_chunks(context, snapshot, position)
     for events in chunks:
         for event, locator in events:
             store.put(table, locator, position, event.row, event.seq)
         rows += len(events)
-        pipeline._sink.write_snapshot(description, [event for event, _ in events], position)
+        context.sink.write_snapshot(description, [event for event, _ in events], position)
     store.flush()  # the images are durable before the lake marks the load finished
-    pipeline._sink.finish_snapshot(description, position)
+    context.sink.finish_snapshot(description, position)
     logger.info("initial load of %s: %s rows at position %s", table, rows, position)
 
 
 def _iter_chunks(
-    pipeline: Pipeline, snapshot: TableSnapshot, position: Position
+    context: LoadContext, snapshot: TableSnapshot, position: Position
 ) -> Iterator[list[tuple[LakeEvent, object]]]:
     """The snapshot's rows as ``r`` events with their locators, a batch's worth at a time."""
     table = snapshot.description.table
@@ -133,10 +151,10 @@ def _iter_chunks(
                 locator = row.pop(LOCATOR_COLUMN)
             else:
                 locator = tuple(row[column] for column in key)
-            row = pipeline.config.tables.strip_row(table, row)
+            row = context.config.tables.strip_row(table, row)
             chunk.append((LakeEvent("r", row, position.value, seq, None, None), locator))
             seq += 1
-            if len(chunk) >= pipeline.config.batch_max_events:
+            if len(chunk) >= context.config.batch_max_events:
                 yield chunk
                 chunk = []
     if chunk:
@@ -144,9 +162,9 @@ def _iter_chunks(
 
 
 def _finish(
-    pipeline: Pipeline, checkpoint: Checkpoint, tables: list[str], position: Position
+    context: LoadContext, checkpoint: Checkpoint, tables: list[str], position: Position
 ) -> Checkpoint:
-    pipeline._store.flush()
+    context.store.flush()
     loaded = dict(checkpoint.loaded) | dict.fromkeys(tables, position)
     first = checkpoint.lake_position is None and checkpoint.buffer is None
     checkpoint = replace(
@@ -156,5 +174,5 @@ def _finish(
         lake_position=position if first else checkpoint.lake_position,
         resume_at=position if first else checkpoint.resume_at,
     )
-    write_checkpoint(pipeline.config.state_dir, checkpoint)
+    write_checkpoint(context.config.state_dir, checkpoint)
     return checkpoint

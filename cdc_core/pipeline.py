@@ -20,15 +20,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.ddl_handling import FollowsDdl
 from cdc_core.descriptions import TableDescriptions
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import ConfigError
 from cdc_core.events import (
     Commit,
     CommittedTransaction,
@@ -36,16 +35,14 @@ from cdc_core.events import (
     RawChange,
     RowChange,
 )
-from cdc_core.filters import TableFilter
 from cdc_core.image_store import RowImageStore
-from cdc_core.initial_load import load_tables
+from cdc_core.initial_load import LoadContext, load_tables
 from cdc_core.key_moves import KeyMoves
 from cdc_core.lake import RefreshMarks
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
+from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
 from cdc_core.rebuild import (
-    FetchMissing,
-    FetchUnavailable,
     NotLoadedYetError,
     RebuildConfig,
     Rebuilder,
@@ -53,63 +50,18 @@ from cdc_core.rebuild import (
 from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
 from cdc_core.source import (
     AcknowledgesPositions,
-    CapturesTables,
     Idle,
     LogReader,
     OmitsDdl,
     ResumesTransactions,
     SnapshotReader,
     TableChanged,
-    TableChunk,
     TableDescription,
 )
-from cdc_core.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
+from cdc_core.table_refresh import TableRefresher
 
 logger = logging.getLogger(__name__)
-SCHEMA_CHECK_S = 10.0  # how often a log without DDL has its tables' columns compared
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
-
-
-@dataclass(frozen=True, slots=True)
-class PipelineConfig:
-    """One pipeline's section of the configuration.
-
-    Args:
-        name: Names the pipeline's app transactions and progress file in the lake.
-        lake: The lake's root directory.
-        state_dir: Checkpoints, spill segments and the row image store (one pipeline's).
-        tables: Which tables are captured and which columns ignored.
-        memory_budget_bytes: The transaction buffer's memory budget.
-        batch_max_events: Write a batch once it holds this many events...
-        batch_max_seconds: ...or once it is this old.
-        max_transaction_age: Warn about a transaction open longer (never drops it).
-        max_transaction_changes: Warn about a transaction with more changes.
-        fetch_missing: Per table, a hook reading a row the image store does not know.
-        fetch_unavailable: Per table, a hook reading columns the log could not render, as
-            of a transaction's commit (``cdc_core.events.UNAVAILABLE``).
-        refresh_chunk_rows: Rows per snapshot chunk of a table refresh.
-    """
-
-    name: str
-    lake: Path
-    state_dir: Path
-    tables: TableFilter
-    memory_budget_bytes: int = 256 << 20
-    batch_max_events: int = 50_000
-    batch_max_seconds: float = 2.0
-    max_transaction_age: timedelta | None = None
-    max_transaction_changes: int | None = None
-    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
-    fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
-    refresh_chunk_rows: int = 10_000
-
-    def __post_init__(self) -> None:
-        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
-            raise ConfigError(f"pipeline name {self.name!r} must be letters, digits, - and _")
-        if self.batch_max_events < 1 or self.batch_max_seconds <= 0:
-            raise ConfigError("batch_max_events and batch_max_seconds must be positive")
-        if self.refresh_chunk_rows < 1:
-            raise ConfigError("refresh.chunk_rows must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +79,7 @@ class EmittedTransaction:
 TransactionCallback = Callable[[EmittedTransaction], None]
 
 
-class Pipeline:
+class Pipeline(FollowsDdl):
     """Replicates a source's captured tables into the lake, exactly once.
 
     Args:
@@ -216,8 +168,19 @@ class Pipeline:
         self._check_owner(checkpoint)
         with RowImageStore(self.config.state_dir / "images") as store:
             self._store = store
-            checkpoint = load_tables(self, checkpoint)
+            checkpoint = load_tables(self._load_context(), checkpoint)
             yield from self._stream(checkpoint, until)
+
+    def _load_context(self) -> LoadContext:
+        return LoadContext(
+            self.config,
+            self.reader,
+            self.snapshots,
+            self.tables,
+            self._sink,
+            self._store,
+            self.describe,
+        )
 
     def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
         for table in self.tables:
@@ -285,161 +248,7 @@ class Pipeline:
             yield from self._refresh_upto(idle.position.value)
         yield from self._flush(idle.position)
 
-    def _schemas_changed(self, idle: Idle, now: bool) -> bool:
-        """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
-        compare each table's shape with the one last seen; refresh those that changed. The
-        shape was last seen unchanged at the previous check, so a refresh counts from there."""
-        due = now or time.monotonic() - self._schema_checked[0] >= SCHEMA_CHECK_S
-        if not isinstance(self.reader, OmitsDdl) or idle.position is None or not due:
-            return False
-        since = self._schema_checked[1] or self._checkpoint.lake_position or idle.position
-        self._schema_checked = (time.monotonic(), idle.position)
-        changed = False
-        for table in list(self.tables):
-            seen = self._checkpoint.shapes.get(table)
-            if seen is not None and seen != self.reader.table_shape(table):
-                self._start_refresh(table, since, "its definition changed at the source")
-                changed = True
-        return changed
-
-    def _record_shape(self, table: str) -> None:
-        """Remember the table's shape as the lake now follows it (``OmitsDdl`` logs)."""
-        if isinstance(self.reader, OmitsDdl):
-            shapes = {**self._checkpoint.shapes, table: self.reader.table_shape(table)}
-            self._checkpoint = replace(self._checkpoint, shapes=shapes)
-
-    # -- DDL and table refreshes (cdc_core.table_refresh) ----------------------------------
-
-    def add_tables(self, tables: Sequence[str]) -> None:
-        """Capture more tables without stopping: each is loaded by a table refresh at the
-        next quiet moment of the log (thread-safe)."""
-        with self._added_lock:
-            self._added.extend(tables)
-
-    def _take_added_tables(self, position: Position) -> None:
-        with self._added_lock:
-            added, self._added = self._added, []
-        for table in added:
-            if table not in self.tables:
-                self._start_refresh(table, position, "added to the running pipeline")
-
-    def _on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
-        """Act on a DDL the connector classified (``TableChanged``), once."""
-        table = change.table
-        if change.action == "stop":
-            raise TerminalError(
-                f"{change.reason} (table {table}, at {change.position}: {change.statement})",
-                {"table": table, "position": change.position.text},
-            )
-        seen = self._checkpoint.ddl_seen.get(table)
-        if not self.config.tables.captures(table) or (seen and change.position <= seen):
-            return  # not captured, or acted on before a restart
-        yield from self._flush(None)  # what came before the DDL, under the old schema
-        logger.info(
-            "DDL on %s at %s (%s): %s", table, change.position, change.action, change.statement
-        )
-        ddl_seen = {**self._checkpoint.ddl_seen, table: change.position}
-        self._checkpoint = replace(self._checkpoint, ddl_seen=ddl_seen)
-        if change.action == "schema" and table in self.tables:
-            self._follow_schema(table)
-        else:
-            self._start_refresh(table, change.position, change.reason or change.statement)
-
-    def _follow_schema(self, table: str) -> None:
-        """A value-preserving DDL: the lake's tables take the new columns now."""
-        description = self._descriptions.refresh(table, set())
-        position = self._checkpoint.lake_position
-        if position is not None:
-            self._sink.follow_schema(description, position)
-            self._record_checkpoint(position)
-
-    def _start_refresh(self, table: str, since: Position, reason: str) -> None:
-        """Begin re-reading ``table`` (see ``cdc_core.table_refresh``)."""
-        if table not in self.tables:
-            self.tables.append(table)
-            if isinstance(self.reader, CapturesTables):
-                self.reader.capture([table])
-        before = self._descriptions.known(table)
-        description = self._descriptions.refresh(table, set())
-        self._record_shape(table)
-        moved_key = before is not None and before.key != description.key
-        retire = moved_key or not self._sink.holds(description)
-        loading = retire or not self._sink.table(table).exists()
-        if loading:
-            self._store.truncate(table, since, 0)  # images of another lake generation
-            loaded = {**self._checkpoint.loaded, table: since}
-            self._checkpoint = replace(self._checkpoint, loaded=loaded)
-        self._refresher.start(RefreshState(table, since, loading, reason=reason))
-        self._rebuilder.loading = self._refresher.loading()
-        self._rebuilder.config = self._rebuild_config()  # the table's key may be new
-        logger.info("refreshing table %s from the source (%s)", table, reason)
-        if self._checkpoint.lake_position is not None:
-            self._record_checkpoint(self._checkpoint.lake_position)
-        if retire:  # after the checkpoint: a restart never writes the old generation again
-            moved = self._sink.retire_table(table, since)
-            logger.warning(
-                "the lake cannot hold the new column types of %s: its tables moved to %s and"
-                " it is loaded again",
-                table,
-                moved,
-            )
-        self._fetch_chunk()
-
-    def _fetch_chunk(self) -> None:
-        if self._refresher.active:
-            if self.snapshots is None:
-                raise ConfigError(
-                    f"pipeline {self.config.name} must refresh table"
-                    f" {self._refresher.states[0].table} but has no snapshot reader"
-                )
-            self._refresher.fetch(self.snapshots, self.config.refresh_chunk_rows)
-
-    def _refresh_upto(self, upto: int) -> Iterator[Position | None]:
-        """Write the held chunk if the stream has emitted everything up to its position."""
-        chunk = self._refresher.due(upto)
-        if chunk is None:
-            return
-        self._emit_chunk(chunk)
-        self._fetch_chunk()
-        if self._batch_full():
-            yield from self._flush(None)
-
-    def _emit_chunk(self, chunk: TableChunk) -> None:
-        """The chunk's rows as ``r`` events at its position, in the lake and the store.
-
-        Seqs run on across the refresh's chunks, which may share a position."""
-        state = self._refresher.states[0]
-        table, first = state.table, REFRESH_SEQ_BASE + state.rows
-        events: list[LakeEvent] = []
-        for found in iter_rows(chunk):
-            row = self.config.tables.strip_row(table, found.row)
-            seq = first + len(events)
-            self._store.put(table, found.locator, chunk.position, row, seq)
-            events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
-        state = self._refresher.written(chunk, len(events))
-        if chunk.last_key is None:
-            events += self._bury_gone_rows(state, chunk.position, first + len(events))
-            self._refresher.finish(state, chunk.position)
-            self._rebuilder.loading = self._refresher.loading()
-            logger.info(
-                "table %s refreshed: %s rows, exact from %s", table, state.rows, chunk.position
-            )
-        else:
-            logger.info(
-                "refreshing table %s: %s rows so far (at %s)", table, state.rows, chunk.position
-            )
-        self._add_events(f"refresh:{table}", chunk.position, table, events)
-
-    def _bury_gone_rows(self, state: RefreshState, end: Position, first: int) -> list[LakeEvent]:
-        """Rows neither a chunk nor the log touched since the refresh began: gone."""
-        events: list[LakeEvent] = []
-        for row, image in self._store.stale_rows(state.table, state.since):
-            seq = first + len(events)
-            self._store.bury(row, end, seq)
-            events.append(LakeEvent("d", image, end.value, seq, f"refresh:{state.table}", None))
-        return events
-
-    def _add_events(
+    def _add_pending(
         self, txid: str, position: Position, table: str, events: list[LakeEvent]
     ) -> None:
         """Pending events of a pseudo-transaction at ``position`` (the stream has passed it)."""

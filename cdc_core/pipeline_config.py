@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -34,7 +34,50 @@ from cdc_core.config import ConnectionConfig, Section, load_root, read_connectio
 from cdc_core.errors import ConfigError
 from cdc_core.filters import TableFilter
 from cdc_core.names import parse_table
-from cdc_core.pipeline import PipelineConfig
+from cdc_core.rebuild import FetchMissing, FetchUnavailable
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """One pipeline's section of the configuration.
+
+    Args:
+        name: Names the pipeline's app transactions and progress file in the lake.
+        lake: The lake's root directory.
+        state_dir: Checkpoints, spill segments and the row image store (one pipeline's).
+        tables: Which tables are captured and which columns ignored.
+        memory_budget_bytes: The transaction buffer's memory budget.
+        batch_max_events: Write a batch once it holds this many events...
+        batch_max_seconds: ...or once it is this old.
+        max_transaction_age: Warn about a transaction open longer (never drops it).
+        max_transaction_changes: Warn about a transaction with more changes.
+        fetch_missing: Per table, a hook reading a row the image store does not know.
+        fetch_unavailable: Per table, a hook reading columns the log could not render, as
+            of a transaction's commit (``cdc_core.events.UNAVAILABLE``).
+        refresh_chunk_rows: Rows per snapshot chunk of a table refresh.
+    """
+
+    name: str
+    lake: Path
+    state_dir: Path
+    tables: TableFilter
+    memory_budget_bytes: int = 256 << 20
+    batch_max_events: int = 50_000
+    batch_max_seconds: float = 2.0
+    max_transaction_age: timedelta | None = None
+    max_transaction_changes: int | None = None
+    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
+    refresh_chunk_rows: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"pipeline name {self.name!r} must be letters, digits, - and _")
+        if self.batch_max_events < 1 or self.batch_max_seconds <= 0:
+            raise ConfigError("batch_max_events and batch_max_seconds must be positive")
+        if self.refresh_chunk_rows < 1:
+            raise ConfigError("refresh.chunk_rows must be positive")
+
 
 TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
 _PIPELINE_KEYS = (

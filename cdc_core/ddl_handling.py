@@ -1,0 +1,214 @@
+"""The pipeline's side of DDL: table refreshes (``cdc_core.table_refresh``), tables added
+while running, and the schema checks of logs that do not show DDL.
+
+A mixin of ``cdc_core.pipeline.Pipeline``, kept apart because it is one concern: how the
+pipeline follows the source's DDL. It uses the pipeline's state declared below.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+from cdc_core.checkpoint import Checkpoint
+from cdc_core.descriptions import TableDescriptions
+from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.image_store import RowImageStore
+from cdc_core.pipeline_config import PipelineConfig
+from cdc_core.position import Position
+from cdc_core.rebuild import RebuildConfig, Rebuilder
+from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.source import (
+    CapturesTables,
+    Idle,
+    LogReader,
+    OmitsDdl,
+    SnapshotReader,
+    TableChanged,
+    TableChunk,
+)
+from cdc_core.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
+
+logger = logging.getLogger("cdc_core.pipeline")
+SCHEMA_CHECK_S = 10.0  # how often a log without DDL has its tables' columns compared
+
+
+class FollowsDdl:
+    """DDL handling for ``Pipeline`` (see the module doc)."""
+
+    config: PipelineConfig
+    reader: LogReader
+    snapshots: SnapshotReader | None
+    tables: list[str]
+    _checkpoint: Checkpoint
+    _descriptions: TableDescriptions
+    _sink: LakeSink
+    _store: RowImageStore
+    _refresher: TableRefresher
+    _rebuilder: Rebuilder
+    _added: list[str]
+    _added_lock: threading.Lock
+    _schema_checked: tuple[float, Position | None]
+    _pending_events: int
+    _last_commit: Position | None
+    _flush: Callable[..., Iterator[Position | None]]
+    _record_checkpoint: Callable[[Position], None]
+    _batch_of: Callable[[str], TableBatch]
+    _batch_full: Callable[[], bool]
+    _rebuild_config: Callable[[], RebuildConfig]
+    _add_pending: Callable[[str, Position, str, list[LakeEvent]], None]
+
+    def _schemas_changed(self, idle: Idle, now: bool) -> bool:
+        """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
+        compare each table's shape with the one last seen; refresh those that changed. The
+        shape was last seen unchanged at the previous check, so a refresh counts from there."""
+        due = now or time.monotonic() - self._schema_checked[0] >= SCHEMA_CHECK_S
+        if not isinstance(self.reader, OmitsDdl) or idle.position is None or not due:
+            return False
+        since = self._schema_checked[1] or self._checkpoint.lake_position or idle.position
+        self._schema_checked = (time.monotonic(), idle.position)
+        changed = False
+        for table in list(self.tables):
+            seen = self._checkpoint.shapes.get(table)
+            if seen is not None and seen != self.reader.table_shape(table):
+                self._start_refresh(table, since, "its definition changed at the source")
+                changed = True
+        return changed
+
+    def _record_shape(self, table: str) -> None:
+        """Remember the table's shape as the lake now follows it (``OmitsDdl`` logs)."""
+        if isinstance(self.reader, OmitsDdl):
+            shapes = {**self._checkpoint.shapes, table: self.reader.table_shape(table)}
+            self._checkpoint = replace(self._checkpoint, shapes=shapes)
+
+    def add_tables(self, tables: Sequence[str]) -> None:
+        """Capture more tables without stopping: each is loaded by a table refresh at the
+        next quiet moment of the log (thread-safe)."""
+        with self._added_lock:
+            self._added.extend(tables)
+
+    def _take_added_tables(self, position: Position) -> None:
+        with self._added_lock:
+            added, self._added = self._added, []
+        for table in added:
+            if table not in self.tables:
+                self._start_refresh(table, position, "added to the running pipeline")
+
+    def _on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
+        """Act on a DDL the connector classified (``TableChanged``), once."""
+        table = change.table
+        if change.action == "stop":
+            raise TerminalError(
+                f"{change.reason} (table {table}, at {change.position}: {change.statement})",
+                {"table": table, "position": change.position.text},
+            )
+        seen = self._checkpoint.ddl_seen.get(table)
+        if not self.config.tables.captures(table) or (seen and change.position <= seen):
+            return  # not captured, or acted on before a restart
+        yield from self._flush(None)  # what came before the DDL, under the old schema
+        logger.info(
+            "DDL on %s at %s (%s): %s", table, change.position, change.action, change.statement
+        )
+        ddl_seen = {**self._checkpoint.ddl_seen, table: change.position}
+        self._checkpoint = replace(self._checkpoint, ddl_seen=ddl_seen)
+        if change.action == "schema" and table in self.tables:
+            self._follow_schema(table)
+        else:
+            self._start_refresh(table, change.position, change.reason or change.statement)
+
+    def _follow_schema(self, table: str) -> None:
+        """A value-preserving DDL: the lake's tables take the new columns now."""
+        description = self._descriptions.refresh(table, set())
+        position = self._checkpoint.lake_position
+        if position is not None:
+            self._sink.follow_schema(description, position)
+            self._record_checkpoint(position)
+
+    def _start_refresh(self, table: str, since: Position, reason: str) -> None:
+        """Begin re-reading ``table`` (see ``cdc_core.table_refresh``)."""
+        if table not in self.tables:
+            self.tables.append(table)
+            if isinstance(self.reader, CapturesTables):
+                self.reader.capture([table])
+        before = self._descriptions.known(table)
+        description = self._descriptions.refresh(table, set())
+        self._record_shape(table)
+        moved_key = before is not None and before.key != description.key
+        retire = moved_key or not self._sink.holds(description)
+        loading = retire or not self._sink.table(table).exists()
+        if loading:
+            self._store.truncate(table, since, 0)  # images of another lake generation
+            loaded = {**self._checkpoint.loaded, table: since}
+            self._checkpoint = replace(self._checkpoint, loaded=loaded)
+        self._refresher.start(RefreshState(table, since, loading, reason=reason))
+        self._rebuilder.loading = self._refresher.loading()
+        self._rebuilder.config = self._rebuild_config()  # the table's key may be new
+        logger.info("refreshing table %s from the source (%s)", table, reason)
+        if self._checkpoint.lake_position is not None:
+            self._record_checkpoint(self._checkpoint.lake_position)
+        if retire:  # after the checkpoint: a restart never writes the old generation again
+            moved = self._sink.retire_table(table, since)
+            logger.warning(
+                "the lake cannot hold the new column types of %s: its tables moved to %s and"
+                " it is loaded again",
+                table,
+                moved,
+            )
+        self._fetch_chunk()
+
+    def _fetch_chunk(self) -> None:
+        if self._refresher.active:
+            if self.snapshots is None:
+                raise ConfigError(
+                    f"pipeline {self.config.name} must refresh table"
+                    f" {self._refresher.states[0].table} but has no snapshot reader"
+                )
+            self._refresher.fetch(self.snapshots, self.config.refresh_chunk_rows)
+
+    def _refresh_upto(self, upto: int) -> Iterator[Position | None]:
+        """Write the held chunk if the stream has emitted everything up to its position."""
+        chunk = self._refresher.due(upto)
+        if chunk is None:
+            return
+        self._emit_chunk(chunk)
+        self._fetch_chunk()
+        if self._batch_full():
+            yield from self._flush(None)
+
+    def _emit_chunk(self, chunk: TableChunk) -> None:
+        """The chunk's rows as ``r`` events at its position, in the lake and the store.
+
+        Seqs run on across the refresh's chunks, which may share a position."""
+        state = self._refresher.states[0]
+        table, first = state.table, REFRESH_SEQ_BASE + state.rows
+        events: list[LakeEvent] = []
+        for found in iter_rows(chunk):
+            row = self.config.tables.strip_row(table, found.row)
+            seq = first + len(events)
+            self._store.put(table, found.locator, chunk.position, row, seq)
+            events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
+        state = self._refresher.written(chunk, len(events))
+        if chunk.last_key is None:
+            events += self._bury_gone_rows(state, chunk.position, first + len(events))
+            self._refresher.finish(state, chunk.position)
+            self._rebuilder.loading = self._refresher.loading()
+            logger.info(
+                "table %s refreshed: %s rows, exact from %s", table, state.rows, chunk.position
+            )
+        else:
+            logger.info(
+                "refreshing table %s: %s rows so far (at %s)", table, state.rows, chunk.position
+            )
+        self._add_pending(f"refresh:{table}", chunk.position, table, events)
+
+    def _bury_gone_rows(self, state: RefreshState, end: Position, first: int) -> list[LakeEvent]:
+        """Rows neither a chunk nor the log touched since the refresh began: gone."""
+        events: list[LakeEvent] = []
+        for row, image in self._store.stale_rows(state.table, state.since):
+            seq = first + len(events)
+            self._store.bury(row, end, seq)
+            events.append(LakeEvent("d", image, end.value, seq, f"refresh:{state.table}", None))
+        return events
