@@ -23,7 +23,7 @@ from cdc_core.events import (
 from cdc_core.image_store import RowImageStore
 from cdc_core.position import Position
 from cdc_core.rebuild import RebuildConfig, Rebuilder
-from cdc_core.source import Idle
+from cdc_core.source import Idle, TableChanged
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.replication import PostgresSourceConfig
 from tests.private_servers import PostgresServer
@@ -141,12 +141,15 @@ def check_order(changes: Sequence[RawChange]) -> None:
             assert change.position.value % 8 == 0, change.position
 
 
-def shown(changes: Iterable[RawChange]) -> list[tuple[Any, ...]]:
+def shown(changes: Iterable[RawChange | TableChanged]) -> list[tuple[Any, ...]]:
     """Changes as tuples: ('B', txid), ('C', txid), ('R', txid), ('P', txid, table, locator),
-    (op, txid, table, locator, after, before); tables without their schema."""
+    (op, txid, table, locator, after, before), ('DDL', table, action); tables without their
+    schema."""
     out: list[tuple[Any, ...]] = []
     for change in changes:
-        if isinstance(change, Begin):
+        if isinstance(change, TableChanged):
+            out.append(("DDL", change.table.split(".", 1)[1], change.action))
+        elif isinstance(change, Begin):
             out.append(("B", change.txid))
         elif isinstance(change, Commit):
             out.append(("C", change.txid))
@@ -186,10 +189,10 @@ def _rebuilt(rebuilder: Rebuilder, transaction: CommittedTransaction) -> Iterato
         yield (change.op, table, change.locator, after, before)
 
 
-def txids(changes: Iterable[RawChange]) -> list[str]:
+def txids(changes: Iterable[RawChange | TableChanged]) -> list[str]:
     """The transaction ids in order of their first change."""
     seen: list[str] = []
     for change in changes:
-        if change.txid not in seen:
+        if not isinstance(change, TableChanged) and change.txid not in seen:
             seen.append(change.txid)
     return seen
