@@ -190,8 +190,8 @@ class FollowsDdl:
             seq = first + len(events)
             self._store.put(table, found.locator, chunk.position, row, seq)
             events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
-        state = self._refresher.written(chunk, len(events))
-        if chunk.last_key is None:
+        state, done = self._refresher.written(chunk, len(events))
+        if done:
             events += self._bury_gone_rows(state, chunk.position, first + len(events))
             self._refresher.finish(state, chunk.position)
             self._rebuilder.loading = self._refresher.loading()

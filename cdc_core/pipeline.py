@@ -29,6 +29,7 @@ from cdc_core.ddl_handling import FollowsDdl
 from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError
 from cdc_core.events import (
+    ABSENT,
     Commit,
     CommittedTransaction,
     PartialRollback,
@@ -258,6 +259,19 @@ class Pipeline(FollowsDdl):
         emitted = tuple((table, event) for event in events)
         self._pending_transactions.append(EmittedTransaction(txid, position, emitted))
 
+    def _not_loaded_yet(self, change: RowChange) -> None:
+        """A loading refresh dropped ``change``; the key its row may have moved to, if the
+        change carries it (else the row kept its key, which a later range holds), is read
+        once more at the refresh's end."""
+        key = self.describe(change.table).key
+        after = change.after or {}
+        if isinstance(change.locator, tuple) and len(change.locator) == len(key):
+            moved = tuple(after.get(c, old) for c, old in zip(key, change.locator, strict=True))
+        else:
+            moved = tuple(after.get(c, ABSENT) for c in key)
+        if key and all(value is not ABSENT for value in moved):
+            self._refresher.remember(change.table, moved)
+
     def _feed(self, item: RawChange) -> list[CommittedTransaction]:
         """Feed one raw change of a captured table; returns what it commits."""
         if isinstance(item, RowChange | PartialRollback):
@@ -311,7 +325,8 @@ class Pipeline(FollowsDdl):
             try:
                 change = self._rebuilder.rebuild(committed, transaction.commit_pos)
             except NotLoadedYetError:
-                continue  # a row of a loading table no chunk has read yet: its chunk will
+                self._not_loaded_yet(committed.change)  # its chunk, or a last read, has it
+                continue
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
             for event in moves.events(committed.change, change, committed.seq):

@@ -64,6 +64,10 @@ class RefreshState:
         after: The key of the last row written; the next chunk starts after it.
         rows: Rows written so far.
         reason: What started it (for the log).
+        scanned: Every key range has been written; only ``pending`` keys remain.
+        pending: Keys a dropped change may have moved a row to (a loading refresh drops a
+            change of a row not read yet; its new key may lie in a range already read):
+            read once more, by key, after the last range.
     """
 
     table: str
@@ -72,6 +76,8 @@ class RefreshState:
     after: tuple[object, ...] | None = None
     rows: int = 0
     reason: str = ""
+    scanned: bool = False
+    pending: tuple[tuple[object, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.rows < 0:
@@ -89,7 +95,10 @@ class RefreshRow:
 def read_chunk(
     snapshots: SnapshotReader, state: RefreshState, limit: int = CHUNK_ROWS
 ) -> TableChunk:
-    """The next chunk of a refresh: key-ordered where the reader can, else the whole table."""
+    """The next chunk of a refresh: key-ordered where the reader can, else the whole table;
+    once every range is written, the pending keys."""
+    if state.scanned:
+        return _whole_table(snapshots.snapshot([state.table], {state.table: state.pending}))
     if isinstance(snapshots, ReadsChunks):
         return snapshots.read_chunk(state.table, state.after, limit)
     return _whole_table(snapshots.snapshot([state.table]))
@@ -180,11 +189,26 @@ class TableRefresher:
         self.held = None
         return chunk
 
-    def written(self, chunk: TableChunk, rows: int) -> RefreshState:
-        """Record a written chunk; returns the refresh's new state."""
+    def written(self, chunk: TableChunk, rows: int) -> tuple[RefreshState, bool]:
+        """Record a written chunk; returns the refresh's new state and whether it is done
+        (after the last range, or after the pending keys read once the ranges were)."""
         state = self.states[0]
-        self.states[0] = advanced(state, chunk, rows)
-        return self.states[0]
+        if state.scanned:
+            self.states[0] = replace(state, rows=state.rows + rows)
+            return self.states[0], True
+        state = self.states[0] = advanced(state, chunk, rows)
+        if chunk.last_key is not None:
+            return state, False
+        if state.pending:
+            self.states[0] = replace(state, scanned=True)
+            return self.states[0], False
+        return state, True
+
+    def remember(self, table: str, key: tuple[object, ...]) -> None:
+        """A change of a row not read yet was dropped; the row may now be at ``key``."""
+        state = self.state_of(table)
+        if state is not None and key not in state.pending:
+            self.states[self.states.index(state)] = replace(state, pending=(*state.pending, key))
 
     def finish(self, state: RefreshState, end: Position) -> None:
         """The refresh is done: the table is exact again from ``end`` on."""
