@@ -98,12 +98,11 @@ def _transaction(txid: str, first: int, *changes: RowChange) -> list[RawChange]:
 
 def test_a_row_moved_into_a_range_already_read_is_read_again_at_the_end(tmp_path: Path) -> None:
     rows = {key: f"row{key}" for key in [*range(1, 5), *range(6, 21), 500]}
-    move = RowChange(
-        "m", Position.of(31), "u", TABLE, (500,), {"id": 5, "name": ABSENT}, {"id": 500, "name": ABSENT}
-    )
+    only_key = {"id": 500, "name": ABSENT}  # MINIMAL images: only the key moves
+    move = RowChange("m", Position.of(31), "u", TABLE, (500,), {"id": 5, "name": ABSENT}, only_key)
     log = [
         TableChanged(Position.of(10), TABLE, "refresh", "CREATE TABLE items", "table created"),
-        *_transaction("m", 30, move),  # MINIMAL images: only the key moves
+        *_transaction("m", 30, move),
         *_transaction(
             "o", 40, RowChange("o", Position.of(41), "c", OTHER, (1,), {"id": 1, "name": "x"})
         ),
