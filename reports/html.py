@@ -7,6 +7,8 @@ autoescaping is on for every value: row values are attacker-controlled text.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -14,11 +16,13 @@ from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 from reports import model
 from reports.heatmap import HeatMap, build_heatmap
 from reports.history import Drift, classify
 from reports.trend import Trend, build_trend
+from reports.visible import visible
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +96,13 @@ def build_html_report(
         for i, c in enumerate(result["comparisons"])
     ]
     log.info("rendering HTML report of %d comparisons", len(views))
+    script = _script()
     return (
         _environment()
         .get_template(TEMPLATE)
         .render(
+            script=script,
+            csp=content_security_policy(script),
             result=result,
             views=views,
             status_counts=model.status_counts(result),
@@ -162,11 +169,37 @@ def _environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters.update(key=model.format_key, clip=clip, n=_number, seconds=format_seconds)
     env.filters["rows"] = model.rows
     env.filters["kinds"] = model.describe_kinds
     return env
+
+
+@cache
+def _script() -> Markup:
+    """The page's one inline script (search and filters)."""
+    return Markup(_environment().get_template("report.js").render())
+
+
+def content_security_policy(script: str) -> str:
+    """The page loads nothing and runs only its own script: a policy that says so, with the
+    script allowed by its hash (https://www.w3.org/TR/CSP3/#grammardef-hash-source), so no
+    injected script, style sheet, image or connection could work even if escaping failed."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
+        f" script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+
+
+def _shown(value: Any) -> Any:
+    """Every text a template prints, with hidden characters made visible (markup the
+    templates build themselves is left alone)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
 
 
 def clip(value: str, limit: int = MAX_VALUE_CHARS) -> str:

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from reports import model
+from reports.visible import visible
 
 SUITE = "replcheck"
 MAX_KEYS = 20
@@ -112,4 +113,6 @@ def _failure_body(comparison: dict[str, Any]) -> str:
 
 
 def _text(value: str) -> str:
-    return _NOT_XML.sub("\ufffd", value)
+    """XML-safe text whose lines show hidden or direction-changing characters escaped."""
+    shown = "\n".join(visible(line) for line in value.split("\n"))
+    return _NOT_XML.sub("\ufffd", shown)

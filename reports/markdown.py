@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from reports import model
+from reports.visible import visible
 
 DEFAULT_MAX_ROWS = 20
 _ICONS = {"in_sync": "✅", "differences": "⚠️", "error": "❌"}
@@ -38,8 +39,9 @@ def build_markdown(result: dict[str, Any], max_rows: int = DEFAULT_MAX_ROWS) -> 
 
 
 def escape(text: str) -> str:
-    """``text`` as literal Markdown on one line, safe inside a table cell."""
-    return _SPECIAL.sub(r"\\\1", _LINE_BREAK.sub(" ", text))
+    """``text`` as literal Markdown on one line, safe inside a table cell, every hidden or
+    direction-changing character shown as its code point."""
+    return _SPECIAL.sub(r"\\\1", visible(_LINE_BREAK.sub(" ", text)))
 
 
 def _status_line(result: dict[str, Any]) -> str:
