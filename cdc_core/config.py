@@ -23,6 +23,7 @@ from cdc_core.errors import ConfigError
 T = TypeVar("T")
 ENV_PREFIX = "REPLCHECK__"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SUBSTITUTED: set[str] = set()  # values ${NAME} put into URLs (mask_url hides them)
 
 
 class Secret:
@@ -196,13 +197,22 @@ def environment_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def expand_placeholders(text: str, environ: Mapping[str, str], where: str) -> str:
-    """Replace ``${NAME}`` with environment variables; a missing one is an error."""
+def expand_placeholders(
+    text: str, environ: Mapping[str, str], where: str, *, masked: bool = False
+) -> str:
+    """Replace ``${NAME}`` with environment variables; a missing one is an error.
+
+    With ``masked`` (URLs), every value put in is remembered and ``mask_url`` shows it as
+    ``***`` wherever a URL is printed: a user name or host from the environment may be as
+    private as the password.
+    """
 
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in environ:
             raise ConfigError(f"{where}: environment variable {name} is not set")
+        if masked and environ[name]:
+            _SUBSTITUTED.add(environ[name])
         return environ[name]
 
     return _PLACEHOLDER.sub(value, text)
@@ -325,8 +335,11 @@ class ConnectionConfig:
 
 
 def mask_url(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """The URL with any password, and every value ``${NAME}`` put into a URL, as ``***``."""
+    masked = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    for value in sorted(_SUBSTITUTED, key=len, reverse=True):
+        masked = masked.replace(value, "***")
+    return masked
 
 
 def _read_password(section: Section, environ: Mapping[str, str]) -> Secret | None:
@@ -357,7 +370,7 @@ def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, Con
         entry.check_keys(["url", "lake", "password"])
         url = entry.get("url", str)
         if url is not None:
-            url = expand_placeholders(url, environ, entry.where("url"))
+            url = expand_placeholders(url, environ, entry.where("url"), masked=True)
             if re.search(r"://[^:/@]+:[^@]+@", url):
                 raise entry.error("url", "has an inline password; use password: {env: NAME}")
         lake = entry.get("lake", str)
