@@ -29,8 +29,9 @@ class Features:
     truncate: bool = True
     ddl_harmless: bool = True  # constraints, indexes, a VARCHAR2 widened: no stored value changes
     key_changes: bool = True  # single moves, ascending shifts, swaps (the pipeline's KeyMoves)
-    ddl_schema: bool = False  # a nullable column added, then older rows updated
-    ddl_refresh: bool = False  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
+    ddl_schema: bool = True  # a nullable column added, then older rows updated
+    ddl_refresh: bool = True  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
+    unsupported: bool = True  # LONG values shown as Unsupported Type: read as of the commit
 
     def names(self) -> list[str]:
         """The flags that are on."""
@@ -69,6 +70,8 @@ class Workload:
     items: tuple[Item, ...]
     batch_max_events: int = 50
     memory_budget_bytes: int = 1 << 20
+    refresh_chunk_rows: int = 10_000  # rows per chunk of a table refresh
+    source_seed: int = 0  # when the source's "now" runs ahead of the reader (``source``)
 
 
 def generate(seed: int, features: Features, size: int = 24) -> Workload:
@@ -82,7 +85,8 @@ def generate(seed: int, features: Features, size: int = 24) -> Workload:
                 items.append(ddl)
                 continue
         items.append(_txn(rng, features))
-    return Workload(tuple(items), rng.choice((10, 100, 1000)), rng.choice((0, 4096, 1 << 20)))
+    batch, budget = rng.choice((10, 100, 1000)), rng.choice((0, 4096, 1 << 20))
+    return Workload(tuple(items), batch, budget, rng.choice((1, 3, 10_000)), rng.randrange(10**6))
 
 
 def _txn(rng: random.Random, features: Features) -> Txn:
