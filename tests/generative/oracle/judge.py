@@ -4,7 +4,9 @@ Per table, the model's final state is compared with:
 
 - the mirror (keyed tables), read with ``deltalake``;
 - the state derived from the changelog alone (DESIGN.md, "state at P": per key the latest
-  event, gone if it is a ``d`` or older than a truncate);
+  event, gone if it is a ``d`` or older than a truncate), at the end and at every commit
+  SCN of the workload where the lake claims to be exact (outside the windows of positions
+  a refresh recorded as inexact: ``cdc_core.lake.RefreshMarks``);
 - for a table without a key (no mirror, no state by key), its changelog itself, in
   ``(_commit_pos, _seq)`` order: the events of transactions must be the model's committed
   changes, each at its commit SCN; each table refresh (``r`` events of a ``refresh:``
@@ -56,11 +58,39 @@ def judge(lake: Path, history: History) -> list[str]:
         expected = Counter(_row(values, columns) for values in final.rows[index].values())
         derived = Counter(_row(values, columns) for values in _keyed_state(changelog, spec.key))
         problems += _diff(f"{spec.name} state from the changelog", expected, derived)
+        problems += _history_differs(history, index, changelog, marks.stale.get(spec.name, ()))
         mirror = Counter(
             _row(values, columns) for values in _read(LakeTable(lake, spec.name).mirror)
         )
         problems += _diff(f"{spec.name} mirror", expected, mirror)
     return problems
+
+
+def _history_differs(
+    history: History,
+    table: int,
+    changelog: list[dict[str, Any]],
+    stale: tuple[tuple[int, int], ...],
+) -> list[str]:
+    """The first commit SCN, outside the ``stale`` windows, where the state the changelog
+    gives differs from the model's."""
+    spec = TABLES[table]
+    positions = sorted({p for p in history.positions if p is not None})
+    for position in positions:
+        if any(start <= position < end for start, end in stale):
+            continue
+        state = history.at(position)
+        columns = [c.name for c in state.columns[table]]
+        expected = Counter(_row(values, columns) for values in state.rows[table].values())
+        derived = _keyed_state(changelog, spec.key, position)
+        found = _diff(
+            f"{spec.name} state at {position} from the changelog",
+            expected,
+            Counter(_row(values, columns) for values in derived),
+        )
+        if found:
+            return found
+    return []
 
 
 # -- a table without a key: its changelog ------------------------------------------------------
@@ -186,10 +216,15 @@ def _ordered(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(events, key=lambda event: (event[COMMIT_POS], event[SEQ]))
 
 
-def _keyed_state(events: list[dict[str, Any]], key: tuple[str, ...]) -> Iterable[dict[str, Any]]:
-    """Per key the latest event, unless it is a ``d`` or a truncate came after it."""
+def _keyed_state(
+    events: list[dict[str, Any]], key: tuple[str, ...], upto: int | None = None
+) -> Iterable[dict[str, Any]]:
+    """Per key the latest event (up to position ``upto``), unless it is a ``d`` or a truncate
+    came after it."""
     latest: dict[tuple[object, ...], dict[str, Any]] = {}
     for event in _ordered(events):
+        if upto is not None and event[COMMIT_POS] > upto:
+            break
         if event[OP] == "t":
             latest.clear()
         else:

@@ -81,8 +81,11 @@ def records_of(workload: Workload, features: Features) -> list[dict[str, object]
     return render(interpret(workload, features), features).records
 
 
-def check(workload: Workload, features: Features, work: Path) -> list[str]:
-    """Run ``workload`` through the pipeline in ``work``; the problems found (none: pass)."""
+def check(
+    workload: Workload, features: Features, work: Path, seen: Counter[str] | None = None
+) -> list[str]:
+    """Run ``workload`` through the pipeline in ``work``; the problems found (none: pass).
+    ``seen`` counts what the source served (``served``)."""
     history = render(interpret(workload, features), features)
     contents, tables = work / "contents.jsonl", work / "tables.json"
     contents.write_text("".join(json.dumps(r) + "\n" for r in history.records), encoding="utf-8")
@@ -90,11 +93,15 @@ def check(workload: Workload, features: Features, work: Path) -> list[str]:
     replay = ReplayLogReader(ReplayConfig(contents, tables))
     clock = SourceClock(history, workload.source_seed)
     reader = ClockedReader(replay, clock)
+    pipeline = _pipeline(workload, history, reader, clock, work)
     try:
-        reached = _pipeline(workload, history, reader, clock, work).run_until_caught_up()
+        reached = pipeline.run_until_caught_up()
     except Exception as exc:  # any failure of the real pipeline is a finding
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return [f"pipeline raised {type(exc).__name__} at {where.filename}:{where.lineno}: {exc}"]
+    finally:
+        if seen is not None:
+            seen.update(served(pipeline))
     end = reader.end_position()
     stopped = (
         [] if reached == end else [f"the pipeline stopped at {reached}, the log ends at {end}"]
@@ -115,6 +122,26 @@ def _pipeline(
         refresh_chunk_rows=workload.refresh_chunk_rows,
     )  # fmt: skip
     return Pipeline(config, reader, ModelSnapshotReader(history, clock))
+
+
+def served(pipeline: Pipeline) -> Counter[str]:
+    """What the model served the pipeline: refresh chunks (rows, resumed after a key, ahead
+    of the stream) and values read as of a commit."""
+    snapshots = pipeline.snapshots
+    hooks = set(pipeline.config.fetch_unavailable.values())
+    assert isinstance(snapshots, ModelSnapshotReader)
+    found: Counter[str] = Counter()
+    for read in snapshots.reads:
+        if not read.chunk:
+            continue  # the initial load
+        found["refresh_reads"] += 1
+        found["refresh_rows"] += read.rows
+        found["refresh_resumed"] += read.resumed
+        found["refresh_ahead"] += read.lead > 1  # more than past a DDL's own commit
+    found["unavailable_reads"] = sum(
+        hook.calls for hook in hooks if isinstance(hook, ModelUnavailable)
+    )
+    return found
 
 
 # -- shrinking ------------------------------------------------------------------------------
@@ -169,11 +196,17 @@ def _drop_ops(workload: Workload, fails: Callable[[Workload], bool]) -> Workload
 
 
 def check_seed(
-    seed: int, features: Features, root: Path, *, minimize: bool = True
+    seed: int,
+    features: Features,
+    root: Path,
+    *,
+    minimize: bool = True,
+    seen: Counter[str] | None = None,
 ) -> Failure | None:
-    """``None`` when seed ``seed`` passes; else its failure, shrunk when ``minimize``."""
+    """``None`` when seed ``seed`` passes; else its failure, shrunk when ``minimize``.
+    ``seen`` counts what the source served the first run."""
     workload = generate(seed, features)
-    problems = _run(workload, features, root)
+    problems = _run(workload, features, root, seen)
     if not problems:
         return None
     if minimize:
@@ -182,9 +215,11 @@ def check_seed(
     return Failure(seed, problems, workload, records_of(workload, features))
 
 
-def _run(workload: Workload, features: Features, root: Path) -> list[str]:
+def _run(
+    workload: Workload, features: Features, root: Path, seen: Counter[str] | None = None
+) -> list[str]:
     with tempfile.TemporaryDirectory(dir=root) as work:
-        return check(workload, features, Path(work))
+        return check(workload, features, Path(work), seen)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as root:
         for seed in seeds:
             totals += tally(generate(seed, features), features)
-            failure = check_seed(seed, features, Path(root), minimize=not args.no_shrink)
+            shrinking = not args.no_shrink
+            failure = check_seed(seed, features, Path(root), minimize=shrinking, seen=totals)
             if failure is not None:
                 failed.append(seed)
                 print(failure.report(features), flush=True)  # the soak's output
@@ -213,7 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         f"seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of {len(seeds)}"
         f" passed with {features.names()}; {totals['transactions']} transactions"
         f" ({totals['rolled_back']} rolled back), {totals['ddl']} DDL statements"
-        f" ({totals['truncate']} truncates); failed seeds: {failed or 'none'}"
+        f" ({totals['truncate']} truncates); the source served {totals['refresh_reads']}"
+        f" refresh reads ({totals['refresh_rows']} rows) and {totals['unavailable_reads']}"
+        f" values as of a commit; failed seeds: {failed or 'none'}"
     )
     return 1 if failed else 0
 

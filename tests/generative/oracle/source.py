@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -42,6 +43,20 @@ from tests.generative.oracle.tables import TABLES, TableSpec
 LEAP = 0.3  # how often "now" runs ahead of the reader when the source is asked for it
 
 
+@dataclass(frozen=True)
+class Read:
+    """A read the source served (for coverage): a chunk or a whole-table snapshot, its table,
+    SCN and rows, whether it resumed after a key, and how far its SCN was ahead of what the
+    reader had handed out."""
+
+    chunk: bool
+    table: str
+    scn: int
+    rows: int
+    resumed: bool
+    lead: int
+
+
 class SourceClock:
     """The source's current SCN ("now") while its recording replays.
 
@@ -62,6 +77,7 @@ class SourceClock:
         scns = [int(str(record["SCN"])) for record in history.records]
         self.end = scns[-1] if scns else 0
         self._now = scns[0] - 1 if scns else 0
+        self.read_upto = self._now  # the last position the reader handed out
         self._ddl = history.ddl_transactions()
         self._rng = random.Random(seed)
         self._started = False
@@ -69,6 +85,7 @@ class SourceClock:
     def read(self, scn: int) -> None:
         """The reader has handed out everything up to ``scn``."""
         self._started = True
+        self.read_upto = max(self.read_upto, scn)
         self._now = max(self._now, scn)
 
     def now(self) -> int:
@@ -108,7 +125,7 @@ class ModelSnapshotReader:
 
     def __init__(self, history: History, clock: SourceClock) -> None:
         self.history, self.clock = history, clock
-        self.reads: list[tuple[str, int, int]] = []  # (table, SCN, rows): what was served
+        self.reads: list[Read] = []
 
     @contextlib.contextmanager
     def snapshot(
@@ -134,7 +151,7 @@ class ModelSnapshotReader:
             rows = [row for row in rows if after is None or _key(spec.key, row[1]) > after]
             rows = rows[:limit]
         last = _key(spec.key, rows[-1][1]) if spec.key and len(rows) >= limit else None
-        self.reads.append((table, scn, len(rows)))
+        self._served(True, table, scn, len(rows), after is not None)
         return TableChunk(scn_position(scn), _table_snapshot(state, index, rows), last)
 
     def _snapshot(
@@ -144,8 +161,11 @@ class ModelSnapshotReader:
         rows = sorted(state.rows[index].items())
         if keys is not None:
             rows = [row for row in rows if _key(spec.key, row[1]) in set(keys)]
-        self.reads.append((table, scn, len(rows)))
+        self._served(False, table, scn, len(rows), False)
         return _table_snapshot(state, index, rows)
+
+    def _served(self, chunk: bool, table: str, scn: int, rows: int, resumed: bool) -> None:
+        self.reads.append(Read(chunk, table, scn, rows, resumed, scn - self.clock.read_upto))
 
 
 class ModelUnavailable:

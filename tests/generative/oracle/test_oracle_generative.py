@@ -28,8 +28,17 @@ SET_BALANCE = (0, 1, 3, 1, 1, 1, 1, 5, 5, 5, 5, 5)  # an update of the first row
 
 
 def test_random_logminer_streams_replicate_exactly(tmp_path: Path) -> None:
-    failures = [f for seed in SEEDS if (f := check_seed(seed, FEATURES, tmp_path)) is not None]
+    served: Counter[str] = Counter()
+    failures = [
+        failure
+        for seed in SEEDS
+        if (failure := check_seed(seed, FEATURES, tmp_path, seen=served)) is not None
+    ]
     assert not failures, "\n\n".join(failure.report(FEATURES) for failure in failures)
+    # The source was asked what the features promise: refreshes that read rows, chunks
+    # resumed after a key, reads ahead of the stream, values read as of a commit.
+    for what in ("refresh_rows", "refresh_resumed", "refresh_ahead", "unavailable_reads"):
+        assert served[what] >= 5, (what, served)
 
 
 COVERED = (
