@@ -46,9 +46,12 @@ Window = tuple[int, int, frozenset[str]]  # first and last position, columns not
 
 def judge(lake: Path, history: History) -> list[str]:
     """Every difference between the lake and the model (see the module docstring)."""
-    problems = []
     final = history.script.final
     marks = read_marks(lake)
+    problems = [
+        f"the lake still marks {table} as being refreshed since {since}, after the end"
+        for table, since in sorted(marks.refreshing.items())
+    ]
     for index, spec in enumerate(TABLES):
         changelog = _read(LakeTable(lake, spec.name).changelog)
         if not spec.key:

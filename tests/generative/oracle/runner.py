@@ -19,6 +19,7 @@ statements and failures.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -29,9 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdc_core.filters import TableFilter
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.pipeline import EmittedTransaction, Pipeline, PipelineConfig
+from cdc_core.position import Position
 from connectors.oracle.replay import ReplayConfig, ReplayLogReader
-from tests.generative.oracle.history import History, render
+from tests.generative.oracle.history import render
 from tests.generative.oracle.judge import judge
 from tests.generative.oracle.model import DdlScript, interpret
 from tests.generative.oracle.source import (
@@ -41,7 +43,14 @@ from tests.generative.oracle.source import (
     SourceClock,
 )
 from tests.generative.oracle.tables import TABLES
-from tests.generative.oracle.workload import Features, Txn, Workload, generate
+from tests.generative.oracle.workload import (
+    SIZE,
+    Features,
+    Interruption,
+    Txn,
+    Workload,
+    generate,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,67 +99,110 @@ def check(
     contents, tables = work / "contents.jsonl", work / "tables.json"
     contents.write_text("".join(json.dumps(r) + "\n" for r in history.records), encoding="utf-8")
     tables.write_text(json.dumps(tables_document()), encoding="utf-8")
-    replay = ReplayLogReader(ReplayConfig(contents, tables))
     clock = SourceClock(history, workload.source_seed)
-    reader = ClockedReader(replay, clock)
-    pipeline = _pipeline(workload, history, reader, clock, work)
+    source = Source(
+        ClockedReader(ReplayLogReader(ReplayConfig(contents, tables)), clock),
+        ModelSnapshotReader(history, clock),
+        ModelUnavailable(history),
+    )
     try:
-        reached = pipeline.run_until_caught_up()
+        reached = _replicate(workload, source, work)
     except Exception as exc:  # any failure of the real pipeline is a finding
         where = traceback.extract_tb(exc.__traceback__)[-1]
         return [f"pipeline raised {type(exc).__name__} at {where.filename}:{where.lineno}: {exc}"]
     finally:
         if seen is not None:
-            seen.update(served(pipeline))
-    end = reader.end_position()
+            seen.update(source.served())
+    end = source.reader.end_position()
     stopped = (
         [] if reached == end else [f"the pipeline stopped at {reached}, the log ends at {end}"]
     )
     return stopped + judge(work / "lake", history)
 
 
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """The model as the pipeline's source; it outlives each pipeline run."""
+
+    reader: ClockedReader
+    snapshots: ModelSnapshotReader
+    unavailable: ModelUnavailable
+    interrupted: Counter[str] = dataclasses.field(default_factory=Counter)  # stop, crash
+
+    def served(self) -> Counter[str]:
+        """What the model served: refresh chunks (with rows, resumed after a key, ahead of
+        the stream) and values read as of a commit; and the interruptions that happened."""
+        found: Counter[str] = Counter(self.interrupted)
+        for read in self.snapshots.reads:
+            if not read.chunk:
+                continue  # an initial load
+            found["refresh_reads"] += 1
+            found["refresh_rows"] += read.rows
+            found["refresh_resumed"] += read.resumed
+            found["refresh_ahead"] += read.lead > 1  # more than past a DDL's own commit
+        found["unavailable_reads"] = self.unavailable.calls
+        return found
+
+
+class InjectedCrash(Exception):
+    """The crash an ``Interruption`` injects."""
+
+
+def _replicate(workload: Workload, source: Source, work: Path) -> Position | None:
+    """Run the pipeline to the log's end, interrupted as the workload says on the way."""
+    for interruption in workload.interruptions:
+        _run_until(interruption, workload, source, work)
+    return _pipeline(workload, source, work).run_until_caught_up()
+
+
+def _run_until(interruption: Interruption, workload: Workload, source: Source, work: Path) -> None:
+    durable = 0
+
+    def count(transaction: EmittedTransaction) -> None:
+        nonlocal durable
+        durable += 1
+        if durable != interruption.after:
+            return
+        source.interrupted[interruption.how] += 1
+        if interruption.how == "crash":
+            raise InjectedCrash(f"after {durable} durable transactions")
+        pipeline.stop()
+
+    pipeline = _pipeline(workload, source, work, count)
+    with contextlib.suppress(InjectedCrash):
+        pipeline.run_until_caught_up()
+
+
 def _pipeline(
-    workload: Workload, history: History, reader: ClockedReader, clock: SourceClock, work: Path
+    workload: Workload,
+    source: Source,
+    work: Path,
+    on_transaction: Callable[[EmittedTransaction], None] | None = None,
 ) -> Pipeline:
     names = [spec.name for spec in TABLES]
-    unavailable = ModelUnavailable(history)
     config = PipelineConfig(
         "generative", work / "lake", work / "state", TableFilter.of_tables(names),
         memory_budget_bytes=workload.memory_budget_bytes,
         batch_max_events=workload.batch_max_events,
-        fetch_unavailable=dict.fromkeys(names, unavailable),
+        fetch_unavailable=dict.fromkeys(names, source.unavailable),
         refresh_chunk_rows=workload.refresh_chunk_rows,
     )  # fmt: skip
-    return Pipeline(config, reader, ModelSnapshotReader(history, clock))
-
-
-def served(pipeline: Pipeline) -> Counter[str]:
-    """What the model served the pipeline: refresh chunks (rows, resumed after a key, ahead
-    of the stream) and values read as of a commit."""
-    snapshots = pipeline.snapshots
-    hooks = set(pipeline.config.fetch_unavailable.values())
-    assert isinstance(snapshots, ModelSnapshotReader)
-    found: Counter[str] = Counter()
-    for read in snapshots.reads:
-        if not read.chunk:
-            continue  # the initial load
-        found["refresh_reads"] += 1
-        found["refresh_rows"] += read.rows
-        found["refresh_resumed"] += read.resumed
-        found["refresh_ahead"] += read.lead > 1  # more than past a DDL's own commit
-    found["unavailable_reads"] = sum(
-        hook.calls for hook in hooks if isinstance(hook, ModelUnavailable)
-    )
-    return found
+    return Pipeline(config, source.reader, source.snapshots, on_transaction=on_transaction)
 
 
 # -- shrinking ------------------------------------------------------------------------------
 
 
 def shrink(workload: Workload, fails: Callable[[Workload], bool]) -> Workload:
-    """The smallest workload found that still ``fails``: drop chunks of items, then single
-    items, then operations of each transaction, until nothing more can go."""
+    """The smallest workload found that still ``fails``: drop the interruptions it does not
+    need, chunks of items, then single items, then operations of each transaction, until
+    nothing more can go."""
     current = workload
+    for interruption in workload.interruptions:
+        kept = tuple(i for i in current.interruptions if i is not interruption)
+        candidate = dataclasses.replace(current, interruptions=kept)
+        if fails(candidate):
+            current = candidate
     chunk = max(1, len(current.items) // 2)
     while chunk >= 1:
         current, dropped = _drop_chunks(current, chunk, fails)
@@ -202,10 +254,11 @@ def check_seed(
     *,
     minimize: bool = True,
     seen: Counter[str] | None = None,
+    size: int = SIZE,
 ) -> Failure | None:
-    """``None`` when seed ``seed`` passes; else its failure, shrunk when ``minimize``.
-    ``seen`` counts what the source served the first run."""
-    workload = generate(seed, features)
+    """``None`` when seed ``seed`` (a workload of about ``size`` items) passes; else its
+    failure, shrunk when ``minimize``. ``seen`` counts what the source served the first run."""
+    workload = generate(seed, features, size)
     problems = _run(workload, features, root, seen)
     if not problems:
         return None
@@ -228,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--size", type=int, default=SIZE, help="items per workload")
     parser.add_argument("--with", dest="on", nargs="*", default=[], help="features to turn on")
     parser.add_argument("--without", dest="off", nargs="*", default=[], help="features to turn off")
     parser.add_argument("--no-shrink", action="store_true")
@@ -239,9 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     failed, totals = [], Counter[str]()
     with tempfile.TemporaryDirectory() as root:
         for seed in seeds:
-            totals += tally(generate(seed, features), features)
+            totals += tally(generate(seed, features, args.size), features)
             shrinking = not args.no_shrink
-            failure = check_seed(seed, features, Path(root), minimize=shrinking, seen=totals)
+            failure = check_seed(
+                seed, features, Path(root), minimize=shrinking, seen=totals, size=args.size
+            )
             if failure is not None:
                 failed.append(seed)
                 print(failure.report(features), flush=True)  # the soak's output

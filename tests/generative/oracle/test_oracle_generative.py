@@ -13,6 +13,8 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.generative.oracle.coverage import coverage
 from tests.generative.oracle.history import render
 from tests.generative.oracle.judge import judge
@@ -36,8 +38,10 @@ def test_random_logminer_streams_replicate_exactly(tmp_path: Path) -> None:
     ]
     assert not failures, "\n\n".join(failure.report(FEATURES) for failure in failures)
     # The source was asked what the features promise: refreshes that read rows, chunks
-    # resumed after a key, reads ahead of the stream, values read as of a commit.
-    for what in ("refresh_rows", "refresh_resumed", "refresh_ahead", "unavailable_reads"):
+    # resumed after a key, reads ahead of the stream, values read as of a commit; and the
+    # pipeline was stopped and crashed on the way.
+    wanted = ("refresh_rows", "refresh_resumed", "refresh_ahead", "unavailable_reads")
+    for what in (*wanted, "stop", "crash"):
         assert served[what] >= 5, (what, served)
 
 
@@ -107,4 +111,32 @@ def test_a_column_added_with_a_default(tmp_path: Path) -> None:
 def test_a_column_renamed_then_an_older_row_updated(tmp_path: Path) -> None:
     ddl = Ddl("rename_column", ACCOUNTS, 0)
     workload = Workload((*BEFORE_AND_AFTER, ddl, Txn((Op("update", ACCOUNTS, SET_BALANCE),))))
+    assert check(workload, REFRESH, tmp_path) == []
+
+
+def _inserts(*keys: int) -> Txn:
+    """Inserts into ACCOUNTS; ``keys`` pick the free key (9: ID 10, then 18: ID 20)."""
+    return Txn(tuple(Op("insert", ACCOUNTS, (*PICKS[:-1], key)) for key in keys))
+
+
+def test_a_refresh_whose_last_chunk_is_empty_is_recorded_as_over(tmp_path: Path) -> None:
+    """Soak seed 1006 (size 80), shrunk: chunks of one row end with an empty chunk read where
+    the lake already was; the lake kept the table marked as being refreshed (and recorded no
+    stale window), so the state between the DDL and the refresh's end passed for exact."""
+    ddl = Ddl("rename_column", ACCOUNTS, 0)
+    workload = Workload((_inserts(9, 18), ddl), refresh_chunk_rows=1)
+    assert check(workload, REFRESH, tmp_path) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a row whose key moves behind a chunked refresh's cursor before its chunk is read"
+    " keeps its pre-DDL image (here the ADD ... DEFAULT's value is NULL): no chunk reads it"
+    " again (soak seeds 1006 and 1024 at size 80; reported, not fixed here)",
+)
+def test_a_key_moved_behind_the_refresh_cursor_keeps_the_ddls_values(tmp_path: Path) -> None:
+    """ID 20 becomes ID 1 after the first chunk (ID 10) was read, before ID 20's chunk."""
+    move = Op("key_change", ACCOUNTS, (1, 0, *PICKS[2:]))  # the second row to the key 1
+    items = (_inserts(9, 18), Ddl("add_default", ACCOUNTS, 7), Txn((move,)))
+    workload = Workload(items, refresh_chunk_rows=1, source_seed=1)  # ID 10 read before it
     assert check(workload, REFRESH, tmp_path) == []

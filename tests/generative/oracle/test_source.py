@@ -51,7 +51,7 @@ def test_a_chunk_at_p_holds_exactly_the_transactions_committed_up_to_p() -> None
     history = _history(_inserts(2), _inserts(1))
     first, second = history.positions
     assert first is not None and second is not None
-    ids = sorted(row["ID"] for row in history.script.final.rows[ACCOUNTS].values())
+    ids = sorted(int(str(row["ID"])) for row in history.script.final.rows[ACCOUNTS].values())
     assert _keys(history, first - 1, None, 10) == [[], None]
     assert len(_keys(history, first, None, 10)[0]) == 2
     assert len(_keys(history, second - 1, None, 10)[0]) == 2
@@ -62,7 +62,7 @@ def test_chunks_come_in_key_order_and_resume_after_the_last_key() -> None:
     history = _history(_inserts(5))
     (end,) = history.positions
     assert end is not None
-    ids = sorted(row["ID"] for row in history.script.final.rows[ACCOUNTS].values())
+    ids = sorted(int(str(row["ID"])) for row in history.script.final.rows[ACCOUNTS].values())
     assert _keys(history, end, None, 2) == [ids[:2], (ids[1],)]
     assert _keys(history, end, (ids[1],), 2) == [ids[2:4], (ids[3],)]
     assert _keys(history, end, (ids[3],), 2) == [ids[4:], None]
