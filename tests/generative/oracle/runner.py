@@ -5,7 +5,10 @@
 sink) into a lake in a temporary directory. The pipeline's source is the model itself
 (``source``): its snapshot reader reads the tables as of an SCN, for the initial load and
 for the table refreshes DDL triggers, and its ``fetch_unavailable`` hook reads values
-LogMiner showed as ``Unsupported Type``. ``judge`` then compares the lake with the model.
+LogMiner showed as ``Unsupported Type``. On the way the pipeline may be stopped or crash
+(``Workload.interruptions``: after so many durable transactions, ``stop()`` or an exception
+from its callback) and run again on its state, as a restarted service is. ``judge`` then
+compares the lake with the model.
 
 ``shrink`` removes items, then operations, while the workload still fails, as hypothesis
 does; ``main`` runs many seeds for a soak::
@@ -307,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         f" ({totals['rolled_back']} rolled back), {totals['ddl']} DDL statements"
         f" ({totals['truncate']} truncates); the source served {totals['refresh_reads']}"
         f" refresh reads ({totals['refresh_rows']} rows) and {totals['unavailable_reads']}"
-        f" values as of a commit; failed seeds: {failed or 'none'}"
+        f" values as of a commit; the pipeline stopped {totals['stop']} times and crashed"
+        f" {totals['crash']} times; failed seeds: {failed or 'none'}"
     )
     return 1 if failed else 0
 
