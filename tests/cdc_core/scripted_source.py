@@ -150,8 +150,8 @@ class ChunkedSource(ScriptedSource):
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
         description = self.descriptions[table]
         key = description.key
-        rows = sorted(self.rows(table), key=lambda row: tuple(row[c] for c in key))  # type: ignore[arg-type]
-        rows = [row for row in rows if after is None or tuple(row[c] for c in key) > after][:limit]  # type: ignore[operator]
+        rows = sorted(self.rows(table), key=lambda row: tuple(row[c] for c in key))
+        rows = [row for row in rows if after is None or tuple(row[c] for c in key) > after][:limit]
         last = tuple(rows[-1][c] for c in key) if len(rows) >= limit else None
         full = [{name: row.get(name) for name in description.schema.names} for row in rows]
         batches = pa.Table.from_pylist(full, description.schema).to_batches()
