@@ -117,6 +117,7 @@ class Pipeline(FollowsDdl):
         self._batch_started = time.monotonic()
         self._last_commit: Position | None = None
         self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
+        self._written_marks = RefreshMarks()  # the refresh marks the progress file holds
         self._checkpoints = 0
         self._added: list[str] = []  # tables add_tables() asked for, not started yet
         self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
@@ -198,10 +199,12 @@ class Pipeline(FollowsDdl):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
         self._rebuilder = Rebuilder(self._store, self._rebuild_config())
         self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
+        self._written_marks = self._marks()
         self._rebuilder.loading = self._refresher.loading()
         self._checkpoint, self._buffer = checkpoint, buffer
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
         if self._done(checkpoint.lake_position, until):
+            yield checkpoint.lake_position  # caught up already: nothing to write
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
         self._fetch_chunk()
@@ -386,10 +389,11 @@ class Pipeline(FollowsDdl):
         """
         position = self._flush_position(idle_at)
         previous = self._written_upto or self._checkpoint.lake_position
-        # A refresh chunk may arrive at the position already written (a quiet source).
+        # A refresh chunk may arrive at the position already written (a quiet source); one
+        # that ends a refresh without an event still changes the marks, which must be written.
+        unchanged = not self._pending_events and self._marks() == self._written_marks
         behind = previous is not None and (
-            position is not None
-            and (position < previous or (position == previous and not self._pending_events))
+            position is not None and (position < previous or (position == previous and unchanged))
         )
         if position is None or behind:
             recorded = self._checkpoint.lake_position
@@ -423,11 +427,16 @@ class Pipeline(FollowsDdl):
 
     def _write_batch(self, position: Position) -> int:
         """Write the pending batch as reaching ``position``."""
-        tables = self.tables
-        marks = RefreshMarks(self._refresher.refreshing(), self._refresher.stale)
-        return self._write_batch_with(
+        tables, marks = self.tables, self._marks()
+        written = self._write_batch_with(
             lambda: self._sink.write(self._pending.values(), position, tables, marks)
         )
+        self._written_marks = marks
+        return written
+
+    def _marks(self) -> RefreshMarks:
+        """Where the lake is not exact: tables under refresh, windows of finished ones."""
+        return RefreshMarks(self._refresher.refreshing(), dict(self._refresher.stale))
 
     def _write_batch_with(self, write: Callable[[], int]) -> int:
         """Run ``write``; once more with fresh descriptions if the batch did not fit them."""

@@ -1,4 +1,5 @@
-"""A hand-written log for pipeline tests: transactions and table descriptions that change."""
+"""A hand-written log for pipeline tests: transactions, DDL and table descriptions that
+change; ``ChunkedSource`` also reads key-ordered chunks for the table refresh."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ import pyarrow as pa
 from cdc_core.errors import TerminalError
 from cdc_core.events import Begin, Commit, RawChange, RowChange
 from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription, TableSnapshot
+from cdc_core.source import (
+    DdlAction,
+    Idle,
+    TableChanged,
+    TableChunk,
+    TableDescription,
+    TableSnapshot,
+)
 
 
 class ScriptedSource:
@@ -23,7 +31,7 @@ class ScriptedSource:
     ) -> None:
         self.snapshot_now = snapshot_now  # False: snapshots are of the empty log's start
         self.descriptions = dict(descriptions)
-        self.log: list[RawChange] = []
+        self.log: list[RawChange | TableChanged] = []
         self.counter = 0
 
     def _next(self) -> Position:
@@ -61,6 +69,12 @@ class ScriptedSource:
         self.log.append(Commit(txid, position, datetime(2026, 1, 1, tzinfo=UTC)))
         return position
 
+    def ddl(self, table: str, action: DdlAction = "refresh") -> Position:
+        """Append a DDL statement the connector classified as ``action``."""
+        position = self._next()
+        self.log.append(TableChanged(position, table, action, f"ALTER TABLE {table} ..."))
+        return position
+
     def alter(self, table: str, schema: pa.Schema) -> None:
         """Change a table's columns (as a DDL statement would)."""
         self.descriptions[table] = TableDescription(table, schema, self.descriptions[table].key)
@@ -73,7 +87,7 @@ class ScriptedSource:
     def end_position(self) -> Position:
         return Position.of(self.counter)
 
-    def iter_changes(self, start: Position | None) -> Iterator[RawChange | Idle]:
+    def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
         for change in self.log:
             if start is None or change.position >= start:
                 yield change
@@ -94,6 +108,14 @@ class ScriptedSource:
 
     def _table_snapshot(self, table: str) -> TableSnapshot:
         description = self.descriptions[table]
+        names = description.schema.names
+        full = [{name: row.get(name) for name in names} for row in self.rows(table)]
+        return TableSnapshot(
+            description, iter(pa.Table.from_pylist(full, description.schema).to_batches())
+        )
+
+    def rows(self, table: str) -> list[dict[str, object]]:
+        """The table's committed rows at the log's end."""
         rows: dict[Hashable, dict[str, object]] = {}
         open_changes: dict[str, list[RowChange]] = {}
         for change in self.log:
@@ -102,11 +124,7 @@ class ScriptedSource:
             elif isinstance(change, Commit):
                 for row_change in open_changes.pop(change.txid, []):
                     _apply(rows, row_change)
-        names = description.schema.names
-        full = [{name: row.get(name) for name in names} for row in rows.values()]
-        return TableSnapshot(
-            description, iter(pa.Table.from_pylist(full, description.schema).to_batches())
-        )
+        return list(rows.values())
 
     def close(self) -> None:
         pass
@@ -120,3 +138,21 @@ def _apply(rows: dict[Hashable, dict[str, object]], change: RowChange) -> None:
     else:
         assert change.after is not None
         rows[change.locator] = dict(change.after)
+
+
+class ChunkedSource(ScriptedSource):
+    """A scripted source whose snapshots are of the log's end, read in key-ordered chunks
+    (``cdc_core.source.ReadsChunks``) as well."""
+
+    def __init__(self, descriptions: Mapping[str, TableDescription]) -> None:
+        super().__init__(descriptions, snapshot_now=True)
+
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        description = self.descriptions[table]
+        key = description.key
+        rows = sorted(self.rows(table), key=lambda row: tuple(row[c] for c in key))
+        rows = [row for row in rows if after is None or tuple(row[c] for c in key) > after][:limit]
+        last = tuple(rows[-1][c] for c in key) if len(rows) >= limit else None
+        full = [{name: row.get(name) for name in description.schema.names} for row in rows]
+        batches = pa.Table.from_pylist(full, description.schema).to_batches()
+        return TableChunk(self.end_position(), TableSnapshot(description, iter(batches)), last)

@@ -239,6 +239,19 @@ def test_existing_lake_table_of_someone_else_is_refused(tmp_path: Path) -> None:
         Pipeline(other, source, source).run_until_caught_up()
 
 
+def test_a_run_with_nothing_to_do_returns_the_position_the_lake_holds(tmp_path: Path) -> None:
+    """Run again once caught up: it writes nothing and says where the lake is, not None (the
+    Oracle generative tester found it restarting a pipeline that had reached the end)."""
+    source = _scripted()
+    source.commit([("c", ORDERS, {"id": 1, "qty": 5})])
+    config = _config(tmp_path, TableFilter.of_tables([ORDERS]))
+    reached = Pipeline(config, source, source).run_until_caught_up()
+
+    again = Pipeline(config, source, source).run_until_caught_up()
+
+    assert again == reached == source.end_position()
+
+
 def test_state_dir_of_another_pipeline_is_refused(tmp_path: Path) -> None:
     source = _scripted()
     source.commit([("c", ORDERS, {"id": 1, "qty": 5})])

@@ -5,6 +5,12 @@ Oracle semantics kept: rows are located by ROWID; unique keys are checked at the
 statement (a key shift or swap shows intermediate duplicates); a ROWID is reused only after
 the delete that freed it committed; a column added with a DEFAULT shows it in existing rows
 without any redo; a rollback to a savepoint undoes the statements after it.
+
+``Script.states`` holds the source after each item, so a snapshot at any SCN can be answered
+(``history``). With ``Features.unsupported`` the new values of ``LONG`` columns are shown as
+``Unsupported Type`` (``Change.unrendered``), which the pipeline reads back as of the commit
+by ROWID; a transaction therefore never deletes or moves a row after writing such a value
+(the read would find no row there, and the pipeline stops by design rather than guess).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field, replace
 
-from tests.generative.oracle.tables import TABLES, Column, TableSpec, value
+from tests.generative.oracle.tables import TABLES, UNRENDERED_TYPES, Column, TableSpec, value
 from tests.generative.oracle.workload import Ddl, Features, Op, Txn, Workload
 
 KEYSPACE = 40
@@ -34,6 +40,12 @@ class Change:
     after: Values | None = None
     new_rowid: str | None = None
     changed: tuple[str, ...] = ()
+    unrendered: tuple[str, ...] = ()  # new values LogMiner shows as ``Unsupported Type``
+
+    @property
+    def final_rowid(self) -> str:
+        """Where the row is after the change."""
+        return self.new_rowid or self.rowid
 
 
 @dataclass
@@ -50,11 +62,13 @@ class TxnScript:
 
 @dataclass
 class DdlScript:
-    """A DDL statement and the table's columns after it."""
+    """A DDL statement, the table's columns after it, and the columns whose stored values it
+    changed without redo (a default filled in, a column renamed)."""
 
     table: int
     text: str
     columns: list[Column]
+    touched: tuple[str, ...] = ()
 
 
 @dataclass
@@ -66,16 +80,30 @@ class State:
     free: list[dict[int, list[str]]]  # per table and partition: ROWIDs free to reuse
     counter: int = 0
     added: int = 0
+    pinned: set[tuple[int, str]] = field(default_factory=set)  # see the module docstring
 
     def key_of(self, table: int, values: Values) -> tuple[object, ...]:
         return tuple(values[column] for column in TABLES[table].key)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The source's committed tables at one point: per table its columns and rows by ROWID."""
+
+    columns: list[list[Column]]
+    rows: list[dict[str, Values]]
 
 
 @dataclass
 class Script:
     items: list[TxnScript | DdlScript]
     final: State
+    states: list[Snapshot]  # the source after each item (a rolled-back one changes nothing)
     initial: tuple[TableSpec, ...] = field(default=TABLES)
+
+    def start(self) -> Snapshot:
+        """The source before the first item: empty tables."""
+        return Snapshot([list(spec.columns) for spec in self.initial], [{} for _ in TABLES])
 
 
 def new_state() -> State:
@@ -93,14 +121,17 @@ def interpret(workload: Workload, features: Features) -> Script:
     """The statements each item ran and the final state (see the module docstring)."""
     state = new_state()
     items: list[TxnScript | DdlScript] = []
+    states: list[Snapshot] = []
     for number, item in enumerate(workload.items):
         if isinstance(item, Ddl):
             script = _run_ddl(state, item)
-            if script is not None:
-                items.append(script)
+            if script is None:
+                continue
+            items.append(script)
         else:
             items.append(_run_txn(state, item, number, features))
-    return Script(items, state)
+        states.append(Snapshot(copy.deepcopy(state.columns), copy.deepcopy(state.rows)))
+    return Script(items, state, states)
 
 
 def _run_txn(state: State, txn: Txn, number: int, features: Features) -> TxnScript:
@@ -108,6 +139,7 @@ def _run_txn(state: State, txn: Txn, number: int, features: Features) -> TxnScri
     snapshots: list[list[dict[str, Values]]] = []
     script = TxnScript(f"{number + 1:04X}0001{txn.seed % 16**8:08X}", [], txn.commit,
                        txn.overlap, txn.seed, set())  # fmt: skip
+    state.pinned = set()
     for op in txn.ops:
         if op.kind == "undo":
             _undo(script, work, snapshots, op)
@@ -194,7 +226,8 @@ def _insert(
         row[spec.partition_column] = op.picks[1] % 100
     rowid = _allocate(state, op.table, _partition(spec, row), op.picks[2])
     work[op.table][rowid] = row
-    return [Change("c", op.table, rowid, None, dict(row))]
+    unrendered = _unrendered(state, op.table, rowid, row, columns, features)
+    return [Change("c", op.table, rowid, None, dict(row), unrendered=unrendered)]
 
 
 def _update(
@@ -212,18 +245,17 @@ def _update(
         c.name: value(c, op.picks[7 + i % 5], features.csf) for i, c in enumerate(chosen)
     }
     work[op.table][rowid] = after
-    return [
-        Change(
-            "u", op.table, rowid, dict(before), dict(after), changed=tuple(c.name for c in chosen)
-        )
-    ]
+    unrendered = _unrendered(state, op.table, rowid, after, chosen, features)
+    changed = tuple(c.name for c in chosen)
+    return [Change("u", op.table, rowid, dict(before), dict(after), changed=changed,
+                   unrendered=unrendered)]  # fmt: skip
 
 
 def _delete(
     state: State, work: list[dict[str, Values]], op: Op, features: Features
 ) -> list[Change]:
     found = _live(work, op.table, op.picks[0])
-    if found is None:
+    if found is None or (op.table, found[0]) in state.pinned:
         return []
     rowid, before = found
     del work[op.table][rowid]
@@ -286,7 +318,7 @@ def _move(state: State, work: list[dict[str, Values]], op: Op, features: Feature
     """An update of the partition column across the boundary: the row moves to a new ROWID."""
     spec = TABLES[op.table]
     found = _live(work, op.table, op.picks[0])
-    if found is None or spec.partition_column is None:
+    if found is None or spec.partition_column is None or (op.table, found[0]) in state.pinned:
         return []
     rowid, before = found
     column = spec.partition_column
@@ -295,7 +327,28 @@ def _move(state: State, work: list[dict[str, Values]], op: Op, features: Feature
     new_rowid = _allocate(state, op.table, 1 - now, op.picks[2])
     del work[op.table][rowid]
     work[op.table][new_rowid] = after
-    return [Change("m", op.table, rowid, dict(before), dict(after), new_rowid, (column,))]
+    # The INSERT half of a movement lists every column.
+    unrendered = _unrendered(state, op.table, new_rowid, after, state.columns[op.table], features)
+    return [Change("m", op.table, rowid, dict(before), dict(after), new_rowid, (column,),
+                   unrendered)]  # fmt: skip
+
+
+def is_unrendered(data_type: str, features: Features) -> bool:
+    """Whether LogMiner shows values of ``data_type`` as ``Unsupported Type``."""
+    return features.unsupported and data_type in UNRENDERED_TYPES
+
+
+def _unrendered(
+    state: State, table: int, rowid: str, row: Values, written: list[Column], features: Features
+) -> tuple[str, ...]:
+    """The ``written`` columns whose new value in ``row`` LogMiner cannot show (NULL it can);
+    such a row is pinned at ``rowid`` for the rest of the transaction."""
+    names = tuple(
+        c.name for c in written if is_unrendered(c.data_type, features) and row[c.name] is not None
+    )
+    if names:
+        state.pinned.add((table, rowid))
+    return names
 
 
 def _free_key(state: State, work: list[dict[str, Values]], table: int, pick: int) -> tuple | None:
@@ -337,8 +390,14 @@ def _partition_of_rowid(rowid: str) -> int:
 
 
 def _run_ddl(state: State, ddl: Ddl) -> DdlScript | None:
+    before = {c.name for c in state.columns[ddl.table]}
     text = _ddl_text(state, ddl)
-    return None if text is None else DdlScript(ddl.table, text, list(state.columns[ddl.table]))
+    if text is None:
+        return None
+    columns = list(state.columns[ddl.table])
+    new = tuple(c.name for c in columns if c.name not in before)
+    touched = () if ddl.kind == "add_nullable" else new  # a default, or a renamed column
+    return DdlScript(ddl.table, text, columns, touched)
 
 
 def _ddl_text(state: State, ddl: Ddl) -> str | None:

@@ -10,7 +10,11 @@ region), ``ROLLBACK = 1`` rows undoing changes in reverse order (a rollback to a
 or a whole rolled-back transaction), a row movement as a DELETE and an INSERT sharing SCN
 and ``RS_ID``, statements over 4000 bytes in ``CSF`` continuation rows, DDL in a
 transaction of its own. Transactions whose rows and keys are disjoint may interleave (row
-locks keep others apart); commits stay in the model's order.
+locks keep others apart); commits stay in the model's order. With ``Features.unsupported``
+a non-NULL value of a ``LONG`` column is ``Unsupported Type`` wherever it appears.
+
+``Renderer.positions`` says, per script item, the SCN from which a snapshot shows it: its
+commit SCN (``None`` for a transaction that rolled back; a DDL is a transaction of its own).
 """
 
 from __future__ import annotations
@@ -20,8 +24,16 @@ import random
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from tests.generative.oracle.model import Change, DdlScript, Script, TxnScript, Values
+from tests.generative.oracle.model import (
+    Change,
+    DdlScript,
+    Script,
+    TxnScript,
+    Values,
+    is_unrendered,
+)
 from tests.generative.oracle.tables import TABLES
+from tests.generative.oracle.workload import Features
 
 PIECE = 4000  # SQL_REDO and SQL_UNDO hold at most this much; the rest continues (CSF = 1)
 MAX_WINDOW = 4
@@ -89,13 +101,15 @@ def _table(table: int) -> str:
 class Statements:
     """SQL_REDO / SQL_UNDO texts of changes, with the columns the table has then."""
 
-    def __init__(self, columns: list[tuple[str, str]], seed: int, regions: bool) -> None:
+    def __init__(self, columns: list[tuple[str, str]], seed: int, features: Features) -> None:
         self.types = dict(columns)
         self.order = [name for name, _ in columns]
-        self.seed, self.regions = seed, regions
+        self.seed, self.features = seed, features
 
     def value(self, name: str, value: object) -> str:
-        return literal(value, self.types[name], self.seed + len(name), self.regions)
+        if value is not None and is_unrendered(self.types[name], self.features):
+            return "Unsupported Type"
+        return literal(value, self.types[name], self.seed + len(name), self.features.region_zones)
 
     def insert(self, table: int, row: Values) -> str:
         names = ",".join(_quoted(c) for c in self.order)
@@ -155,10 +169,14 @@ class TxnRows:
     """The units of one transaction's rows, rendered with the columns each table has."""
 
     def __init__(
-        self, script: TxnScript, columns: list[list[tuple[str, str]]], regions: bool
+        self,
+        script: TxnScript,
+        columns: list[list[tuple[str, str]]],
+        features: Features,
+        index: int,
     ) -> None:
-        self.script = script
-        self.statements = [Statements(c, script.seed, regions) for c in columns]
+        self.script, self.index = script, index
+        self.statements = [Statements(c, script.seed, features) for c in columns]
         self.units: list[Unit] = [
             [_row(script.xid, _START, SQL_REDO="set transaction read write;")]
         ]
@@ -240,25 +258,26 @@ class TxnRows:
 class Renderer:
     """Turns a ``Script`` into contents records, assigning SCNs and timestamps."""
 
-    def __init__(self, script: Script, regions: bool = True) -> None:
-        self.script, self.regions = script, regions
+    def __init__(self, script: Script, features: Features) -> None:
+        self.script, self.features = script, features
         self.columns = [[(c.name, c.data_type) for c in spec.columns] for spec in script.initial]
         self.scn = 1000
         self.records: list[dict[str, object]] = []
         self.window: list[TxnRows] = []
+        self.positions: list[int | None] = [None] * len(script.items)
 
     def render(self) -> list[dict[str, object]]:
-        for item in self.script.items:
+        for index, item in enumerate(self.script.items):
             if isinstance(item, DdlScript):
                 self._flush()
-                self._ddl(item)
+                self._ddl(item, index)
             else:
-                self._join(item)
+                self._join(item, index)
         self._flush()
         return self.records
 
-    def _join(self, script: TxnScript) -> None:
-        rows = TxnRows(script, self.columns, self.regions)
+    def _join(self, script: TxnScript, index: int) -> None:
+        rows = TxnRows(script, self.columns, self.features, index)
         clash = any(script.footprint & other.script.footprint for other in self.window)
         if not script.overlap or clash or len(self.window) >= MAX_WINDOW:
             self._flush()
@@ -277,7 +296,10 @@ class Renderer:
                 for i, units in enumerate(pending)
                 if len(units) > 1 or (units and not any(pending[:i]))
             ]
-            self._emit(pending[rng.choice(ready)].pop(0))
+            chosen = rng.choice(ready)
+            self._emit(pending[chosen].pop(0))
+            if not pending[chosen] and self.window[chosen].script.commit:
+                self.positions[self.window[chosen].index] = self.scn  # its commit
         self.window = []
 
     def _emit(self, unit: Unit) -> None:
@@ -292,10 +314,11 @@ class Renderer:
             for record in self.records[-len(unit) :]:
                 record["RS_ID"] = self.records[-len(unit)]["RS_ID"]
 
-    def _ddl(self, ddl: DdlScript) -> None:
+    def _ddl(self, ddl: DdlScript, index: int) -> None:
         xid = f"DD{self.scn:014X}"
         owner, name = TABLES[ddl.table].name.split(".")
         self._emit([_row(xid, _START)])
         self._emit([_row(xid, _DDL, SEG_OWNER=owner, TABLE_NAME=name, SQL_REDO=ddl.text)])
         self._emit([_row(xid, _COMMIT)])
+        self.positions[index] = self.scn
         self.columns[ddl.table] = [(c.name, c.data_type) for c in ddl.columns]

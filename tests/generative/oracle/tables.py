@@ -4,7 +4,9 @@ values their columns take.
 ``GEN.ACCOUNTS`` has a one-column primary key that is supplementally logged, dates, zoned
 timestamps and text long enough to need CSF continuations; ``GEN.ITEMS`` a composite key,
 and is partitioned by ``QTY`` with ROW MOVEMENT, so an update across the boundary moves a
-row to a new ROWID; ``GEN.EVENTS`` has no key and is located by ROWID only.
+row to a new ROWID; ``GEN.EVENTS`` has no key and is located by ROWID only. ``GEN.ACCOUNTS``
+and ``GEN.EVENTS`` also have a ``LONG`` column (``MEMO``), whose values LogMiner may show
+as ``Unsupported Type`` (``UNRENDERED_TYPES``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ TABLES = (
     TableSpec("GEN.ACCOUNTS", ("ID",), (
         Column("ID", "NUMBER", 10, 0, False), Column("NAME", "VARCHAR2"),
         Column("BALANCE", "NUMBER", 12, 2), Column("OPENED", "DATE"), Column("NOTE", "VARCHAR2"),
-        Column("SEEN", "TIMESTAMP(6) WITH TIME ZONE", None, 6),
+        Column("SEEN", "TIMESTAMP(6) WITH TIME ZONE", None, 6), Column("MEMO", "LONG"),
     ), key_logged=True),
     TableSpec("GEN.ITEMS", ("ORD", "LINE"), (
         Column("ORD", "NUMBER", 10, 0, False), Column("LINE", "NUMBER", 5, 0, False),
@@ -58,10 +60,14 @@ TABLES = (
     ), partition_column="QTY"),
     TableSpec("GEN.EVENTS", (), (
         Column("KIND", "VARCHAR2"), Column("AMOUNT", "NUMBER", 12, 3),
-        Column("AT", "TIMESTAMP(6)", None, 6), Column("PAYLOAD", "RAW"),
+        Column("AT", "TIMESTAMP(6)", None, 6), Column("PAYLOAD", "RAW"), Column("MEMO", "LONG"),
     )),
 )  # fmt: skip
 ACCOUNTS, ITEMS, EVENTS = range(3)
+UNRENDERED_TYPES = frozenset({"LONG"})
+"""Column types whose values LogMiner may show as ``Unsupported Type`` instead of a literal
+(Oracle Database Utilities, "Supported Data Types and Table Storage Attributes"): the
+pipeline reads them from the source as of the commit (``PipelineConfig.fetch_unavailable``)."""
 
 
 _WORDS = ("alice", "O'Brien", "Zoë", "a b", "x;y", "NULL", "quote''d", "tab\tend")
@@ -80,7 +86,7 @@ def value(column: Column, pick: int, long_text: bool) -> object:
         return (Decimal(pick % 10**6) / (10**column.scale)).quantize(
             Decimal(1).scaleb(-column.scale)
         )
-    if kind == "VARCHAR2":
+    if kind in ("VARCHAR2", "LONG"):
         if long_text and pick % 11 == 5:
             return ("n" * LONG_TEXT) + "O'Brien" + str(pick)
         return f"{_WORDS[pick % len(_WORDS)]}{pick % 97}"

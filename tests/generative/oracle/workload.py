@@ -29,8 +29,10 @@ class Features:
     truncate: bool = True
     ddl_harmless: bool = True  # constraints, indexes, a VARCHAR2 widened: no stored value changes
     key_changes: bool = True  # single moves, ascending shifts, swaps (the pipeline's KeyMoves)
-    ddl_schema: bool = False  # a nullable column added, then older rows updated
-    ddl_refresh: bool = False  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
+    ddl_schema: bool = True  # a nullable column added, then older rows updated
+    ddl_refresh: bool = True  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
+    unsupported: bool = True  # LONG values shown as Unsupported Type: read as of the commit
+    restarts: bool = True  # the pipeline stopped or crashed, then run again on its state
 
     def names(self) -> list[str]:
         """The flags that are on."""
@@ -69,9 +71,28 @@ class Workload:
     items: tuple[Item, ...]
     batch_max_events: int = 50
     memory_budget_bytes: int = 1 << 20
+    refresh_chunk_rows: int = 10_000  # rows per chunk of a table refresh
+    source_seed: int = 0  # when the source's "now" runs ahead of the reader (``source``)
+    interruptions: tuple[Interruption, ...] = ()  # in order, before the run to the end
 
 
-def generate(seed: int, features: Features, size: int = 24) -> Workload:
+@dataclass(frozen=True)
+class Interruption:
+    """The pipeline stops (``stop()``) or crashes (an exception) once ``after`` durable
+    transactions (or parts, or refresh chunks) have reached the lake since it started."""
+
+    after: int
+    how: str  # stop crash
+
+    def __post_init__(self) -> None:
+        if self.after < 1 or self.how not in ("stop", "crash"):
+            raise ValueError(f"not an interruption: {self}")
+
+
+SIZE = 24
+
+
+def generate(seed: int, features: Features, size: int = SIZE) -> Workload:
     """A random workload of about ``size`` items."""
     rng = random.Random(seed)
     items: list[Item] = []
@@ -82,7 +103,13 @@ def generate(seed: int, features: Features, size: int = 24) -> Workload:
                 items.append(ddl)
                 continue
         items.append(_txn(rng, features))
-    return Workload(tuple(items), rng.choice((10, 100, 1000)), rng.choice((0, 4096, 1 << 20)))
+    batch, budget = rng.choice((10, 100, 1000)), rng.choice((0, 4096, 1 << 20))
+    chunk, source = rng.choice((1, 3, 10_000)), rng.randrange(10**6)
+    stops = tuple(
+        Interruption(rng.randint(1, size), rng.choice(("stop", "crash")))
+        for _ in range(rng.randint(0, 2) if features.restarts else 0)
+    )
+    return Workload(tuple(items), batch, budget, chunk, source, stops)
 
 
 def _txn(rng: random.Random, features: Features) -> Txn:
