@@ -262,6 +262,19 @@ class Pipeline(FollowsDdl):
         emitted = tuple((table, event) for event in events)
         self._pending_transactions.append(EmittedTransaction(txid, position, emitted))
 
+    def _moved_under_refresh(self, change: RowChange) -> None:
+        """A row of a table under refresh moved to another key: the key may lie behind the
+        chunks' cursor while the row was not read yet (its image predates the DDL), so it is
+        read once more at the refresh's end."""
+        if change.op != "u" or self._refresher.state_of(change.table) is None:
+            return
+        key = self.describe(change.table).key
+        if not key or change.before is None or change.after is None:
+            return
+        new = tuple(change.after[column] for column in key)
+        if new != tuple(change.before[column] for column in key):
+            self._refresher.remember(change.table, new)
+
     def _not_loaded_yet(self, change: RowChange) -> None:
         """A loading refresh dropped ``change``; the key its row may have moved to, if the
         change carries it (else the row kept its key, which a later range holds), is read
@@ -330,6 +343,7 @@ class Pipeline(FollowsDdl):
             except NotLoadedYetError:
                 self._not_loaded_yet(committed.change)  # its chunk, or a last read, has it
                 continue
+            self._moved_under_refresh(change)
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
             for event in moves.events(committed.change, change, committed.seq):

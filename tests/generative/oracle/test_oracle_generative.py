@@ -3,9 +3,9 @@
 A bounded run of seeds with every feature of ``Features`` (DDL that needs a table refresh,
 ``Unsupported Type`` values, the pipeline stopped and crashed on the way); a failing seed's
 report holds the seed and its shrunk stream as replay records. Workloads found failing are
-kept below as regression tests, written out small; one that needs a fix still to be made
-is a strict xfail naming it. Long soaks: ``python -m tests.generative.oracle.runner --seeds
-1000 [--size 80]`` (``--without ...`` turns features off).
+kept below as regression tests, written out small. Long soaks:
+``python -m tests.generative.oracle.runner --seeds 1000 [--size 80]`` (``--without ...``
+turns features off).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from pathlib import Path
-
-import pytest
 
 from tests.generative.oracle.coverage import coverage
 from tests.generative.oracle.history import render
@@ -129,12 +127,6 @@ def test_a_refresh_whose_last_chunk_is_empty_is_recorded_as_over(tmp_path: Path)
     assert check(workload, REFRESH, tmp_path) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a row whose key moves behind a chunked refresh's cursor before its chunk is read"
-    " keeps its pre-DDL image (here the ADD ... DEFAULT's value is NULL): no chunk reads it"
-    " again (soak seeds 1006 and 1024 at size 80; reported, not fixed here)",
-)
 def test_a_key_moved_behind_the_refresh_cursor_keeps_the_ddls_values(tmp_path: Path) -> None:
     """ID 20 becomes ID 1 after the first chunk (ID 10) was read, before ID 20's chunk."""
     move = Op("key_change", ACCOUNTS, (1, 0, *PICKS[2:]))  # the second row to the key 1
