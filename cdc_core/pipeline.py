@@ -118,6 +118,7 @@ class Pipeline(FollowsDdl):
         self._last_commit: Position | None = None
         self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
         self._written_marks = RefreshMarks()  # the refresh marks the progress file holds
+        self._refresher = TableRefresher((), {})  # the checkpoint's, once the loop starts
         self._checkpoints = 0
         self._added: list[str] = []  # tables add_tables() asked for, not started yet
         self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
@@ -238,10 +239,7 @@ class Pipeline(FollowsDdl):
 
     def _done(self, position: Position | None, until: Position | None) -> bool:
         """``until`` is reached and no table refresh is under way."""
-        return _reached(position, until) and not self._refresher_active()
-
-    def _refresher_active(self) -> bool:
-        return hasattr(self, "_refresher") and self._refresher.active
+        return _reached(position, until) and not self._refresher.active
 
     def _on_idle(self, idle: Idle) -> Iterator[Position | None]:
         """Tables added meanwhile start loading, tables whose columns changed without DDL in
