@@ -206,7 +206,9 @@ def from_lake_dir(directory: str) -> str:
     decoded = []
     for piece in pieces:
         if piece.startswith(_ESCAPE):
-            decoded.append(bytes.fromhex(piece.replace(_ESCAPE, "")).decode("utf-8"))
+            decoded.append(
+                bytes.fromhex(piece.replace(_ESCAPE, "")).decode("utf-8", "surrogatepass")
+            )
         elif piece and not all(_BARE_DIR.fullmatch(char) for char in piece):
             raise ValueError(f"directory {directory!r} is not a lake name encoding")
         else:

@@ -119,6 +119,7 @@ def test_unreadable_names_are_config_errors_naming_the_fix(text: str, why: str) 
         ("_REPLCHECK", "~5FREPLCHECK"),
         ("_other", "_other"),
         ("a~b", "a~7Eb"),
+        ("\ud800", "~ED~A0~80"),
     ],
 )
 def test_lake_dir_examples(part: str, directory: str) -> None:
