@@ -43,7 +43,7 @@ marker ever reaches the row image store or leaves the rebuild.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
@@ -121,7 +121,23 @@ class RebuildConfig:
 
 
 def _is_full(image: Mapping[str, object] | None) -> bool:
-    return image is not None and not any(_unknown(value) for value in image.values())
+    return image is not None and _lacks_unknown(image.values())
+
+
+def _lacks_unknown(values: Iterable[object]) -> bool:
+    # A plain identity loop: this runs for every image of every change, and ``in`` would
+    # call each value's ``__eq__`` (Decimal's does isinstance checks against ABCs).
+    for value in values:  # noqa: SIM110 (a generator costs twice as much here)
+        if value is ABSENT or value is UNAVAILABLE:
+            return False
+    return True
+
+
+def _has_unavailable(values: Iterable[object]) -> bool:
+    for value in values:  # noqa: SIM110 (a generator costs twice as much here)
+        if value is UNAVAILABLE:
+            return True
+    return False
 
 
 def _unknown(value: object) -> bool:
@@ -131,7 +147,7 @@ def _unknown(value: object) -> bool:
 def _as_before(image: Mapping[str, object] | None) -> Mapping[str, object] | None:
     """A before-image with ``UNAVAILABLE`` read as ``ABSENT``: the value before a change is
     the stored one, however the log renders it."""
-    if image is None or not any(value is UNAVAILABLE for value in image.values()):
+    if image is None or not _has_unavailable(image.values()):
         return image
     return {column: ABSENT if v is UNAVAILABLE else v for column, v in image.items()}
 
@@ -180,7 +196,8 @@ class Rebuilder:
         if change.op == "t":
             self.store.truncate(change.table, commit_pos, seq)
             return change
-        change = replace(change, before=_as_before(change.before))
+        if (before := _as_before(change.before)) is not change.before:
+            change = replace(change, before=before)
         if change.op == "c":
             rebuilt = self._insert(change, commit_pos)
         else:
@@ -253,9 +270,9 @@ class Rebuilder:
         """The after-image with its ``UNAVAILABLE`` columns read from the source as of
         ``commit_pos``, at the row's locator after the change."""
         after = change.after
-        columns = sorted(c for c, v in (after or {}).items() if v is UNAVAILABLE)
-        if after is None or not columns:
+        if after is None or not _has_unavailable(after.values()):
             return change
+        columns = sorted(c for c, v in after.items() if v is UNAVAILABLE)
         hook = self.config.unavailable_hook_for(change.table)
         if hook is None:
             raise _unavailable(change, columns, commit_pos, "no fetch_unavailable hook is set")
@@ -299,7 +316,7 @@ class Rebuilder:
                 f" {absent}",
                 _context(change, commit_pos),
             )
-        if isinstance(change.locator, tuple) and any(_unknown(v) for v in change.locator):
+        if isinstance(change.locator, tuple) and not _lacks_unknown(change.locator):
             raise IncompleteRowError(
                 f"the new key of table {change.table} is not in the rebuilt row",
                 _context(change, commit_pos),

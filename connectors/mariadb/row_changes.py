@@ -57,11 +57,11 @@ def _check_dates(
 ) -> None:
     """Refuse a date that is neither zero nor a calendar date (``zero_dates``), naming the
     row by its key."""
-    if NOT_A_DATE not in image.values():
-        return
-    column = next(name for name, value in image.items() if value is NOT_A_DATE)
-    shown = key_text(layout.key, locator)
-    raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
+    # An identity loop, not ``in``: ``in`` calls every value's ``__eq__`` (slow for Decimal).
+    for column, value in image.items():
+        if value is NOT_A_DATE:
+            shown = key_text(layout.key, locator)
+            raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
 
 
 def _locator(
