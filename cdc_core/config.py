@@ -160,10 +160,25 @@ def apply_overrides(document: LocatedDict, overrides: Mapping[str, str]) -> None
         node: Any = document
         for part in parts[:-1]:
             node = _override_child(node, part, path)
+        value = _override_value(path, raw)
         if isinstance(node, list):
-            node[_list_index(node, parts[-1], path)] = yaml.safe_load(raw) if raw else ""
+            node[_list_index(node, parts[-1], path)] = value
         else:
-            node[parts[-1]] = yaml.safe_load(raw) if raw else ""
+            node[parts[-1]] = value
+
+
+def _override_value(path: str, raw: str) -> Any:
+    """An override's value, parsed as YAML (plain data only: no tags)."""
+    if not raw:
+        return ""
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(
+            f"--set {path}=...: the value is not plain YAML ({problem}); quote it, e.g."
+            f" --set '{path}=\"text\"'"
+        ) from exc
 
 
 def _override_child(node: Any, part: str, path: str) -> Any:

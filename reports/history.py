@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from cdc_core.files import open_for_append
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -163,7 +166,7 @@ class JsonLinesHistory:
         """Append ``summary`` as one line."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(summary.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
-        with self.path.open("a+b") as file:
+        with os.fdopen(open_for_append(self.path, readable=True), "a+b") as file:
             if file.tell() > 0 and not _ends_with_newline(file):
                 line = "\n" + line
             file.write(line.encode("utf-8"))

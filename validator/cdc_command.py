@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
+from cdc_core.files import check_output_dir
 from cdc_core.metrics import PipelineMetrics
 from cdc_core.pipeline import Pipeline
 from cdc_core.pipeline_config import load_pipeline_config
@@ -37,6 +38,8 @@ def run_pipeline(
 ) -> Position | None:
     """Run the named pipeline of a config file; returns the position the lake reached."""
     setup = load_pipeline_config(config_path, name, overrides)
+    check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
+    check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
     connection = setup.source
     password = connection.password.reveal() if connection.password else None
     assert connection.url is not None

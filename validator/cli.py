@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.exceptions import TyperException
 
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.demo import DemoSource
@@ -27,6 +29,20 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+_VERBOSE = False
+
+
+@app.callback()
+def options(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show Spark's log and full tracebacks.")
+    ] = False,
+) -> None:
+    """Prove that a replicated copy of a database equals its source, and repair what differs."""
+    global _VERBOSE
+    _VERBOSE = verbose
+
+
 cdc_app = typer.Typer(help="Log-based change data capture into a Delta lake.", no_args_is_help=True)
 app.add_typer(cdc_app, name="cdc")
 
@@ -142,8 +158,9 @@ def validate(
     set_: SetOption = [],  # noqa: B006
 ) -> None:
     """Validate sources against targets; exit 0 in sync, 1 differences, 2 could not validate."""
-    from validator.outputs import write_outputs
+    from validator.outputs import check_outputs, write_outputs
 
+    check_outputs(out)
     document = _run_validation(config, comparison, set_)
     outputs = write_outputs(document, out, lake=_lake_of(config, set_))
     _print_summary(document)
@@ -162,8 +179,9 @@ def gate(
 ) -> None:
     """CI gate: exit 1 when more than --max-differences differences are found or an
     expectation failed, 2 on errors."""
-    from validator.outputs import write_outputs
+    from validator.outputs import check_outputs, write_outputs
 
+    check_outputs(out, junit)
     document = _run_validation(config, comparison, set_)
     write_outputs(document, out, junit, lake=_lake_of(config, set_))
     _print_summary(document)
@@ -188,8 +206,9 @@ def demo(
 ) -> None:
     """Run the demo: a source, a drifted Delta lake copy, validation (see --source)."""
     from validator.demo import demo_source, found_differences
-    from validator.outputs import write_outputs
+    from validator.outputs import check_outputs, write_outputs
 
+    check_outputs(workdir, option="--workdir")
     with demo_source(source, workdir.resolve(), lambda line: typer.echo(line, err=True)) as setup:
         typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
         document = _run_validation(setup.config, [], [])
@@ -262,22 +281,31 @@ def report(
     markdown: Annotated[Path | None, typer.Option(help="Write a Markdown summary here.")] = None,
 ) -> None:
     """Render an existing result.json as HTML, JUnit XML or Markdown."""
+    from cdc_core.files import check_output_file, write_atomic
     from reports.html import build_html_report
     from reports.junit import build_junit
     from reports.model import read_result
-    from validator.outputs import render_markdown, write_text
+    from validator.outputs import render_markdown
 
-    document = read_result(result)
-    if html is None and junit is None and markdown is None:
+    renderings = [
+        (path, option, render)
+        for path, option, render in (
+            (html, "--html", build_html_report),
+            (junit, "--junit", build_junit),
+            (markdown, "--markdown", render_markdown),
+        )
+        if path is not None
+    ]
+    if not renderings:
         raise ConfigError("say what to render: --html FILE, --junit FILE and/or --markdown FILE")
-    for path, render in (
-        (html, build_html_report),
-        (junit, build_junit),
-        (markdown, render_markdown),
-    ):
-        if path is not None:
-            write_text(path, render(document))
-            typer.echo(f"wrote {path}")
+    if not result.is_file():
+        raise ConfigError(f"result file {result} does not exist; give a validate run's result.json")
+    for path, option, _ in renderings:
+        check_output_file(path, option)
+    document = read_result(result)
+    for path, _, render in renderings:
+        write_atomic(path, render(document))
+        typer.echo(f"wrote {path}")
 
 
 @cdc_app.command("run")
@@ -327,12 +355,60 @@ def package(
 
 def main() -> None:
     """Console-script entry point."""
+    sys.exit(run(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> int:
+    """Run one command and return its exit code: the only place exceptions become codes.
+
+    1 is returned only by the commands themselves, for differences; every failure is 2 with
+    a one-line message (the traceback of an unexpected one only under ``--verbose``).
+    """
     _configure_logging()
     try:
-        app()
+        code = app(args=argv, prog_name="replcheck", standalone_mode=False)
+    except TyperException as exc:
+        _show_usage_error(exc)
+        return EXIT_ERROR
+    except (KeyboardInterrupt, typer.Abort):
+        typer.echo("error: interrupted", err=True)
+        return EXIT_ERROR
     except ReplcheckError as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code
+    except OSError as exc:
+        typer.echo(f"error: {_os_error(exc)}", err=True)
+        return EXIT_ERROR
+    except Exception as exc:
+        typer.echo(f"error: {_unexpected(exc)}", err=True)
+        return EXIT_ERROR
+    return code if isinstance(code, int) else EXIT_OK
+
+
+def _show_usage_error(exc: TyperException) -> None:
+    show = getattr(exc, "show", None)
+    if callable(show):
+        show()  # click's usage message: the command's usage line and what is wrong
+    else:
+        typer.echo(f"error: {exc}", err=True)
+
+
+def _os_error(exc: OSError) -> str:
+    """A file or network failure in one line: what, where, and the fix's direction."""
+    where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name)
+    what = exc.strerror or type(exc).__name__
+    return f"{where}: {what}; check the path and its permissions" if where else str(what)
+
+
+def _unexpected(exc: Exception) -> str:
+    """An exception replcheck did not expect: its type and where, never its text (it could
+    carry a value of a sensitive column); the traceback under ``--verbose``."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" in {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    if _VERBOSE:
+        traceback.print_exception(exc, file=sys.stderr)
+    hint = "" if _VERBOSE else "; run with --verbose for the traceback"
+    return f"unexpected {type(exc).__name__}{where} (a replcheck bug: please report it){hint}"
 
 
 if __name__ == "__main__":

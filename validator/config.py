@@ -167,6 +167,16 @@ class ComparisonConfig:
     expectations: tuple[ExpectationConfig, ...] = ()
     engine: str | None = None  # overrides validation.engine for this comparison
 
+    @property
+    def source_label(self) -> str:
+        """The source as results name it: ``connection:table`` (never a URL or secret)."""
+        return f"{self.source.connection}:{self.source.table}"
+
+    @property
+    def target_label(self) -> str:
+        """The target as results name it: ``connection:table``."""
+        return f"{self.target.connection}:{self.target.table}"
+
 
 @dataclass(frozen=True, slots=True)
 class SparkConfig:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cdc_core.files import check_output_dir, check_output_file, write_atomic
 from reports.history import history_for, record_run
 from reports.html import build_html_report
 from reports.junit import build_junit
@@ -28,19 +29,20 @@ def write_outputs(
     ``out_dir``) and write report.html with the trend, and JUnit XML if asked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result = out_dir / "result.json"
-    result.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(result, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     history = record_run(history_for(lake, out_dir), document)
     html = out_dir / "report.html"
-    html.write_text(build_html_report(document, history), encoding="utf-8")
+    write_atomic(html, build_html_report(document, history))
     if junit is not None:
-        write_text(junit, build_junit(document))
+        write_atomic(junit, build_junit(document))
     return Outputs(result, html)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write a rendering, creating its directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+def check_outputs(out_dir: Path, junit: Path | None = None, option: str = "--out") -> None:
+    """Fail now, not after the validation, when an output cannot be written."""
+    check_output_dir(out_dir, option)
+    if junit is not None:
+        check_output_file(junit, "--junit")
 
 
 def render_markdown(document: dict[str, Any]) -> str:

@@ -62,13 +62,13 @@ class Reflected:
 
     @property
     def source_label(self) -> str:
-        """The source as results name it: ``connection:table`` (never a URL or secret)."""
-        return f"{self.comparison.source.connection}:{self.comparison.source.table}"
+        """The source as results name it (``ComparisonConfig.source_label``)."""
+        return self.comparison.source_label
 
     @property
     def target_label(self) -> str:
-        """The target as results name it: ``connection:table``."""
-        return f"{self.target_connection.name}:{self.comparison.target.table}"
+        """The target as results name it (``ComparisonConfig.target_label``)."""
+        return self.comparison.target_label
 
     @property
     def target_key(self) -> tuple[str, ...]:

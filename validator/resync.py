@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REPAIRABLE = ("missing_in_target", "extra_in_target", "changed")
+CLOCK_SKEW_H = 5 / 60  # how far in the future a result may say it finished (clocks differ)
 
 
 class ResyncRefused(ConfigError):
@@ -179,6 +180,13 @@ def check_result_age(
     if finished.tzinfo is None:
         finished = finished.replace(tzinfo=dt.UTC)
     age_h = (now - finished).total_seconds() / 3600
+    if age_h < -CLOCK_SKEW_H and not force:
+        raise ResyncRefused(
+            f"the result says it finished {-age_h:.1f} h from now ({document['finished']}):"
+            " a result from the future is edited or made on a wrong clock, so its age"
+            " cannot be trusted; validate again, or pass --force",
+            {"limit": "resync.max_result_age_h"},
+        )
     limit = config.resync.max_result_age_h
     if age_h > limit and not force:
         raise ResyncRefused(
@@ -214,7 +222,22 @@ def _requests(
             f" {', '.join(entries) or 'none'}"
         )
     chosen = list(names) or [n for n, e in entries.items() if e["status"] == "differences"]
-    return [_request(config.comparison(name), entries[name]) for name in chosen]
+    return [_request(_same_sides(config, entries[name]), entries[name]) for name in chosen]
+
+
+def _same_sides(config: ValidatorConfig, entry: dict[str, Any]) -> ComparisonConfig:
+    """The config's comparison of a result entry, refused unless it compares the same sides
+    (a result from another config would repair the wrong table)."""
+    comparison = config.comparison(entry["name"])
+    found = (entry["source"], entry["target"])
+    configured = (comparison.source_label, comparison.target_label)
+    if found != configured:
+        raise ConfigError(
+            f"comparison {comparison.name}: the result compared {found[0]} with {found[1]},"
+            f" the config compares {configured[0]} with {configured[1]}; re-sync with the"
+            " config the result was made with, or validate again"
+        )
+    return comparison
 
 
 def _request(comparison: ComparisonConfig, entry: dict[str, Any]) -> _Request:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from cdc_core.files import open_for_append
 from validator.config import ValidatorConfig
 from validator.result import Key
 
@@ -89,7 +91,7 @@ class JsonLinesAudit:
         """Append one line per record."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lines = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in records)
-        with self.path.open("a", encoding="utf-8") as file:
+        with os.fdopen(open_for_append(self.path), "a", encoding="utf-8") as file:
             file.write(lines)
 
 

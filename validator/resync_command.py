@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_core.files import check_output_dir, write_atomic
 from reports.html import build_html_report
 from reports.model import read_result
 from validator.config import load_validator_config
@@ -47,6 +48,7 @@ def run_resync(arguments: ResyncArguments) -> tuple[ResyncOutcome, ResyncFiles]:
     config = load_validator_config(arguments.config, arguments.overrides)
     document = read_result(arguments.result)
     out_dir = arguments.out or arguments.result.parent
+    check_output_dir(out_dir, "--out")
     outcome = resync(
         config,
         document,
@@ -67,9 +69,9 @@ def write_resync_outputs(
     out_dir.mkdir(parents=True, exist_ok=True)
     data = outcome.to_dict()
     path = out_dir / "resync.json"
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     html = out_dir / "resync-report.html"
-    html.write_text(build_html_report(document, resync=data), encoding="utf-8")
+    write_atomic(html, build_html_report(document, resync=data))
     return ResyncFiles(path, html)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cdc_core.errors import TransientError
+from cdc_core.files import write_atomic
 from connectors.base import Connector, TableSchema
 from merkle.canonical import to_canonical_field
 from validator.reflection import connector_of
@@ -142,7 +143,7 @@ def write_repair_file(
     lines += [render_statement(side.repair, a, n) for n, a in enumerate(plan.actions, 1)]
     lines.append("COMMIT;")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(path, "\n".join(lines) + "\n")
     log.info("comparison %s: %d repairs written to %s", context.name, len(plan.actions), path)
     return path
 

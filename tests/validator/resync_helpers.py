@@ -11,16 +11,18 @@ from typing import Any
 
 from tests.private_servers import MariaDBServer, PostgresServer
 from tests.reports.sample import make_comparison, wrap
+from validator.config import ComparisonConfig
 
 
 def result_for(
-    name: str,
+    configured: ComparisonConfig,
     differences: Sequence[tuple[str, Sequence[str | None]]],
     finished: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """A schema-valid result whose comparison ``name`` lists ``(kind, key)`` differences,
-    keys as display text the way the validator prints them."""
-    comparison = make_comparison(name)
+    """A schema-valid result of the ``configured`` comparison listing ``(kind, key)``
+    differences, keys as display text the way the validator prints them."""
+    comparison = make_comparison(configured.name)
+    comparison.update(source=configured.source_label, target=configured.target_label)
     detailed: list[dict[str, Any]] = [{"key": list(key), "kind": kind} for kind, key in differences]
     for item in detailed:
         if item["kind"] == "changed":

@@ -13,7 +13,7 @@ from typing import Any
 
 from cdc_core.lake import LakeTable, high_water_mark
 from tests.reports.sample import make_comparison, wrap
-from validator.config import load_validator_config
+from validator.config import ValidatorConfig, load_validator_config
 from validator.demo import Expected, build_demo
 from validator.resync import resync
 from validator.resync_audit import LAKE_AUDIT, DeltaAudit, read_audit
@@ -21,10 +21,12 @@ from validator.resync_context import prepare
 from validator.revalidate import lake_rows_at
 
 
-def _result(expected: Expected) -> dict[str, Any]:
+def _result(expected: Expected, config: ValidatorConfig) -> dict[str, Any]:
     comparisons = []
     for name in ("customers", "orders", "shipments"):
         comparison = make_comparison(name)
+        configured = config.comparison(name)
+        comparison.update(source=configured.source_label, target=configured.target_label)
         found = sorted((kind, key) for table, kind, key in expected if table == name)
         comparison.update(
             status="differences",
@@ -44,7 +46,7 @@ def test_every_demo_difference_is_repaired_in_the_lake(tmp_path: Path) -> None:
     assert lake is not None
     mark = high_water_mark(LakeTable(lake, "shop.orders"))
 
-    outcome = resync(config, _result(setup.expected), out_dir=tmp_path / "out")
+    outcome = resync(config, _result(setup.expected, config), out_dir=tmp_path / "out")
 
     counts = {c.name: c.action_counts for c in outcome.comparisons}
     assert counts == {
@@ -62,9 +64,11 @@ def test_every_demo_difference_is_repaired_in_the_lake(tmp_path: Path) -> None:
 def test_a_second_resync_finds_the_lake_already_equal(tmp_path: Path) -> None:
     setup = build_demo(tmp_path / "demo")
     config = load_validator_config(setup.config, environ={})
-    resync(config, _result(setup.expected), comparisons=["shipments"], out_dir=tmp_path)
+    resync(config, _result(setup.expected, config), comparisons=["shipments"], out_dir=tmp_path)
     context = prepare(config, config.comparison("shipments"))
     rows = lake_rows_at(context, [("eu", 42), ("us", 7), ("ap", 9999)], None)
     assert len(rows) == 2  # eu/42 back, us/7 refreshed, ap/9999 deleted
-    again = resync(config, _result(setup.expected), comparisons=["shipments"], out_dir=tmp_path)
+    again = resync(
+        config, _result(setup.expected, config), comparisons=["shipments"], out_dir=tmp_path
+    )
     assert again.comparisons[0].repaired and again.exit_code == 0

@@ -156,7 +156,7 @@ def test_a_refresh_never_raises_the_lake_high_water_mark(
     rows = replicator.insert_batch(50)
     before = high_water_mark(replicator.lake)
     changed = [("changed", (str(rows[3]["id"]),)), ("extra_in_target", ("424242",))]
-    outcome = resync(config, result_for("t", changed), out_dir=tmp_path)
+    outcome = resync(config, result_for(config.comparison("t"), changed), out_dir=tmp_path)
     assert outcome.comparisons[0].action_counts == {"refresh": 1, "delete": 1}
     assert high_water_mark(replicator.lake) == before
     history = DeltaTable(str(replicator.lake.changelog)).history()

@@ -79,7 +79,9 @@ def _target(config: ValidatorConfig) -> str:
 def test_a_dry_run_is_the_default_and_changes_nothing(
     config: ValidatorConfig, tmp_path: Path
 ) -> None:
-    outcome = resync(config, result_for("people", DIFFERENCES), out_dir=tmp_path / "out")
+    outcome = resync(
+        config, result_for(config.comparison("people"), DIFFERENCES), out_dir=tmp_path / "out"
+    )
     (done,) = outcome.comparisons
     assert done.mode.value == "dry_run" and done.revalidation.value == "none"
     assert _rows(_target(config)) == TARGET
@@ -90,7 +92,9 @@ def test_a_dry_run_is_the_default_and_changes_nothing(
 
 
 def test_apply_repairs_revalidates_and_audits(config: ValidatorConfig, tmp_path: Path) -> None:
-    outcome = resync(config, result_for("people", DIFFERENCES), apply=True, out_dir=tmp_path)
+    outcome = resync(
+        config, result_for(config.comparison("people"), DIFFERENCES), apply=True, out_dir=tmp_path
+    )
     (done,) = outcome.comparisons
     assert _rows(_target(config)) == SOURCE
     assert done.action_counts == {"update": 1, "insert": 1, "delete": 1}
@@ -104,7 +108,9 @@ def test_apply_repairs_revalidates_and_audits(config: ValidatorConfig, tmp_path:
 
 
 def test_an_old_result_is_refused_unless_forced(config: ValidatorConfig, tmp_path: Path) -> None:
-    old = result_for("people", DIFFERENCES, dt.datetime.now(dt.UTC) - dt.timedelta(hours=2))
+    old = result_for(
+        config.comparison("people"), DIFFERENCES, dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)
+    )
     with pytest.raises(ResyncRefused, match=r"max_result_age_h \(1 h\).*--force"):
         resync(config, old, apply=True, out_dir=tmp_path)
     assert _rows(_target(config)) == TARGET and not (tmp_path / JSONL_NAME).exists()
@@ -116,7 +122,7 @@ def test_an_old_result_is_refused_unless_forced(config: ValidatorConfig, tmp_pat
 def test_more_keys_than_the_limit_are_refused_unless_forced_or_raised(
     config: ValidatorConfig, tmp_path: Path
 ) -> None:
-    many = result_for("people", [*DIFFERENCES, ("changed", ("1",))])
+    many = result_for(config.comparison("people"), [*DIFFERENCES, ("changed", ("1",))])
     with pytest.raises(ResyncRefused, match=r"4 keys to repair, more than the limit of 3"):
         resync(config, many, apply=True, out_dir=tmp_path)
     assert _rows(_target(config)) == TARGET
@@ -125,7 +131,7 @@ def test_more_keys_than_the_limit_are_refused_unless_forced_or_raised(
 
 
 def test_unrepairable_findings_leave_exit_code_1(config: ValidatorConfig, tmp_path: Path) -> None:
-    found = result_for("people", [*DIFFERENCES, ("duplicate_key", ("4",))])
+    found = result_for(config.comparison("people"), [*DIFFERENCES, ("duplicate_key", ("4",))])
     outcome = resync(config, found, apply=True, out_dir=tmp_path)
     (done,) = outcome.comparisons
     assert done.skipped == {"duplicate_key": 1} and done.remaining_total == 0
@@ -136,17 +142,21 @@ def test_unknown_comparisons_and_keys_of_the_wrong_shape_are_errors(
     config: ValidatorConfig, tmp_path: Path
 ) -> None:
     with pytest.raises(ConfigError, match="no comparison named nope"):
-        resync(config, result_for("people", DIFFERENCES), comparisons=["nope"])
-    wrong = resync(config, result_for("people", [("changed", ("2", "x"))]), out_dir=tmp_path)
+        resync(config, result_for(config.comparison("people"), DIFFERENCES), comparisons=["nope"])
+    wrong = resync(
+        config, result_for(config.comparison("people"), [("changed", ("2", "x"))]), out_dir=tmp_path
+    )
     assert wrong.comparisons[0].mode.value == "failed" and wrong.exit_code == 2
     assert "has 2 parts" in (wrong.comparisons[0].error or "")
-    bad = resync(config, result_for("people", [("changed", ("two",))]), out_dir=tmp_path)
+    bad = resync(
+        config, result_for(config.comparison("people"), [("changed", ("two",))]), out_dir=tmp_path
+    )
     assert "not a valid integer" in (bad.comparisons[0].error or "")
     assert "two" not in (bad.comparisons[0].error or "")  # never the value
 
 
 def test_the_report_shows_the_repairs_escaped(config: ValidatorConfig, tmp_path: Path) -> None:
-    document = result_for("people", DIFFERENCES)
+    document = result_for(config.comparison("people"), DIFFERENCES)
     outcome = resync(config, document, out_dir=tmp_path)
     data = outcome.to_dict()
     data["comparisons"][0]["actions"][0]["key"] = ["<script>x</script>"]
@@ -167,7 +177,9 @@ def test_the_command_line_writes_its_outputs_and_exits_by_outcome(
 ) -> None:
     result = tmp_path / "run" / "result.json"
     result.parent.mkdir()
-    result.write_text(json.dumps(result_for("people", DIFFERENCES)), encoding="utf-8")
+    result.write_text(
+        json.dumps(result_for(config.comparison("people"), DIFFERENCES)), encoding="utf-8"
+    )
     dry = _cli("--config", str(config_path), "--result", str(result))
     assert dry.returncode == 0, dry.stderr
     assert "repair SQL written" in dry.stdout and (tmp_path / "run/repair-people.sql").exists()

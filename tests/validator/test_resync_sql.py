@@ -150,7 +150,9 @@ def test_the_dry_run_file_repairs_the_target_when_run_by_its_client(
     source: str, target: Target, tmp_path: Path
 ) -> None:
     config = _config(tmp_path, source, target)
-    outcome = resync(config, result_for("odd", DIFFERENCES), out_dir=tmp_path / "out")
+    outcome = resync(
+        config, result_for(config.comparison("odd"), DIFFERENCES), out_dir=tmp_path / "out"
+    )
 
     (done,) = outcome.comparisons
     assert done.mode.value == "dry_run" and done.error is None
@@ -165,7 +167,9 @@ def test_the_dry_run_file_repairs_the_target_when_run_by_its_client(
     assert outcome.exit_code == 0
     target.run_file(Path(done.sql_file or ""))
     assert target.rows() == _expected()
-    again = resync(config, result_for("odd", DIFFERENCES), out_dir=tmp_path / "again")
+    again = resync(
+        config, result_for(config.comparison("odd"), DIFFERENCES), out_dir=tmp_path / "again"
+    )
     assert again.comparisons[0].actions == () and again.comparisons[0].unchanged == 6
 
 
@@ -173,7 +177,9 @@ def test_apply_repairs_with_bound_parameters_and_revalidates(
     source: str, target: Target, tmp_path: Path
 ) -> None:
     config = _config(tmp_path, source, target)
-    outcome = resync(config, result_for("odd", DIFFERENCES), apply=True, out_dir=tmp_path)
+    outcome = resync(
+        config, result_for(config.comparison("odd"), DIFFERENCES), apply=True, out_dir=tmp_path
+    )
 
     (done,) = outcome.comparisons
     assert done.mode.value == "applied" and done.error is None
@@ -193,7 +199,7 @@ def test_sensitive_values_never_reach_the_file_the_outcome_or_the_audit(
     differences = [("missing_in_target", ("back\\slash", "5")), *DIFFERENCES[:2]]
     with contextlib.suppress(Exception):
         _delete_key_5(target, tmp_path, source)
-    outcome = resync(config, result_for("odd", differences), out_dir=tmp_path)
+    outcome = resync(config, result_for(config.comparison("odd"), differences), out_dir=tmp_path)
 
     sql = Path(outcome.comparisons[0].sql_file or "").read_text(encoding="utf-8")
     assert "/* sensitive column select: bind its value */" in sql
@@ -201,7 +207,9 @@ def test_sensitive_values_never_reach_the_file_the_outcome_or_the_audit(
         assert secret not in sql
         assert secret not in json.dumps(outcome.to_dict())
         assert secret not in (tmp_path / JSONL_NAME).read_text(encoding="utf-8")
-    applied = resync(config, result_for("odd", differences), apply=True, out_dir=tmp_path)
+    applied = resync(
+        config, result_for(config.comparison("odd"), differences), apply=True, out_dir=tmp_path
+    )
     assert applied.comparisons[0].repaired
     assert {row[2] for row in target.rows()} >= {SECRET}
 
