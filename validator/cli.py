@@ -10,7 +10,7 @@ import logging
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 from typer.exceptions import TyperException
@@ -18,6 +18,9 @@ from typer.exceptions import TyperException
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.demo import DemoSource
 from validator.result import Status
+
+if TYPE_CHECKING:
+    from validator.key_masks import KeyMasker
 
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
@@ -89,9 +92,10 @@ def _lake_of(config_path: Path, sets: list[str]) -> Path | None:
     return next((c.lake for c in config.connections.values() if c.lake is not None), None)
 
 
-def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dict[str, Any]:
+def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Validated:
     from validator.config import load_validator_config
     from validator.job import validate as run_validation
+    from validator.key_masks import KeyMasker
     from validator.spark_session import LazySparkSession, under_spark_submit
 
     config = load_validator_config(config_path, _overrides(sets))
@@ -102,7 +106,15 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> dic
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it
-    return run_validation(spark, config, names)
+    masker = KeyMasker.for_run(config.validation.mask_key)
+    return Validated(run_validation(spark, config, names, masker), masker)
+
+
+class Validated(NamedTuple):
+    """A run's result document and the secret its sensitive key parts are hashed under."""
+
+    document: dict[str, Any]
+    masker: KeyMasker
 
 
 def _print_summary(document: dict[str, Any]) -> None:
@@ -161,8 +173,8 @@ def validate(
     from validator.outputs import check_outputs, write_outputs
 
     check_outputs(out)
-    document = _run_validation(config, comparison, set_)
-    outputs = write_outputs(document, out, lake=_lake_of(config, set_))
+    document, masker = _run_validation(config, comparison, set_)
+    outputs = write_outputs(document, out, lake=_lake_of(config, set_), masker=masker)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     raise typer.Exit(Status(document["status"]).exit_code)
@@ -182,8 +194,8 @@ def gate(
     from validator.outputs import check_outputs, write_outputs
 
     check_outputs(out, junit)
-    document = _run_validation(config, comparison, set_)
-    write_outputs(document, out, junit, lake=_lake_of(config, set_))
+    document, masker = _run_validation(config, comparison, set_)
+    write_outputs(document, out, junit, lake=_lake_of(config, set_), masker=masker)
     _print_summary(document)
     code, verdict = gate_verdict(document, max_differences)
     if code != EXIT_ERROR:
@@ -211,9 +223,9 @@ def demo(
     check_outputs(workdir, option="--workdir")
     with demo_source(source, workdir.resolve(), lambda line: typer.echo(line, err=True)) as setup:
         typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
-        document = _run_validation(setup.config, [], [])
+        document, masker = _run_validation(setup.config, [], [])
         lake = _lake_of(setup.config, [])
-        outputs = write_outputs(document, workdir.resolve() / "out", lake=lake)
+        outputs = write_outputs(document, workdir.resolve() / "out", lake=lake, masker=masker)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     found = found_differences(document)

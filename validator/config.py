@@ -49,7 +49,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
+from cdc_core.config import ConnectionConfig, Secret, Section, load_root, read_connections
 from cdc_core.errors import ConfigError, ContractError
 from cdc_core.names import parse_table
 from merkle.hashing import MAX_DEPTH
@@ -198,6 +198,8 @@ class ValidationSettings:
     # both can (connectors.pushdown), else Spark; "spark" or "database" insist.
     engine: str = "auto"
     database_parallelism: int = 2  # database engine: connections a side reads on at once
+    # The secret sensitive key parts are hashed under (validator.key_masks); None: per run.
+    mask_key: Secret | None = None
 
 
 AUDIT_STORES = ("lake", "file")
@@ -463,9 +465,11 @@ def _read_settings(section: Section | None) -> ValidationSettings:
             "max_reported_rows",
             "engine",
             "database_parallelism",
+            "mask_key",
         ]
     )
     defaults = ValidationSettings()
+    mask_key = section.get("mask_key", str)
     settings = ValidationSettings(
         lake_wait_timeout_s=section.get("lake_wait_timeout_s", float, defaults.lake_wait_timeout_s)
         or 0.0,
@@ -474,6 +478,7 @@ def _read_settings(section: Section | None) -> ValidationSettings:
         engine=_read_engine(section) or defaults.engine,
         database_parallelism=section.get("database_parallelism", int, defaults.database_parallelism)
         or 0,
+        mask_key=Secret(mask_key) if mask_key else None,
     )
     for key in ("lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"):
         if getattr(settings, key) < 0:

@@ -23,6 +23,7 @@ from connectors.pushdown import NotPushable
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.database_engine import compare_in_databases
 from validator.database_plan import DatabaseSide, plan_side
+from validator.key_masks import KeyMasker
 from validator.recheck import LiveTable, can_recheck, confirm
 from validator.reflection import Reflected, reflect_comparison
 from validator.result import (
@@ -51,9 +52,12 @@ def run_comparison(
     spark: SparkSession | Callable[[], SparkSession],
     config: ValidatorConfig,
     comparison: ComparisonConfig,
+    masker: KeyMasker | None = None,
 ) -> ComparisonResult:
     """Compare one source table with its target, in the databases when both can compute
-    their own digests (``validation.engine``), else in Spark."""
+    their own digests (``validation.engine``), else in Spark; sensitive key parts come back
+    as tokens (``validator.key_masks``)."""
+    masker = masker or KeyMasker.for_run(config.validation.mask_key)
     reflected = reflect_comparison(config, comparison)
     sides = _database_sides(config, reflected)
     if sides is not None:
@@ -73,6 +77,8 @@ def run_comparison(
     result = replace(result, schema_differences=reflected.reconciled.schema_differences)
     if reflected.target is not None and result.differences:
         result = _confirm_live(result, config, reflected)
+    # The last step that needs real keys is the re-check: from here on, tokens.
+    result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     if comparison.expectations:
         from validator.spark_engine import check_expectations, target_side
 
@@ -139,13 +145,13 @@ def _settings(config: ValidatorConfig, comparison: ComparisonConfig) -> CompareS
     )
 
 
-def _failed(
-    comparison: ComparisonConfig, config: ValidatorConfig, exc: Exception
-) -> ComparisonResult:
-    source = config.connections[comparison.source.connection].display()
-    target = config.connections[comparison.target.connection].display()
+def _failed(comparison: ComparisonConfig, exc: Exception) -> ComparisonResult:
     return ComparisonResult(
-        name=comparison.name, status=Status.ERROR, source=source, target=target, error=str(exc)
+        name=comparison.name,
+        status=Status.ERROR,
+        source=comparison.source_label,
+        target=comparison.target_label,
+        error=str(exc),
     )
 
 
@@ -153,6 +159,7 @@ def validate(
     spark: SparkSession | Callable[[], SparkSession],
     config: ValidatorConfig,
     names: Sequence[str] = (),
+    masker: KeyMasker | None = None,
 ) -> dict[str, Any]:
     """Run the comparisons (all, or those named) and return the run's result document.
 
@@ -161,22 +168,23 @@ def validate(
             only when a comparison runs in Spark.
         config: The validator's configuration.
         names: Comparisons to run (default: all).
+        masker: The secret sensitive key parts are hashed under (default: the config's
+            ``validation.mask_key``, else a random one; save it with ``save_beside``).
     """
+    masker = masker or KeyMasker.for_run(config.validation.mask_key)
     chosen = [config.comparison(n) for n in names] if names else list(config.comparisons)
     started = dt.datetime.now(dt.UTC)
     clock = time.perf_counter()
     results = []
     for comparison in chosen:
         try:
-            results.append(run_comparison(spark, config, comparison))
+            results.append(run_comparison(spark, config, comparison, masker))
         except ReplcheckError as exc:
             log.error("comparison %s could not be validated: %s", comparison.name, exc)
-            results.append(_failed(comparison, config, exc))
+            results.append(_failed(comparison, exc))
         except Exception as exc:  # a Spark or driver failure: report it, go on with the rest
             log.exception("comparison %s failed", comparison.name)
-            results.append(
-                _failed(comparison, config, TerminalError(f"{type(exc).__name__}: {exc}"))
-            )
+            results.append(_failed(comparison, TerminalError(f"{type(exc).__name__}: {exc}")))
     return {
         "schema_version": SCHEMA_VERSION,
         "status": overall_status([r.status for r in results]).value,
@@ -185,6 +193,7 @@ def validate(
         "duration_s": round(time.perf_counter() - clock, 3),
         "replcheck_version": _version(),
         "comparisons": [to_dict(r) for r in results],
+        "mask_key_id": masker.key_id,
     }
 
 

@@ -12,6 +12,7 @@ from reports.history import history_for, record_run
 from reports.html import build_html_report
 from reports.junit import build_junit
 from reports.markdown import build_markdown
+from validator.key_masks import KeyMasker
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,13 +24,20 @@ class Outputs:
 
 
 def write_outputs(
-    document: dict[str, Any], out_dir: Path, junit: Path | None = None, lake: Path | None = None
+    document: dict[str, Any],
+    out_dir: Path,
+    junit: Path | None = None,
+    lake: Path | None = None,
+    masker: KeyMasker | None = None,
 ) -> Outputs:
-    """Write result.json, record the run in the history (the lake's, else a file beside
-    ``out_dir``) and write report.html with the trend, and JUnit XML if asked."""
+    """Write result.json (and the run's ``mask.key`` if ``masker`` made one up), record the
+    run in the history (the lake's, else a file beside ``out_dir``) and write report.html
+    with the trend, and JUnit XML if asked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result = out_dir / "result.json"
     write_atomic(result, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    if masker is not None:
+        masker.save_beside(result)
     history = record_run(history_for(lake, out_dir), document)
     html = out_dir / "report.html"
     write_atomic(html, build_html_report(document, history))

@@ -266,6 +266,19 @@ def execute_actions(target: RepairTarget, connection: Any, actions: Sequence[Rep
         connection.execute(statement_of(target, action))
 
 
+def limit_lock_waits(target: RepairTarget, connection: Any, seconds: float) -> None:
+    """Make this transaction's lock waits fail after ``seconds`` instead of waiting on."""
+    import sqlalchemy as sa
+
+    dialect = target.engine.dialect.name
+    if dialect == "postgresql":
+        connection.execute(sa.text(f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'"))
+    elif dialect in ("mysql", "mariadb"):
+        connection.execute(
+            sa.text(f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}")
+        )
+
+
 def lock_keys(target: RepairTarget, connection: Any, keys: Sequence[TypedKey]) -> None:
     """Lock the target rows of ``keys`` until the transaction ends (``SELECT ... FOR
     UPDATE``), so a replication applying newer changes to them waits for the repair."""

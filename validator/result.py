@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 MASK = "***"
+TOKEN_PREFIX = MASK + "#"  # a sensitive key part: MASK and a keyed hash (validator.key_masks)
 SCHEMA_VERSION = 1
 
 

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.config import ComparisonConfig, ValidatorConfig
+from validator.key_masks import KeyMasker, is_token, masker_for_resync, resolve
 from validator.repair_sql import RepairAction
 from validator.result import MASK, Key
 from validator.resync_audit import AuditRecord, audit_store
-from validator.resync_context import ComparisonContext, key_bytes_of, prepare
+from validator.resync_context import ComparisonContext, all_keys, key_bytes_of, prepare
 from validator.resync_database import (
     RepairPlan,
     apply_repairs,
@@ -44,7 +45,7 @@ from validator.resync_database import (
     plan_repairs,
     write_repair_file,
 )
-from validator.resync_keys import display_key, masked_key, to_typed_key
+from validator.resync_keys import TypedKey, display_key, masked_key, to_typed_key
 from validator.resync_lake import resync_lake
 from validator.resync_outcome import (
     ActionTaken,
@@ -113,6 +114,13 @@ class _Run:
     run_id: str
     result_finished: str
     spark: SparkSession | None
+    result_file: Path | None = None  # where the result was read (its mask.key is beside it)
+    mask_key_id: str | None = None  # the result's: which secret masked its sensitive keys
+
+    def masker(self) -> KeyMasker:
+        """The secret the result's sensitive key parts were masked with."""
+        configured = self.config.validation.mask_key
+        return masker_for_resync(configured, self.result_file, self.mask_key_id)
 
 
 def resync(
@@ -126,6 +134,7 @@ def resync(
     full_revalidation: bool = False,
     out_dir: Path | None = None,
     spark: SparkSession | None = None,
+    result_file: Path | None = None,
 ) -> ResyncOutcome:
     """Repair the differences of a validation result and re-validate (module docstring).
 
@@ -140,6 +149,8 @@ def resync(
             or a session built from the config).
         out_dir: Where files go (default ``replcheck-out``).
         spark: The Spark session for a full re-validation.
+        result_file: Where ``result_document`` was read: masked sensitive keys are resolved
+            with the ``mask.key`` beside it (or ``validation.mask_key``).
 
     Raises:
         ResyncRefused: A safety limit was exceeded without ``force``.
@@ -155,7 +166,8 @@ def resync(
     check_row_limit(requests, options.max_rows or config.resync.max_rows, force)
     run_id = f"{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     finished = str(result_document.get("finished", ""))
-    run = _Run(config, options, run_id, finished, spark)
+    key_id = result_document.get("mask_key_id")
+    run = _Run(config, options, run_id, finished, spark, result_file, key_id)
     done = [_resync_comparison(run, request) for request in requests]
     records = [record for _, record in done if record is not None]
     if records:
@@ -267,7 +279,7 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
     try:
         context = prepare(run.config, request.comparison)
         key_columns = context.key
-        pairs = [(key, to_typed_key(key, context.reconciled.layout, name)) for key in request.keys]
+        pairs = _typed_pairs(run, context, request.keys)
         if context.target.is_lake:
             done = _resync_lake(run, context, pairs, base)
         else:
@@ -276,6 +288,21 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
         log.error("comparison %s could not be re-synced: %s", name, exc)
         done = replace(base, mode=Mode.FAILED, error=str(exc))
     return done, _audit_record(run, done, _audit_keys(request, key_columns))
+
+
+def _typed_pairs(run: _Run, context: ComparisonContext, keys: Sequence[Key]) -> list[KeyPair]:
+    """The result's keys with their typed values; keys with masked (sensitive) parts are
+    found again by scanning both sides' keys; one found on neither side needs nothing."""
+    layout = context.reconciled.layout
+    masked = [key for key in keys if any(is_token(part) for part in key)]
+    found: dict[Key, TypedKey] = {}
+    if masked:
+        found = resolve(run.masker(), context.name, layout, masked, all_keys(context))
+    return [
+        (key, found[key] if key in masked else to_typed_key(key, layout, context.name))
+        for key in keys
+        if key in found or key not in masked
+    ]
 
 
 def _resync_lake(

@@ -16,7 +16,7 @@ from connectors.base import POSITION_COLUMN, Connector, Partition, Snapshot, Tab
 from merkle.hashing import RowHasher
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.reconcile import Reconciled
-from validator.reflection import reflect_comparison
+from validator.reflection import connector_of, reflect_comparison
 from validator.resync_keys import TypedKey, check_key_types
 
 Row = list[object]  # one row's values in layout order
@@ -158,3 +158,30 @@ def key_bytes_of(context: ComparisonContext, key: TypedKey) -> bytes:
     layout = context.reconciled.layout
     encoder = RowEncoder([c.ltype for c in layout.key_columns], layout.options)
     return encoder.to_bytes(list(key))
+
+
+def all_keys(context: ComparisonContext) -> Iterator[TypedKey]:
+    """Every key of both sides (source, then target), typed: how masked keys of a result are
+    found again (``validator.key_masks.resolve``). A full scan of the key columns."""
+    for record in _records(
+        context.source, context.source_schema, list(context.key), Partition(-1), None
+    ):
+        yield tuple(record[name] for name in context.key)
+    if context.target.is_lake:
+        yield from _lake_keys(context)
+        return
+    connector = connector_of(context.target)
+    schema = connector.reflect(context.comparison.target.table)
+    for record in _records(connector, schema, list(context.target_key), Partition(-1), None):
+        yield tuple(record[name] for name in context.target_key)
+
+
+def _lake_keys(context: ComparisonContext) -> Iterator[TypedKey]:
+    from deltalake import DeltaTable
+
+    mirror = context.lake_table.mirror
+    if not DeltaTable.is_deltatable(str(mirror)):
+        return
+    table = DeltaTable(str(mirror)).to_pyarrow_table(columns=list(context.target_key))
+    for record in table.to_pylist():
+        yield tuple(record[name] for name in context.target_key)

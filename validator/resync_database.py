@@ -35,6 +35,7 @@ from validator.repair_sql import (
     RepairAction,
     RepairTarget,
     execute_actions,
+    limit_lock_waits,
     lock_keys,
     reflect_target,
     render_statement,
@@ -44,6 +45,7 @@ from validator.resync_context import (
     ComparisonContext,
     Row,
     Rows,
+    SourceRead,
     key_bytes_of,
     read_database_target,
     read_source,
@@ -53,6 +55,7 @@ from validator.resync_keys import TypedKey
 log = logging.getLogger(__name__)
 
 BATCH_ATTEMPTS = 3
+LOCK_WAIT_S = 30.0  # a repair batch waits this long for a target row another holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +93,14 @@ def open_target(context: ComparisonContext) -> DatabaseSide:
 
 
 def plan_repairs(
-    context: ComparisonContext, side: DatabaseSide, keys: Sequence[TypedKey]
+    context: ComparisonContext,
+    side: DatabaseSide,
+    keys: Sequence[TypedKey],
+    source: SourceRead | None = None,
 ) -> RepairPlan:
-    """Read ``keys`` on both sides (source first, in one snapshot) and plan the repairs."""
-    source = read_source(context, keys)
+    """Read ``keys`` on both sides (the source first, in one snapshot, unless ``source``
+    holds that read already) and plan the repairs."""
+    source = source or read_source(context, keys)
     target = read_database_target(context, side.connector, side.schema, keys)
     actions = [
         action
@@ -170,12 +177,26 @@ def _apply_batch(
 
     for attempt in range(1, BATCH_ATTEMPTS + 1):
         try:
+            # The source is read before the target transaction opens: a source snapshot
+            # may wait for every running transaction of its cluster (PostgreSQL's slot
+            # creation), and the target may be in that cluster. No transaction of ours
+            # ever waits for another of ours.
+            source = read_source(context, keys)
             with side.repair.engine.begin() as connection:
+                limit_lock_waits(side.repair, connection, LOCK_WAIT_S)
                 lock_keys(side.repair, connection, keys)
-                plan = plan_repairs(context, side, keys)
+                plan = plan_repairs(context, side, keys, source)
                 execute_actions(side.repair, connection, plan.actions)
             return plan
         except (sa.exc.IntegrityError, sa.exc.OperationalError) as exc:
+            if _lock_wait_expired(exc):
+                raise TransientError(
+                    f"comparison {context.name}: the target's rows stayed locked by another"
+                    f" transaction for {LOCK_WAIT_S:g} s; find the long transaction on the"
+                    " target (e.g. pg_stat_activity, SHOW PROCESSLIST) and run the re-sync"
+                    " again",
+                    {"comparison": context.name},
+                ) from exc
             if not _collided(exc):
                 raise
             if attempt == BATCH_ATTEMPTS:
@@ -187,6 +208,12 @@ def _apply_batch(
             log.info("comparison %s: a batch collided with a concurrent write", context.name)
             time.sleep(0.1 * attempt)
     raise AssertionError("unreachable")
+
+
+def _lock_wait_expired(exc: Exception) -> bool:
+    """PostgreSQL's lock_timeout (55P03) or MariaDB's lock wait timeout (1205)."""
+    text = str(exc).lower()
+    return "lock timeout" in text or "lock wait timeout" in text
 
 
 def _collided(exc: Exception) -> bool:

@@ -19,7 +19,7 @@ from typing import Any
 from cdc_core.errors import TerminalError
 from merkle import types as lt
 from merkle.layout import RowLayout
-from validator.result import MASK, Key
+from validator.result import MASK, TOKEN_PREFIX, Key
 
 TypedKey = tuple[object, ...]
 
@@ -98,11 +98,21 @@ def to_typed_key(key: Key, layout: RowLayout, comparison: str) -> TypedKey:
     return tuple(_parse(part, column, comparison) for part, column in pairs)
 
 
+def parse_part(text: str, ltype: lt.LogicalType) -> object:
+    """The value a key part's display text stands for.
+
+    Raises:
+        KeyError: The type cannot be read back from text.
+        ValueError, ArithmeticError: The text is not a value of the type.
+    """
+    return _PARSERS[type(ltype)](text)
+
+
 def _parse(part: str | None, column: Any, comparison: str) -> object:
     if part is None:
         return None
     try:
-        return _PARSERS[type(column.ltype)](part)
+        return parse_part(part, column.ltype)
     except (ValueError, ArithmeticError) as exc:
         raise KeyParseError(
             f"comparison {comparison}: a value of key column {column.name} in the result is"
@@ -123,8 +133,11 @@ def _display(part: object) -> str:
 
 
 def masked_key(key: Key, key_columns: Sequence[str], sensitive: frozenset[str]) -> Key:
-    """``key`` with the parts of sensitive key columns replaced by ``MASK``."""
+    """``key`` with the parts of sensitive key columns replaced by ``MASK`` (a part that is
+    already a token, as results show them, stays: it tells rows apart)."""
     return tuple(
-        MASK if name in sensitive and part is not None else part
+        MASK
+        if name in sensitive and part is not None and not part.startswith(TOKEN_PREFIX)
+        else part
         for part, name in zip(key, key_columns, strict=True)
     )

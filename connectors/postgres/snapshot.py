@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 SLOT_PREFIX = "replcheck_snapshot_"
 MIN_SERVER_VERSION = 150000  # the (SNAPSHOT 'export') option syntax of PostgreSQL 15
+SLOT_WAIT_S = 120.0  # how long a snapshot waits for the running transactions of its cluster
 INSTALL_HINT = "pip install 'replcheck[postgres]'"
 
 
@@ -114,10 +116,21 @@ def _create_slot(connection: Any, slot: str, where: str) -> Snapshot:
     import psycopg2
 
     cursor = connection.cursor()
+    # Creating a slot waits for every transaction running in the cluster to end; cancel
+    # the wait after SLOT_WAIT_S rather than hang behind a forgotten open transaction.
+    watchdog = threading.Timer(SLOT_WAIT_S, connection.cancel)
+    watchdog.start()
     try:
         cursor.execute(
             f"CREATE_REPLICATION_SLOT {slot} TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')"
         )
+    except psycopg2.errors.QueryCanceled as exc:
+        raise TransientError(
+            f"taking a snapshot of {where} waited {SLOT_WAIT_S:g} s for the transactions"
+            " running in its cluster to end; find the long one (pg_stat_activity, oldest"
+            " xact_start) and end it, then run again",
+            {"source": where},
+        ) from exc
     except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
         # "logical decoding requires wal_level >= logical"
         raise TerminalError(
@@ -127,6 +140,8 @@ def _create_slot(connection: Any, slot: str, where: str) -> Snapshot:
         ) from exc
     except psycopg2.OperationalError as exc:
         raise TransientError(f"cannot create a replication slot on {where}: {exc}") from exc
+    finally:
+        watchdog.cancel()
     _, consistent_point, snapshot_name, _ = cursor.fetchone()
     position = lsn_position(consistent_point)
     return Snapshot(position.value, position.text, snapshot_name)
