@@ -132,6 +132,11 @@ def read_config_file(path: Path) -> LocatedDict:
     return load_yaml(text, str(path))
 
 
+SECTIONS = ("connections", "comparisons", "pipelines", "spark", "validation", "resync")
+"""The top-level sections of a config file: one file serves the pipeline and the validator,
+so each loader accepts every section and reads its own."""
+
+
 def load_root(
     path: Path,
     overrides: Mapping[str, str] | None,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from cdc_core.config import ConnectionConfig, Section, load_root, read_connections
+from cdc_core.config import SECTIONS, ConnectionConfig, Section, load_root, read_connections
 from cdc_core.errors import ConfigError
 from cdc_core.filters import TableFilter
 from cdc_core.names import parse_table
@@ -79,7 +79,6 @@ class PipelineConfig:
             raise ConfigError("refresh.chunk_rows must be positive")
 
 
-TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation")
 _PIPELINE_KEYS = (
     "name",
     "source",
@@ -112,7 +111,7 @@ def load_pipeline_config(
 ) -> PipelineSetup:
     """Read the pipeline called ``name`` from a config file, with overrides applied."""
     environ = os.environ if environ is None else environ
-    root = load_root(path, overrides, environ, TOP_LEVEL_KEYS, ("connections", "pipelines"))
+    root = load_root(path, overrides, environ, SECTIONS, ("connections", "pipelines"))
     connections = read_connections(root, environ)
     sections = list(root.items("pipelines"))
     for section in sections:

@@ -49,7 +49,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdc_core.config import ConnectionConfig, Secret, Section, load_root, read_connections
+from cdc_core.config import (
+    SECTIONS,
+    ConnectionConfig,
+    Secret,
+    Section,
+    load_root,
+    read_connections,
+)
 from cdc_core.errors import ConfigError, ContractError
 from cdc_core.names import parse_table
 from merkle.hashing import MAX_DEPTH
@@ -57,7 +64,6 @@ from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
 ENGINES = ("auto", "spark", "database")
-TOP_LEVEL_KEYS = ("connections", "comparisons", "pipelines", "spark", "validation", "resync")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",
@@ -256,7 +262,7 @@ def load_validator_config(
 ) -> ValidatorConfig:
     """Read a config file, apply environment and command-line overrides, and check it all."""
     environ = os.environ if environ is None else environ
-    root = load_root(path, overrides, environ, TOP_LEVEL_KEYS, ("connections", "comparisons"))
+    root = load_root(path, overrides, environ, SECTIONS, ("connections", "comparisons"))
     connections = read_connections(root, environ)
     comparisons = tuple(_read_comparison(s, connections) for s in root.items("comparisons"))
     if not comparisons:
