@@ -362,21 +362,23 @@ def mask_url(url: str) -> str:
     return masked
 
 
-def _read_password(section: Section, environ: Mapping[str, str]) -> Secret | None:
-    spec = section.data.get("password")
+def read_secret(section: Section, key: str, environ: Mapping[str, str]) -> Secret | None:
+    """A secret setting (a password, a key): ``{env: NAME}`` or ``{file: PATH}``, never
+    inline, so it is never in the file, a diff or a message."""
+    spec = section.data.get(key)
     if spec is None:
         return None
     if not isinstance(spec, Mapping) or len(spec) != 1 or not {"env", "file"} & set(spec):
-        raise section.error("password", "must be {env: VARIABLE} or {file: PATH}, never inline")
+        raise section.error(key, "must be {env: VARIABLE} or {file: PATH}, never inline")
     if "env" in spec:
         name = str(spec["env"])
         if name not in environ:
-            raise section.error("password", f"environment variable {name} is not set")
+            raise section.error(key, f"environment variable {name} is not set")
         return Secret(environ[name])
     try:
         return Secret(Path(str(spec["file"])).read_text(encoding="utf-8").strip())
     except OSError as exc:
-        raise section.error("password", f"cannot read password file: {exc.strerror}") from exc
+        raise section.error(key, f"cannot read the file: {exc.strerror}") from exc
 
 
 def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, ConnectionConfig]:
@@ -399,7 +401,7 @@ def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, Con
         connections[name] = ConnectionConfig(
             name=name,
             url=url,
-            password=_read_password(entry, environ),
+            password=read_secret(entry, "password", environ),
             lake=Path(lake) if lake is not None else None,
         )
     return connections

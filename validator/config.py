@@ -56,6 +56,7 @@ from cdc_core.config import (
     Section,
     load_root,
     read_connections,
+    read_secret,
 )
 from cdc_core.errors import ConfigError, ContractError
 from cdc_core.names import parse_table
@@ -275,7 +276,7 @@ def load_validator_config(
         connections=MappingProxyType(connections),
         comparisons=comparisons,
         spark=_read_spark(root.optional_child("spark")),
-        validation=_read_settings(root.optional_child("validation")),
+        validation=_read_settings(root.optional_child("validation"), environ),
         resync=_read_resync(root.optional_child("resync"), connections),
     )
 
@@ -461,7 +462,7 @@ def _read_spark(section: Section | None) -> SparkConfig:
     )
 
 
-def _read_settings(section: Section | None) -> ValidationSettings:
+def _read_settings(section: Section | None, environ: Mapping[str, str]) -> ValidationSettings:
     if section is None:
         return ValidationSettings()
     section.check_keys(
@@ -475,7 +476,6 @@ def _read_settings(section: Section | None) -> ValidationSettings:
         ]
     )
     defaults = ValidationSettings()
-    mask_key = section.get("mask_key", str)
     settings = ValidationSettings(
         lake_wait_timeout_s=section.get("lake_wait_timeout_s", float, defaults.lake_wait_timeout_s)
         or 0.0,
@@ -484,7 +484,7 @@ def _read_settings(section: Section | None) -> ValidationSettings:
         engine=_read_engine(section) or defaults.engine,
         database_parallelism=section.get("database_parallelism", int, defaults.database_parallelism)
         or 0,
-        mask_key=Secret(mask_key) if mask_key else None,
+        mask_key=read_secret(section, "mask_key", environ),
     )
     for key in ("lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"):
         if getattr(settings, key) < 0:

@@ -109,3 +109,26 @@ def test_resync_without_the_secret_says_where_it_is(
     assert cli.run(["resync", "-c", str(path), "--result", str(out / "result.json")]) == 2
     assert KEY_FILE in capsys.readouterr().out
     assert target_rows() == TARGET
+
+
+def test_a_configured_mask_key_gives_the_same_tokens_every_run_and_needs_no_file(
+    config: tuple[Path, Callable[[], list[tuple[object, ...]]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, target_rows = config
+    path.write_text(
+        path.read_text().replace("validation: {", "validation: {mask_key: {env: MASK}, ")
+    )
+    monkeypatch.setenv("MASK", "a secret only the operators know")
+    keys = []
+    for run in ("one", "two"):
+        out = tmp_path / run
+        assert cli.run(["validate", "-c", str(path), "--out", str(out)]) == 1
+        assert not (out / KEY_FILE).exists()
+        result = json.loads((out / "result.json").read_text())
+        keys.append(sorted(tuple(d["key"]) for d in result["comparisons"][0]["differences"]))
+    assert keys[0] == keys[1]
+    argv = ["resync", "-c", str(path), "--result", str(tmp_path / "two/result.json"), "--apply"]
+    assert cli.run(argv) == 0
+    assert target_rows() == SOURCE
