@@ -66,3 +66,24 @@ def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> Log
             f"no log reader for URL scheme {scheme!r}: a pipeline's source must be one of {known}"
         )
     return _FACTORIES[scheme](url, password, tables)
+
+
+_URL_PARAMETERS = {
+    "postgresql": "connectors.postgres.url_parameters",
+    "mysql": "connectors.mariadb.url_parameters",
+    "mariadb": "connectors.mariadb.url_parameters",
+}
+
+
+def without_log_parameters(url: str) -> str:
+    """``url`` without the query parameters its product's log source takes, for a consumer
+    that hands the rest to a driver (one connection serves the pipeline and the validator)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    module = _URL_PARAMETERS.get(parsed.get_backend_name())
+    if module is None:
+        return url
+    is_log_parameter = importlib.import_module(module).is_log_parameter
+    dropped = [name for name in parsed.query if is_log_parameter(name)]
+    return parsed.difference_update_query(dropped).render_as_string(hide_password=False)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
+from connectors.log_sources import without_log_parameters
 from validator.resync_keys import TypedKey
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def build_engine(connection: ConnectionConfig) -> Engine:
 
     if connection.url is None:
         raise ConfigError(f"connection {connection.name} is a lake, not a database")
-    url = make_url(connection.url)
+    url = make_url(without_log_parameters(connection.url))
     if connection.password is not None:
         url = url.set(password=connection.password.reveal())
     engine = sa.create_engine(url, pool_pre_ping=True)

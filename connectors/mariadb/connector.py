@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import TerminalError, TransientError
+from cdc_core.config import mask_url
+from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import (
     POSITION_COLUMN,
@@ -34,6 +35,7 @@ from connectors.base import (
 )
 from connectors.mariadb.position import to_position
 from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
+from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
 from connectors.mariadb.zero_dates import (
     NOT_A_DATE,
     REFUSABLE_TYPES,
@@ -76,6 +78,7 @@ class MariaDBConnector(Connector):
         from sqlalchemy.engine import make_url
 
         url = make_url(self.url)
+        check_parameters(url.query, self.url)
         try:
             connection = pymysql.connect(
                 host=url.host or "127.0.0.1",
@@ -353,3 +356,18 @@ def _converter(ltype: lt.LogicalType | None, arrow_type: pa.DataType) -> Any:
 def _instant(value: dt.datetime | str) -> object:
     """A TIMESTAMP read in the session's UTC, or what its text reads as (``zero_dates``)."""
     return from_text(value) if isinstance(value, str) else value.replace(tzinfo=dt.UTC)
+
+
+def check_parameters(query: Mapping[str, object], url: str) -> None:
+    """Refuse URL parameters neither the validator's reader nor the log source takes.
+
+    Raises:
+        ConfigError: Names the parameter and the ones MariaDB URLs take.
+    """
+    for name in query:
+        if not is_log_parameter(name):
+            raise ConfigError(
+                f"MariaDB URL parameter {name!r} is unknown (in {mask_url(url)}); MariaDB"
+                f" URLs take only the pipeline's {list(LOG_PARAMETERS)}",
+                {"parameter": name},
+            )

@@ -41,8 +41,8 @@ from connectors.log_sources import LogSource, register_log_source
 from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
 from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.mariadb.url_parameters import LOG_PARAMETERS
 
-URL_PARAMETERS = ("server_id", "heartbeat_s", "key.<table>")
 # Schemas of the server itself, never captured by a pattern.
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 
@@ -74,7 +74,7 @@ def source_config(url: str, password: str | None, tables: Sequence[str]) -> Mari
             config = replace(config, heartbeat_s=_number(name, value, float))
         else:
             raise ConfigError(
-                f"MariaDB source URL parameter {name!r} is unknown; known: {list(URL_PARAMETERS)}",
+                f"MariaDB source URL parameter {name!r} is unknown; known: {list(LOG_PARAMETERS)}",
                 {"parameter": name},
             )
     return config

@@ -36,6 +36,7 @@ from connectors.postgres.types import (
     select_expression,
     to_arrow,
 )
+from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
 
 if TYPE_CHECKING:
     import psycopg
@@ -125,11 +126,12 @@ class PostgresConnector(Connector):
             ) from exc
 
     def _conninfo(self) -> str:
+        import psycopg
         from psycopg.conninfo import make_conninfo
 
         url = self._parsed_url()
         password = self.password if self.password is not None else url.password
-        extra = {key: str(value) for key, value in url.query.items()}
+        extra = {k: str(v) for k, v in url.query.items() if not is_log_parameter(k)}
         options = " ".join(filter(None, [extra.pop("options", ""), "-c TimeZone=UTC"]))
         params = {
             "host": url.host,
@@ -141,7 +143,14 @@ class PostgresConnector(Connector):
             "options": options,
             **extra,
         }
-        return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+        try:
+            return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
+        except psycopg.ProgrammingError as exc:  # libpq does not know a parameter
+            raise ConfigError(
+                f"a URL parameter of {self.where} is unknown: {exc}; PostgreSQL URLs take"
+                f" libpq's parameters and the pipeline's {list(LOG_PARAMETERS)}",
+                {"source": self.where},
+            ) from exc
 
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
         try:

@@ -40,9 +40,7 @@ from connectors.postgres.connector import qualified_name
 from connectors.postgres.initial_snapshot import PostgresSnapshotReader
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.replication import PostgresSourceConfig, connector_of
-
-_TEXT = ("slot", "publication", "decoding_work_mem")
-_FLAGS = ("create_slot", "create_publication")
+from connectors.postgres.url_parameters import FLAGS, KEY_PREFIX, SECONDS, TEXT
 
 
 def source_config(url: str, password: str | None, tables: Sequence[str]) -> PostgresSourceConfig:
@@ -56,13 +54,13 @@ def source_config(url: str, password: str | None, tables: Sequence[str]) -> Post
     values: dict[str, Any] = {}
     keys: dict[str, tuple[str, ...]] = {}
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if name.startswith("key.") and len(name) > 4:
-            keys[name[4:]] = tuple(c.strip() for c in value.split(",") if c.strip())
-        elif name in _TEXT:
+        if name.startswith(KEY_PREFIX) and name != KEY_PREFIX:
+            keys[name[len(KEY_PREFIX) :]] = tuple(c.strip() for c in value.split(",") if c.strip())
+        elif name in TEXT:
             values[name] = value
-        elif name in _FLAGS:
+        elif name in FLAGS:
             values[name] = _flag(name, value)
-        elif name == "idle_s":
+        elif name in SECONDS:
             values[name] = _seconds(name, value)
         else:
             libpq.append((name, value))
