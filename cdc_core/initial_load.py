@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from cdc_core.checkpoint import Checkpoint, write_checkpoint
 from cdc_core.errors import TerminalError
 from cdc_core.image_store import RowImageStore
+from cdc_core.metrics import MetricsTracker
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
 from cdc_core.sink import LakeEvent, LakeSink
@@ -41,6 +42,7 @@ class LoadContext:
     sink: LakeSink
     store: RowImageStore
     describe: Callable[[str], TableDescription]
+    metrics: MetricsTracker
 
 
 logger = logging.getLogger(__name__)
@@ -68,8 +70,9 @@ def load_tables(context: LoadContext, checkpoint: Checkpoint) -> Checkpoint:
         _check_not_behind(context, checkpoint, position)
         checkpoint = replace(checkpoint, loading=dict.fromkeys(wanted, position))
         write_checkpoint(context.config.state_dir, checkpoint)
-        for snapshot in snapshots:
-            _load_table(context, snapshot, position)
+        for number, snapshot in enumerate(snapshots, start=1):
+            _load_table(context, snapshot, position, (number, len(wanted)))
+    context.metrics.load_finished(position)
     return _finish(context, checkpoint, wanted, position)
 
 
@@ -120,8 +123,11 @@ def _refuse_foreign_tables(context: LoadContext, tables: list[str]) -> None:
             )
 
 
-def _load_table(context: LoadContext, snapshot: TableSnapshot, position: Position) -> None:
+def _load_table(
+    context: LoadContext, snapshot: TableSnapshot, position: Position, number: tuple[int, int]
+) -> None:
     table = snapshot.description.table
+    context.metrics.loading(table, *number, snapshot.estimated_rows)
     description = context.describe(table)
     store = context.store
     store.truncate(table, position, 0)  # hide images an interrupted earlier load left
@@ -132,6 +138,7 @@ def _load_table(context: LoadContext, snapshot: TableSnapshot, position: Positio
             store.put(table, locator, position, event.row, event.seq)
         rows += len(events)
         context.sink.write_snapshot(description, [event for event, _ in events], position)
+        context.metrics.loaded_rows(len(events))
     store.flush()  # the images are durable before the lake marks the load finished
     context.sink.finish_snapshot(description, position)
     logger.info("initial load of %s: %s rows at position %s", table, rows, position)

@@ -38,6 +38,35 @@ class PipelineMetrics:
     oldest_open_age_seconds: float | None
     buffered_bytes: int
     spilled_bytes: int
+    load: LoadFigures | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFigures:
+    """How far an initial load (or a table's load) is.
+
+    Args:
+        table: The table being read.
+        table_number: Its number among the tables of the load (1-based).
+        tables: How many tables the load reads.
+        rows: Rows of ``table`` written so far.
+        rows_per_second: Their rate since the table's load started.
+        estimated_rows: The source's estimate of the table's rows (statistics; None: unknown).
+    """
+
+    table: str
+    table_number: int
+    tables: int
+    rows: int
+    rows_per_second: float
+    estimated_rows: int | None
+
+    @property
+    def seconds_left(self) -> float | None:
+        """An estimate of the table's remaining time (None: no estimate or no rate yet)."""
+        if self.estimated_rows is None or self.rows_per_second <= 0:
+            return None
+        return max(self.estimated_rows - self.rows, 0) / self.rows_per_second
 
 
 class MetricsTracker:
@@ -54,6 +83,8 @@ class MetricsTracker:
         self._oldest_age: float | None = None
         self._buffered = 0
         self._spilled = 0
+        self._load: tuple[str, int, int, float, int | None] | None = None
+        self._load_rows = 0
 
     def committed(self, transaction: CommittedTransaction, events: int) -> None:
         """Count a transaction handed to the sink."""
@@ -72,6 +103,27 @@ class MetricsTracker:
         self._buffered = buffer.memory_bytes
         self._spilled = sum(info.spilled_bytes for info in open_transactions)
 
+    def loading(self, table: str, number: int, tables: int, estimated_rows: int | None) -> None:
+        """An initial load starts reading ``table`` (its ``number`` of ``tables``)."""
+        self._load = (table, number, tables, time.monotonic(), estimated_rows)
+        self._load_rows = 0
+
+    def loaded_rows(self, rows: int) -> None:
+        """Rows of the table being loaded are in the lake."""
+        self._load_rows += rows
+
+    def load_finished(self, position: Position) -> None:
+        """The load ended: the lake holds the tables as of ``position``."""
+        self._load = None
+        self._position = self._position or position
+
+    def _load_figures(self) -> LoadFigures | None:
+        if self._load is None:
+            return None
+        table, number, tables, started, estimate = self._load
+        rate = self._load_rows / max(time.monotonic() - started, 1e-9)
+        return LoadFigures(table, number, tables, self._load_rows, rate, estimate)
+
     def snapshot(self) -> PipelineMetrics:
         """The figures as of now."""
         elapsed = max(time.monotonic() - self._started, 1e-9)
@@ -89,4 +141,5 @@ class MetricsTracker:
             self._oldest_age,
             self._buffered,
             self._spilled,
+            self._load_figures(),
         )

@@ -183,6 +183,7 @@ class Pipeline(FollowsDdl):
             self._sink,
             self._store,
             self.describe,
+            self._metrics,
         )
 
     def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:

@@ -200,6 +200,7 @@ class TableSnapshot:
 
     description: TableDescription
     batches: Iterator[pa.RecordBatch]
+    estimated_rows: int | None = None  # the source's statistics, for progress (None: unknown)
 
 
 class SnapshotReader(Protocol):

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from cdc_core.files import check_output_dir
-from cdc_core.metrics import PipelineMetrics
+from cdc_core.metrics import LoadFigures, PipelineMetrics
 from cdc_core.pipeline import Pipeline
 from cdc_core.pipeline_config import load_pipeline_config
 from cdc_core.position import Position
@@ -59,6 +59,7 @@ def run_pipeline(
     try:
         with _stop_on_signals(pipeline.stop), _progress(pipeline):
             reached = pipeline.run_until_caught_up() if until_caught_up else pipeline.run()
+        reached = reached or pipeline.metrics().position  # an initial load's snapshot
         logger.info(
             "pipeline %s stopped cleanly; the lake holds everything up to %s", name, reached
         )
@@ -83,7 +84,10 @@ def _stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
 
 
 def describe_progress(figures: PipelineMetrics) -> str:
-    """One progress line: position, throughput, lag, the oldest open transaction, spill."""
+    """One progress line: the initial load's table, rows and rate while it runs; else
+    position, throughput, lag, the oldest open transaction, spill."""
+    if figures.load is not None:
+        return describe_load(figures.load)
     lag = "-" if figures.lag_seconds is None else f"{figures.lag_seconds:.1f} s"
     line = (
         f"position {figures.position}, {figures.events} events"
@@ -95,6 +99,18 @@ def describe_progress(figures: PipelineMetrics) -> str:
         age = figures.oldest_open_age_seconds or 0.0
         line += f" (oldest {txid} from {begin}, {age:.0f} s, {changes} changes)"
     return line + f", {figures.spilled_bytes} bytes spilled"
+
+
+def describe_load(load: LoadFigures) -> str:
+    """The initial load's progress line: which table, rows so far, rate, what is left."""
+    line = (
+        f"initial load: table {load.table_number}/{load.tables} {load.table},"
+        f" {load.rows:,} rows ({load.rows_per_second:,.0f} rows/s)"
+    )
+    if load.estimated_rows is not None:
+        line += f" of about {load.estimated_rows:,}"
+    left = load.seconds_left
+    return line + ("" if left is None else f", about {left:,.0f} s left")
 
 
 @contextmanager

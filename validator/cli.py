@@ -22,6 +22,13 @@ from validator.result import Status
 if TYPE_CHECKING:
     from validator.key_masks import KeyMasker
 
+# Loggers whose INFO lines are progress for people (phases, rows, rates, what a run waits for).
+PROGRESS_LOGGERS = (
+    "validator.compare",
+    "validator.job",
+    "validator.cdc_command",
+    "validator.positions",
+)
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
@@ -335,7 +342,10 @@ def cdc_run(
     reached = run_pipeline(
         config, pipeline, until_caught_up=until_caught_up, overrides=_overrides(set_)
     )
-    typer.echo(f"pipeline {pipeline}: the lake holds everything up to position {reached}")
+    if reached is None:
+        typer.echo(f"pipeline {pipeline}: the lake holds nothing yet (the source wrote nothing)")
+    else:
+        typer.echo(f"pipeline {pipeline}: the lake holds everything up to position {reached}")
 
 
 def _configure_logging() -> None:
@@ -343,7 +353,7 @@ def _configure_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     progress = logging.StreamHandler()
     progress.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    for name in ("validator.compare", "validator.job", "validator.cdc_command"):
+    for name in PROGRESS_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
         logger.addHandler(progress)

@@ -95,6 +95,9 @@ def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> Source
     return SourcePositions(partitions[0].column, placed)
 
 
+PROGRESS_EVERY_S = 5.0  # how often a wait for the lake says what it waits for
+
+
 def wait_for_lake(
     high_water_mark: Callable[[], int | None],
     position: int,
@@ -105,6 +108,7 @@ def wait_for_lake(
 ) -> int:
     """Wait until the lake's high-water mark reaches ``position``; its value when it does."""
     deadline = time.monotonic() + timeout_s
+    said = -PROGRESS_EVERY_S
     while True:
         reached = high_water_mark()
         if reached is not None and reached >= position:
@@ -116,7 +120,17 @@ def wait_for_lake(
                 "CDC pipeline is running, or raise validation.lake_wait_timeout_s",
                 {"table": table, "position": position},
             )
-        log.info("lake %s at %s, waiting for %s", table, reached, position)
+        if time.monotonic() - said >= PROGRESS_EVERY_S:
+            said = time.monotonic()
+            left = deadline - said
+            log.info(
+                "waiting for lake table %s to reach the source's position %s (its high-water"
+                " mark is %s; a CDC pipeline must be running into the lake); %.0f s left",
+                table,
+                position,
+                reached,
+                left,
+            )
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
 
 

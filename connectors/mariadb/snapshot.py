@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.names import qualify
+from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.base import POSITION_COLUMN, Partition, TableSchema
@@ -122,7 +122,8 @@ class MariaDBSnapshotReader:
             if description.table in wanted:
                 rows = tuple(tuple(row) for row in wanted[description.table])
                 partition = Partition(0, key_columns=description.key, keys=rows)
-            yield TableSnapshot(description, self._batches(connection, description, partition))
+            batches = self._batches(connection, description, partition)
+            yield TableSnapshot(description, batches, _estimated_rows(connection, description))
 
     def _batches(
         self, connection: Any, description: TableDescription, partition: Partition
@@ -203,3 +204,16 @@ class MariaDBSnapshotReader:
             return batch, None
         last = rows[-1]
         return batch, tuple(last[select.index(k)] for k in key)
+
+
+def _estimated_rows(connection: Any, description: TableDescription) -> int | None:
+    """The server's statistics of a table's rows (for progress lines; InnoDB's is rough)."""
+    schema, name = split_table(description.table, "")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT TABLE_ROWS FROM information_schema.TABLES"
+            " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+            (schema, name),
+        )
+        found = cursor.fetchone()
+    return None if found is None or found[0] is None else int(found[0])

@@ -257,7 +257,16 @@ class PostgresSnapshotReader:
                 rows = tuple(tuple(row) for row in wanted[description.table])
                 partition = Partition(0, key_columns=description.key, keys=rows)
             batches = self._batches(description, partition, snapshot)
-            yield TableSnapshot(description, batches)
+            yield TableSnapshot(description, batches, self._estimated_rows(description.table))
+
+    def _estimated_rows(self, table: str) -> int | None:
+        """The planner's statistics of a table's rows, for progress (None: never analysed)."""
+        with self.connector._connect() as connection:
+            found = connection.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)",
+                (self.connector.qualified(table),),
+            ).fetchone()
+        return None if found is None or found[0] < 0 else int(found[0])
 
     def _batches(
         self, description: TableDescription, partition: Partition, snapshot: Snapshot

@@ -98,3 +98,12 @@ def test_a_table_being_refreshed_holds_its_mark_below_the_refresh(tmp_path: Path
     assert high_water_mark(LakeTable(tmp_path, "shop.u")) == 200
     write_progress(tmp_path, "p", Position.of(200), ["shop.t"], RefreshMarks({"shop.t": 0}))
     assert high_water_mark(LakeTable(tmp_path, "shop.t")) is None  # loading: nothing yet
+
+
+def test_a_wait_for_the_lake_says_what_it_waits_for(caplog: pytest.LogCaptureFixture) -> None:
+    marks = iter([None, 5, 20])
+    caplog.set_level("INFO", logger="validator.positions")
+    wait_for_lake(lambda: next(marks), 20, 60, "shop.t", sleep=lambda _s: None)
+    said = caplog.text
+    assert "shop.t" in said and "position 20" in said and "high-water mark is None" in said
+    assert "a CDC pipeline must be running" in said
