@@ -14,16 +14,13 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
-from cdc_core.files import check_output_dir
 from cdc_core.metrics import LoadFigures, PipelineMetrics
 from cdc_core.pipeline import Pipeline
-from cdc_core.pipeline_config import load_pipeline_config
 from cdc_core.position import Position
-from connectors.log_sources import log_source_for
+from validator.cdc_pipeline import open_pipeline
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
@@ -37,26 +34,7 @@ def run_pipeline(
     overrides: dict[str, str] | None = None,
 ) -> Position | None:
     """Run the named pipeline of a config file; returns the position the lake reached."""
-    setup = load_pipeline_config(config_path, name, overrides)
-    check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
-    check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
-    connection = setup.source
-    password = connection.password.reveal() if connection.password else None
-    assert connection.url is not None
-    tables = setup.config.tables
-    source = log_source_for(connection.url, password, list(tables.accept))
-    # Globs (and the accept policy) are matched against the tables the source has now.
-    globs = any(char in pattern for pattern in tables.accept for char in "*?[")
-    listed = source.tables() if tables.policy == "accept" or globs else None
-    # Hooks completing columns the source's log leaves out (MariaDB's MINIMAL row images).
-    config = replace(
-        setup.config,
-        fetch_missing={**source.fetch_missing},
-        fetch_unavailable={**source.fetch_unavailable},
-    )
-    pipeline = Pipeline(config, source.reader, source.snapshots, tables=listed)
-    logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.config.lake)
-    try:
+    with open_pipeline(config_path, name, overrides=overrides) as pipeline:
         with _stop_on_signals(pipeline.stop), _progress(pipeline):
             reached = pipeline.run_until_caught_up() if until_caught_up else pipeline.run()
         reached = reached or pipeline.metrics().position  # an initial load's snapshot
@@ -64,8 +42,6 @@ def run_pipeline(
             "pipeline %s stopped cleanly; the lake holds everything up to %s", name, reached
         )
         return reached
-    finally:
-        source.reader.close()
 
 
 @contextmanager

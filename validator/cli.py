@@ -28,6 +28,7 @@ PROGRESS_LOGGERS = (
     "validator.job",
     "validator.cdc_command",
     "validator.positions",
+    "validator.cdc_pipeline",
 )
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1

@@ -1,0 +1,66 @@
+"""A CDC pipeline built from a config file exactly as ``replcheck cdc run`` builds it.
+
+The library entry point: the connection's password, table globs and the ``accept`` policy
+matched against the source's tables, the hooks that complete what a log leaves out
+(MariaDB's MINIMAL row images, values LogMiner cannot render), and the lake and state
+directories checked before anything starts::
+
+    with open_pipeline(Path("pipeline.yaml"), "shop") as pipeline:
+        pipeline.run_until_caught_up()
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from cdc_core.files import check_output_dir
+from cdc_core.pipeline import Pipeline, TransactionCallback
+from cdc_core.pipeline_config import load_pipeline_config
+from connectors.log_sources import log_source_for
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def open_pipeline(
+    config_path: Path,
+    name: str,
+    *,
+    overrides: dict[str, str] | None = None,
+    on_transaction: TransactionCallback | None = None,
+) -> Iterator[Pipeline]:
+    """The named pipeline of a config file, its source's reader closed at the end.
+
+    Args:
+        config_path: The YAML config file.
+        name: The pipeline's name in it.
+        overrides: ``path=value`` overrides, as ``--set`` gives them.
+        on_transaction: Called with each transaction once it is durable in the lake.
+    """
+    setup = load_pipeline_config(config_path, name, overrides)
+    check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
+    check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
+    connection = setup.source
+    password = connection.password.reveal() if connection.password else None
+    assert connection.url is not None  # a pipeline's source is a database connection
+    tables = setup.config.tables
+    source = log_source_for(connection.url, password, list(tables.accept))
+    # Globs (and the accept policy) are matched against the tables the source has now.
+    globs = any(char in pattern for pattern in tables.accept for char in "*?[")
+    listed = source.tables() if tables.policy == "accept" or globs else None
+    config = replace(
+        setup.config,
+        fetch_missing={**source.fetch_missing},
+        fetch_unavailable={**source.fetch_unavailable},
+    )
+    logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.config.lake)
+    try:
+        yield Pipeline(
+            config, source.reader, source.snapshots, tables=listed, on_transaction=on_transaction
+        )
+    finally:
+        source.reader.close()
