@@ -23,8 +23,9 @@ from typing import Any
 from cdc_core.events import RowChange
 from cdc_core.position import Position
 from cdc_core.source import Idle
-from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
+from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.position import split_position
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.private_servers import MariaDBServer, running_mariadb
 
 TABLE = """CREATE TABLE bench.b (id INT PRIMARY KEY, qty INT, price DECIMAL(10,2),

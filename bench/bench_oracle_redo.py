@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from connectors.oracle.contents import ChangeAssembler, ContentsRow
-from connectors.oracle.replay import load_tables
+from tests.connectors.oracle.replay import load_tables
 
 TABLES = Path(__file__).resolve().parents[1] / "tests/connectors/oracle/data/shop_tables.json"
 STAMP = dt.datetime(2026, 5, 1, 10, 0, 0)

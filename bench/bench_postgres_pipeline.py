@@ -30,7 +30,7 @@ from cdc_core.position import Position
 from cdc_core.source import Idle
 from connectors.log_sources import log_source_for
 from connectors.postgres.log_reader import PostgresLogReader
-from connectors.postgres.replication import PostgresSourceConfig
+from connectors.postgres.source_config import PostgresSourceConfig
 from tests.private_servers import PostgresServer, running_postgres
 
 TABLE = """CREATE TABLE b (id int PRIMARY KEY, qty int, price numeric(10,2), name varchar(40),

@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
-from connectors.base import Partition
+from connectors.model import Partition
 
 # Where Debian's libmariadb-java and libpostgresql-jdbc-java put their jars.
 SYSTEM_JARS = Path("/usr/share/java")

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from connectors.base import Partition, SourceColumn
+from connectors.model import Partition, SourceColumn
 from merkle import types as lt
 from merkle.options import ComparisonOptions, TimeRounding
 

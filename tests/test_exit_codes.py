@@ -18,7 +18,7 @@ import pytest
 import typer
 
 from tests.reports.sample import make_result
-from tests.validator.resync_helpers import result_for, write_config
+from tests.validator.resync.helpers import result_for, write_config
 from validator import cli
 from validator.config import load_validator_config
 
@@ -152,7 +152,7 @@ def test_an_unexpected_exception_is_exit_2_and_its_traceback_only_under_verbose(
     def explode(*_args: object, **_kwargs: object) -> None:
         raise KeyError("secret-value-42")
 
-    monkeypatch.setattr("validator.resync_command.run_resync", explode)
+    monkeypatch.setattr("validator.commands.resync.run_resync", explode)
     argv = ["resync", "-c", _config(tmp_path), "--result", _result(tmp_path)]
     assert cli.run(argv) == 2
     quiet = capsys.readouterr().err

@@ -88,3 +88,91 @@ def test_heavy_dependencies_are_imported_lazily(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def module_of(path: Path, root: Path) -> str:
+    """The dotted module name of a file (a package's ``__init__`` is the package)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def file_imports(path: Path, root: Path, modules: set[str]) -> set[str]:
+    """The project modules a file imports, anywhere in it (type-only and lazy imports too:
+    each is a dependency a reader has to follow)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if child in modules else node.module)
+    return {name for name in found if name in modules and not _is_package(name, root)}
+
+
+def _is_package(name: str, root: Path) -> bool:
+    return (root / Path(*name.split("."))).is_dir()
+
+
+def file_loops(root: Path) -> list[list[str]]:
+    """Every loop of imports between the product's files (strongly connected components
+    of more than one file, or a file importing itself)."""
+    paths = [p for package in PACKAGES for p in sorted((root / package).rglob("*.py"))]
+    modules = {module_of(p, root) for p in paths}
+    graph = {module_of(p, root): file_imports(p, root, modules) for p in paths}
+    return [sorted(c) for c in _components(graph) if len(c) > 1]
+
+
+def _components(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components, iteratively."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                found.append(component)
+    return found
+
+
+def test_no_two_files_import_each_other() -> None:
+    assert file_loops(ROOT) == []
+
+
+def test_the_loop_check_finds_a_loop_through_a_lazy_import(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "connectors" / "a.py").write_text("from connectors.b import x\n")
+    (tmp_path / "connectors" / "b.py").write_text("def f():\n    from connectors import c\n")
+    (tmp_path / "connectors" / "c.py").write_text("import connectors.a\n")
+    assert file_loops(tmp_path) == [["connectors.a", "connectors.b", "connectors.c"]]

@@ -16,7 +16,7 @@ import pytest
 
 from tests.connectors.mariadb.pipeline_helpers import lake_rows
 from tests.private_servers import MariaDBServer
-from tests.validator.resync_helpers import result_for, write_config
+from tests.validator.resync.helpers import result_for, write_config
 from validator.config import load_validator_config
 
 README = Path(__file__).parents[1] / "README.md"

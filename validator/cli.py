@@ -16,7 +16,7 @@ import typer
 from typer.exceptions import TyperException
 
 from cdc_core.errors import ConfigError, ReplcheckError
-from validator.demo import DemoSource
+from validator.demo.setup import DemoSource
 from validator.result import Status
 
 if TYPE_CHECKING:
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 # Loggers whose INFO lines are progress for people (phases, rows, rates, what a run waits for).
 PROGRESS_LOGGERS = (
-    "validator.compare",
+    "validator.engines.spark.compare",
     "validator.job",
-    "validator.cdc_command",
+    "validator.commands.cdc",
     "validator.positions",
     "validator.cdc_pipeline",
 )
@@ -64,11 +64,11 @@ def check_contract_command(
     master: Annotated[str, typer.Option(help="Spark master for the check.")] = "local[2]",
 ) -> None:
     """Check that this installation reproduces the hash contract's golden vectors."""
-    from validator.contract_check import check_contract
+    from validator.commands.check_contract import check_contract
 
     session = None
     if spark:
-        from validator.spark_session import build_spark_session
+        from validator.engines.spark.session import build_spark_session
 
         def session() -> object:
             return build_spark_session(app_name="replcheck-check-contract", master=master)
@@ -102,9 +102,9 @@ def _lake_of(config_path: Path, sets: list[str]) -> Path | None:
 
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Validated:
     from validator.config import load_validator_config
+    from validator.engines.spark.session import LazySparkSession, under_spark_submit
     from validator.job import validate as run_validation
     from validator.key_masks import KeyMasker
-    from validator.spark_session import LazySparkSession, under_spark_submit
 
     config = load_validator_config(config_path, _overrides(sets))
     for name in names:
@@ -178,7 +178,7 @@ def validate(
     set_: SetOption = [],  # noqa: B006
 ) -> None:
     """Validate sources against targets; exit 0 in sync, 1 differences, 2 could not validate."""
-    from validator.outputs import check_outputs, write_outputs
+    from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out)
     document, masker = _run_validation(config, comparison, set_)
@@ -199,7 +199,7 @@ def gate(
 ) -> None:
     """CI gate: exit 1 when more than --max-differences differences are found or an
     expectation failed, 2 on errors."""
-    from validator.outputs import check_outputs, write_outputs
+    from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out, junit)
     document, masker = _run_validation(config, comparison, set_)
@@ -225,8 +225,9 @@ def demo(
     ] = DemoSource.DUCKDB,
 ) -> None:
     """Run the demo: a source, a drifted Delta lake copy, validation (see --source)."""
-    from validator.demo import demo_source, found_differences
-    from validator.outputs import check_outputs, write_outputs
+    from validator.commands.outputs import check_outputs, write_outputs
+    from validator.demo.setup import found_differences
+    from validator.demo.start import demo_source
 
     check_outputs(workdir, option="--workdir")
     with demo_source(source, workdir.resolve(), lambda line: typer.echo(line, err=True)) as setup:
@@ -272,7 +273,7 @@ def resync(
 ) -> None:
     """Repair exactly the rows a validation found different, then re-validate them; exit 0
     all repaired (or dry-run SQL written), 1 differences remain, 2 could not re-sync."""
-    from validator.resync_command import ResyncArguments, run_resync, summary_lines
+    from validator.commands.resync import ResyncArguments, run_resync, summary_lines
 
     outcome, files = run_resync(
         ResyncArguments(
@@ -305,7 +306,7 @@ def report(
     from reports.html import build_html_report
     from reports.junit import build_junit
     from reports.model import read_result
-    from validator.outputs import render_markdown
+    from validator.commands.outputs import render_markdown
 
     renderings = [
         (path, option, render)
@@ -338,7 +339,7 @@ def cdc_run(
     set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
 ) -> None:
     """Run a CDC pipeline from a source's log into the lake (SIGTERM/SIGINT stop it cleanly)."""
-    from validator.cdc_command import run_pipeline
+    from validator.commands.cdc import run_pipeline
 
     reached = run_pipeline(
         config, pipeline, until_caught_up=until_caught_up, overrides=_overrides(set_)
@@ -366,7 +367,7 @@ def package(
     out: Annotated[Path, typer.Option(help="Directory for the bundle.")] = Path("dist"),
 ) -> None:
     """Bundle replcheck for spark-submit on a cluster (see the README)."""
-    from validator.package import build_bundle
+    from validator.commands.package import build_bundle
 
     bundle = build_bundle(out)
     typer.echo(f"wrote {bundle.archive} and {bundle.launcher}")

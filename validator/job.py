@@ -1,8 +1,8 @@
 """Run the configured comparisons and return the run's result document.
 
 Each comparison runs in one of two engines (``validation.engine``): the two databases
-compute their own digests when both can (``validator.database_engine``), else Spark does
-(``validator.spark_engine``), in one session for the whole run, started only when a
+compute their own digests when both can (``validator.engines.database.engine``), else Spark does
+(``validator.engines.spark.engine``), in one session for the whole run, started only when a
 comparison needs it (so a run in the databases never imports pyspark). A source without a
 transaction log (DuckDB, SQLite) has no position: it is compared with a lake target as of
 the lake's high-water mark, i.e. with everything the lake has.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
 from connectors.pushdown import NotPushable
 from validator.config import ComparisonConfig, ValidatorConfig
-from validator.database_engine import compare_in_databases
-from validator.database_plan import DatabaseSide, plan_side
+from validator.engines.database.engine import compare_in_databases
+from validator.engines.database.plan import DatabaseSide, plan_side
 from validator.key_masks import KeyMasker
 from validator.recheck import LiveTable, can_recheck, confirm
 from validator.reflection import Reflected, reflect_comparison
@@ -38,7 +38,7 @@ from validator.settings import CompareSettings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from validator.compare import Side
+    from validator.engines.spark.compare import Side
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def run_comparison(
         )
         target: Side | None = None
     else:
-        from validator.spark_engine import compare_in_spark
+        from validator.engines.spark.engine import compare_in_spark
 
         settings = _settings(config, comparison)
         result, target = compare_in_spark(_session(spark), config, reflected, settings)
@@ -80,7 +80,7 @@ def run_comparison(
     # The last step that needs real keys is the re-check: from here on, tokens.
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     if comparison.expectations:
-        from validator.spark_engine import check_expectations, target_side
+        from validator.engines.spark.engine import check_expectations, target_side
 
         if target is None:  # the database engine read no frame: read the live target now
             target = target_side(_session(spark), config, reflected, None)

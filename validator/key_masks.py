@@ -30,7 +30,7 @@ from cdc_core.errors import ConfigError
 from merkle.canonical import to_canonical_field
 from merkle.layout import RowLayout
 from validator.result import TOKEN_PREFIX, ComparisonResult, Difference, Key
-from validator.resync_keys import parse_part
+from validator.resync.keys import parse_part
 
 KEY_FILE = "mask.key"
 _TOKEN_HEX = 16

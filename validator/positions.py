@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core.errors import TransientError
 from cdc_core.lake import LakeTable, read_marks
-from connectors.base import POSITION_COLUMN, Partition
+from connectors.model import POSITION_COLUMN, Partition
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from connectors.base import Connector, Partition, TableSchema
+from connectors.base import Connector
+from connectors.model import Partition, TableSchema
 from merkle import types as lt
 from merkle.hashing import RowHasher
 from merkle.layout import RowLayout

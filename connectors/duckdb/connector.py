@@ -11,20 +11,16 @@ from typing import TYPE_CHECKING
 
 from cdc_core import names
 from cdc_core.errors import TerminalError
-from connectors.base import (
+from connectors.base import Connector, arrow_type_of, file_path, missing_table, register
+from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
+from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
-    Connector,
     Partition,
     Snapshot,
     SourceColumn,
     TableSchema,
-    arrow_type_of,
-    file_path,
-    missing_table,
-    register,
 )
-from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
 from merkle import types as lt
 
 if TYPE_CHECKING:

@@ -18,19 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
-from connectors.base import (
-    POSITION_COLUMN,
-    Capabilities,
-    Connector,
-    Partition,
-    Snapshot,
-    TableSchema,
-    arrow_type_of,
-    missing_table,
-    register,
-)
+from connectors.base import Connector, arrow_type_of, missing_table, register
 from connectors.hana import sql
 from connectors.hana.types import source_columns
+from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from merkle import types as lt
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from cdc_core import names
-from connectors.base import Partition
+from connectors.model import Partition
 
 BEGIN_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 SNAPSHOT_POSITION = "SELECT CURRENT_MVCC_SNAPSHOT_TIMESTAMP() FROM DUMMY"

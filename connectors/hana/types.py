@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.base import SourceColumn
+from connectors.model import SourceColumn
 from merkle import types as lt
 
 REAL_MAX_BITS = 24  # FLOAT(n) is a 32-bit REAL for n <= 24, else a DOUBLE (SQL Reference)

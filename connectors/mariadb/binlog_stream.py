@@ -24,7 +24,7 @@ from connectors.mariadb.errors import (
 )
 
 if TYPE_CHECKING:
-    from connectors.mariadb.log_reader import MariaDBSourceConfig
+    from connectors.mariadb.source_config import MariaDBSourceConfig
 
 ER_DBACCESS_DENIED, ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED = 1044, 1045, 1227
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236

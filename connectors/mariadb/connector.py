@@ -20,19 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import mask_url
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
-from connectors.base import (
-    POSITION_COLUMN,
-    Capabilities,
-    Connector,
-    Partition,
-    Snapshot,
-    SourceColumn,
-    TableSchema,
-    arrow_type_of,
-    key_text,
-    missing_table,
-    register,
-)
+from connectors.base import Connector, arrow_type_of, key_text, missing_table, register
 from connectors.mariadb.position import to_position
 from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
 from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
@@ -41,6 +29,14 @@ from connectors.mariadb.zero_dates import (
     REFUSABLE_TYPES,
     UnrepresentableDateError,
     from_text,
+)
+from connectors.model import (
+    POSITION_COLUMN,
+    Capabilities,
+    Partition,
+    Snapshot,
+    SourceColumn,
+    TableSchema,
 )
 from merkle import types as lt
 from merkle.options import TimeRounding

@@ -16,9 +16,8 @@ refuses it with the same message (``connectors.jdbc.Refusal``, ``zero_dates``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from connectors.base import POSITION_COLUMN, SourceColumn, TableSchema
 from connectors.jdbc import (
     PARTITION_KEY,
     REFUSED_MARKERS,
@@ -35,10 +34,23 @@ from connectors.mariadb.zero_dates import (
     refused_sql,
     zero_sql,
 )
+from connectors.model import POSITION_COLUMN, SourceColumn, TableSchema
 from merkle import types as lt
 
-if TYPE_CHECKING:
-    from connectors.mariadb.connector import MariaDBConnector
+
+class MariaDBSource(Protocol):
+    """What a JDBC read takes from the MariaDB connector (``connector.py`` imports this
+    module, so the connector is described here by what it offers, not imported)."""
+
+    url: str
+    password: str | None
+
+    def is_mariadb(self) -> bool: ...
+
+    def quote(self, name: str) -> str: ...
+
+    def qualified(self, table: str) -> str: ...
+
 
 DRIVER = JdbcDriver("org.mariadb.jdbc.Driver", "mariadb-java-client.jar")
 SESSION_SETUP = (
@@ -113,7 +125,7 @@ def _refusal(
 
 
 def jdbc_read(
-    connector: MariaDBConnector,
+    connector: MariaDBSource,
     table: TableSchema,
     columns: Sequence[str],
     partition_column: str | None,

@@ -34,12 +34,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import struct
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cdc_core.config import Secret
-from cdc_core.errors import ConfigError
 from cdc_core.events import Begin, Commit, RawChange, Rollback
 from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
@@ -49,6 +47,7 @@ from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.position import split_position, to_position, to_text
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
+from connectors.mariadb.source_config import MariaDBSourceConfig
 
 logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item", RawChange, TableChanged)
@@ -56,36 +55,6 @@ _Item = TypeVar("_Item", RawChange, TableChanged)
 # MariaDB GTID event flags (https://mariadb.com/kb/en/gtid_event/).
 FL_STANDALONE, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_COMPLETED_XA = 1, 2, 64, 128
 _IGNORED_QUERIES = ("BEGIN", "SAVEPOINT", "XA END", "XA START", "ROLLBACK TO")
-
-
-@dataclass(frozen=True, slots=True)
-class MariaDBSourceConfig:
-    """A MariaDB/MySQL source of the CDC pipeline.
-
-    Args:
-        url: SQLAlchemy URL (``mysql+pymysql://user@host:port/database``), no password.
-        tables: The captured tables, ``schema.table`` or a table of the URL's database.
-        password: The user's password.
-        keys: Per table without a primary key, the columns that identify a row.
-        server_id: The replica id this reader registers with; unique among the server's
-            replicas.
-        heartbeat_s: How often the server reports that the log is quiet (``Idle``).
-    """
-
-    url: str
-    tables: tuple[str, ...]
-    password: Secret | None = None
-    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    server_id: int = 0x5EC0
-    heartbeat_s: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not self.tables:
-            raise ConfigError("a MariaDB source needs at least one table to capture")
-        if not 1 <= self.server_id < 2**32:
-            raise ConfigError(f"server_id must be in 1..2**32-1, not {self.server_id}")
-        if self.heartbeat_s <= 0:
-            raise ConfigError("heartbeat_s must be positive")
 
 
 @dataclass(slots=True)

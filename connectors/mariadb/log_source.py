@@ -38,9 +38,10 @@ from cdc_core.config import Secret, mask_url
 from cdc_core.errors import ConfigError
 from cdc_core.names import format_table, is_glob, qualify
 from connectors.log_sources import LogSource, register_log_source
-from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
+from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.url_parameters import LOG_PARAMETERS
 
 # Schemas of the server itself, never captured by a pattern.

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from connectors.base import Partition, SourceColumn, TableSchema
 from connectors.mariadb.zero_dates import refused_sql, zero_sql
+from connectors.model import Partition, SourceColumn, TableSchema
 from connectors.pushdown import (
     DigestColumn,
     DigestDialect,
@@ -31,7 +31,24 @@ from merkle.options import ComparisonOptions
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from connectors.mariadb.connector import MariaDBConnector
+
+class MariaDBReads(Protocol):
+    """What a digest session takes from the MariaDB connector (``connector.py`` imports this
+    module, so the connector is described here by what it offers, not imported)."""
+
+    def connect(self) -> Any: ...
+
+    def begin_snapshot(self, connection: Any) -> int | None: ...
+
+    def read_in(
+        self,
+        connection: Any,
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        position: int | None,
+    ) -> Iterator[pa.RecordBatch]: ...
+
 
 TWO_52 = 1 << 52
 TWO_53 = 1 << 53
@@ -278,7 +295,7 @@ class MariaDBDigestDialect(DigestDialect):
 class MariaDBDigestSession:
     """One connection in ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, at its position."""
 
-    def __init__(self, connector: MariaDBConnector, table: TableSchema, connection: Any) -> None:
+    def __init__(self, connector: MariaDBReads, table: TableSchema, connection: Any) -> None:
         self._connector = connector
         self._table = table
         self._connection = connection
@@ -297,9 +314,7 @@ class MariaDBDigestSession:
 
 
 @contextmanager
-def digest_session(
-    connector: MariaDBConnector, table: TableSchema
-) -> Iterator[MariaDBDigestSession]:
+def digest_session(connector: MariaDBReads, table: TableSchema) -> Iterator[MariaDBDigestSession]:
     """A session in a consistent snapshot of its own (InnoDB cannot share one)."""
     with connector.connect() as connection:
         session = MariaDBDigestSession(connector, table, connection)

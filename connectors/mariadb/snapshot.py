@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
-from connectors.base import POSITION_COLUMN, Partition, TableSchema
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
+from connectors.model import POSITION_COLUMN, Partition, TableSchema
 
 if TYPE_CHECKING:
-    from connectors.mariadb.log_reader import MariaDBSourceConfig
+    from connectors.mariadb.source_config import MariaDBSourceConfig
 
 logger = logging.getLogger(__name__)
 

@@ -14,23 +14,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
-from cdc_core.names import format_table
 from cdc_core.source import LOCATOR_COLUMN
-from connectors.base import (
-    POSITION_COLUMN,
-    Capabilities,
-    Connector,
-    Partition,
-    Snapshot,
-    TableSchema,
-    arrow_type_of,
-    missing_table,
-    register,
-)
+from connectors.base import Connector, arrow_type_of, missing_table, register
+from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.contents import schema_from_dictionary
-from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
-from connectors.oracle.snapshot import OracleSnapshotReader
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -47,7 +35,7 @@ class OracleConnector(Connector):
     schemes = ("oracle",)
     capabilities = Capabilities(has_log=True, shared_snapshot=True)
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
         import oracledb
         from sqlalchemy.engine import make_url
 
@@ -65,14 +53,14 @@ class OracleConnector(Connector):
         connection.outputtypehandler = _exact_numbers
         return connection
 
-    def _owner(self) -> str:
+    def owner(self) -> str:
         from sqlalchemy.engine import make_url
 
         return (make_url(self.url).username or "").upper()
 
     def reflect(self, table: str) -> TableSchema:
-        owner, name = sql.split_table(table, self._owner())
-        with contextlib.closing(self._connect()) as connection, connection.cursor() as cursor:
+        owner, name = sql.split_table(table, self.owner())
+        with contextlib.closing(self.connect()) as connection, connection.cursor() as cursor:
             cursor.execute(sql.COLUMNS, owner=owner, name=name)
             rows = cursor.fetchall()
             cursor.execute(sql.PRIMARY_KEY, owner=owner, name=name)
@@ -81,26 +69,11 @@ class OracleConnector(Connector):
             raise missing_table(table, f"Oracle schema {owner}")
         return schema_from_dictionary(table, rows, key)
 
-    def log_reader(
-        self, tables: Sequence[str], config: LogMinerConfig | None = None
-    ) -> OracleLogReader:
-        """A LogMiner reader of ``tables`` (named ``OWNER.TABLE`` in its changes)."""
-        schemas = {}
-        for table in tables:
-            owner, name = sql.split_table(table, self._owner())
-            exact = format_table(owner, name)
-            schemas[exact] = self.reflect(exact)
-        return OracleLogReader(self._connect, schemas, config)
-
-    def snapshot_reader(self) -> OracleSnapshotReader:
-        """Snapshots of tables AS OF one SCN, for the initial load and re-syncs."""
-        return OracleSnapshotReader(self)
-
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
-        owner, name = sql.split_table(table, self._owner())
+        owner, name = sql.split_table(table, self.owner())
         quoted = sql.quote(column)
         query = f"SELECT MIN({quoted}), MAX({quoted}) FROM {sql.quote(owner)}.{sql.quote(name)}"
-        with contextlib.closing(self._connect()) as connection, connection.cursor() as cursor:
+        with contextlib.closing(self.connect()) as connection, connection.cursor() as cursor:
             cursor.execute(query)
             low, high = cursor.fetchone()
         return None if low is None else (int(low), int(high))
@@ -108,7 +81,7 @@ class OracleConnector(Connector):
     @contextlib.contextmanager
     def shared_snapshot(self) -> Iterator[Snapshot | None]:
         """The current SCN: every partition reads AS OF it."""
-        with contextlib.closing(self._connect()) as connection, connection.cursor() as cursor:
+        with contextlib.closing(self.connect()) as connection, connection.cursor() as cursor:
             try:
                 cursor.execute(sql.CURRENT_SCN)
             except Exception as exc:
@@ -141,7 +114,7 @@ class OracleConnector(Connector):
         partition: Partition,
         snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
-        owner, name = sql.split_table(table.table, self._owner())
+        owner, name = sql.split_table(table.table, self.owner())
         where, params = partition.predicate(sql.quote, "%s")
         where, binds = sql.numbered_binds(where, params)
         query = sql.flashback_select(owner, name, sql.typed(table, columns), where)
@@ -167,7 +140,7 @@ class OracleConnector(Connector):
             taken = snapshot or stack.enter_context(self.shared_snapshot())
             assert taken is not None  # Oracle always has an SCN to share
             scn = taken.position
-            connection = stack.enter_context(contextlib.closing(self._connect()))
+            connection = stack.enter_context(contextlib.closing(self.connect()))
             cursor = stack.enter_context(connection.cursor())
             for statement in session:
                 cursor.execute(statement)

@@ -38,7 +38,8 @@ from typing import Any
 from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
 from cdc_core.names import format_table
 from cdc_core.source import TableChanged, TableDescription
-from connectors.base import SourceColumn, TableSchema, arrow_type_of
+from connectors.base import arrow_type_of
+from connectors.model import SourceColumn, TableSchema
 from connectors.oracle.ddl import classify_ddl
 from connectors.oracle.errors import (
     DictionaryMismatchError,

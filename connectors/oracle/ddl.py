@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from cdc_core.source import DdlAction
-from connectors.base import SourceColumn, TableSchema
+from connectors.model import SourceColumn, TableSchema
 from connectors.oracle.types import OracleColumn, declared_type, logical_type
 
 _TOKEN = re.compile(

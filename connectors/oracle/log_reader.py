@@ -38,7 +38,7 @@ from cdc_core.events import RawChange
 from cdc_core.names import parse_table
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
-from connectors.base import TableSchema
+from connectors.model import TableSchema
 from connectors.oracle import logminer_sql as lm
 from connectors.oracle.contents import (
     CONTENTS_COLUMNS,

@@ -7,26 +7,41 @@ from collections.abc import Sequence
 
 from cdc_core.names import format_table
 from connectors.log_sources import LogSource, register_log_source
+from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
+from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
+from connectors.oracle.snapshot import OracleSnapshotReader
 from connectors.oracle.unavailable_columns import UnavailableColumns
+
+
+def log_reader(
+    connector: OracleConnector, tables: Sequence[str], config: LogMinerConfig | None = None
+) -> OracleLogReader:
+    """A LogMiner reader of ``tables`` (named ``OWNER.TABLE`` in its changes)."""
+    schemas = {}
+    for table in tables:
+        owner, name = sql.split_table(table, connector.owner())
+        exact = format_table(owner, name)
+        schemas[exact] = connector.reflect(exact)
+    return OracleLogReader(connector.connect, schemas, config)
 
 
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
     """A LogMiner reader of ``tables``, AS OF SCN snapshots, and the hook reading values
     LogMiner cannot render as of their commit, over one connector."""
     connector = OracleConnector(url, password)
-    reader = connector.log_reader(tables)
-    unavailable = UnavailableColumns(connector._connect, reader.tables)
+    reader = log_reader(connector, tables)
+    unavailable = UnavailableColumns(connector.connect, reader.tables)
 
     def list_tables() -> list[str]:
-        owner = connector._owner()
+        owner = connector.owner()
         query = "SELECT table_name FROM all_tables WHERE owner = :owner ORDER BY table_name"
-        with contextlib.closing(connector._connect()) as connection, connection.cursor() as cursor:
+        with contextlib.closing(connector.connect()) as connection, connection.cursor() as cursor:
             cursor.execute(query, owner=owner)
             return [format_table(owner, name) for (name,) in cursor.fetchall()]
 
     hooks = dict.fromkeys(reader.tables, unavailable)
-    return LogSource(reader, connector.snapshot_reader(), list_tables, fetch_unavailable=hooks)
+    return LogSource(reader, OracleSnapshotReader(connector), list_tables, fetch_unavailable=hooks)
 
 
 register_log_source(("oracle",), open_source)

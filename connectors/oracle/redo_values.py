@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from cdc_core.events import ABSENT, UNAVAILABLE
-from connectors.base import TableSchema
+from connectors.model import TableSchema
 from connectors.oracle.datetimes import (
     DATE_FORMAT,
     TIMESTAMP_FORMAT,

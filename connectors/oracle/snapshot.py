@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.position import Position
 from cdc_core.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
-from connectors.base import POSITION_COLUMN, Partition, Snapshot, TableSchema
+from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.position import scn_position
 from merkle import types as lt
@@ -73,7 +73,7 @@ class OracleSnapshotReader:
         if not schema.primary_key:
             rows = self.connector.read_partition(schema, located, Partition(0), taken)
             return TableChunk(position, TableSnapshot(description, _without_position(rows)), None)
-        owner, name = sql.split_table(table, self.connector._owner())
+        owner, name = sql.split_table(table, self.connector.owner())
         columns = sql.typed(schema, located)
         query, binds = sql.chunk_select(owner, name, columns, schema.primary_key, after, limit)
         read = self.connector.read_query(

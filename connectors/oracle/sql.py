@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from cdc_core import names
 from cdc_core.errors import ContractError
 from cdc_core.source import LOCATOR_COLUMN
-from connectors.base import TableSchema
+from connectors.model import TableSchema
 from merkle import types as lt
 
 CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"

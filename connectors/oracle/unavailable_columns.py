@@ -33,7 +33,7 @@ from typing import Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.position import Position
-from connectors.base import TableSchema
+from connectors.model import TableSchema
 from connectors.oracle import sql
 from connectors.oracle.connector import fetched_value
 from connectors.oracle.errors import from_driver_error

@@ -16,18 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core import names
 from cdc_core.errors import ConfigError, TerminalError, TransientError
-from connectors.base import (
+from connectors.base import Connector, missing_table, register
+from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
-    Connector,
     Partition,
     Snapshot,
     SourceColumn,
     TableSchema,
-    missing_table,
-    register,
 )
-from connectors.postgres.snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
+from connectors.postgres.exported_snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
 from connectors.postgres.types import (
     TIMESTAMP_ROUNDING,
     arrow_type,

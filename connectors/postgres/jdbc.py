@@ -15,10 +15,14 @@ Intervals, arrays and timetz are left to the Python reader.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from connectors.base import POSITION_COLUMN, Snapshot, SourceColumn, TableSchema
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+
 from connectors.jdbc import PARTITION_KEY, JdbcDriver, JdbcRead, Transport
+from connectors.model import POSITION_COLUMN, Snapshot, SourceColumn, TableSchema
 from connectors.postgres.types import (
     MAX_ARROW_PRECISION,
     arrow_type,
@@ -27,8 +31,17 @@ from connectors.postgres.types import (
 )
 from merkle import types as lt
 
-if TYPE_CHECKING:
-    from connectors.postgres.connector import PostgresConnector
+
+class PostgresSource(Protocol):
+    """What a JDBC read takes from the PostgreSQL connector (``connector.py`` imports this
+    module, so the connector is described here by what it offers, not imported)."""
+
+    password: str | None
+
+    def parsed_url(self) -> URL: ...
+
+    def qualified(self, table: str) -> str: ...
+
 
 DRIVER = JdbcDriver("org.postgresql.Driver", "postgresql.jar")
 _TRANSPORTS: tuple[tuple[type | tuple[type, ...], Transport], ...] = (
@@ -101,7 +114,7 @@ def session_setup(snapshot: Snapshot | None) -> str:
 
 
 def jdbc_read(
-    connector: PostgresConnector,
+    connector: PostgresSource,
     table: TableSchema,
     columns: Sequence[str],
     partition_column: str | None,

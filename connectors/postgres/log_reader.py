@@ -66,7 +66,6 @@ from connectors.postgres import pgoutput as pg
 from connectors.postgres.connector import split_table
 from connectors.postgres.errors import WalRemovedError
 from connectors.postgres.feedback import end_stream, send_status
-from connectors.postgres.initial_snapshot import describe_table
 from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
 from connectors.postgres.replication import (
@@ -78,6 +77,7 @@ from connectors.postgres.replication import (
     next_xid,
     open_stream_connection,
 )
+from connectors.postgres.snapshot import describe_table
 from connectors.postgres.wal_values import ValueDecoder, lookup_type
 
 logger = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ class PostgresLogReader:
         self._held = tuple(txids)
 
     def describe(self, table: str) -> TableDescription:
-        """The table's stored columns and key (see ``initial_snapshot.describe_table``)."""
+        """The table's stored columns and key (see ``snapshot.describe_table``)."""
         return describe_table(self.connector, table, self.keys)
 
     def end_position(self) -> Position:

@@ -37,9 +37,10 @@ from cdc_core.errors import ConfigError
 from cdc_core.names import format_table, is_glob
 from connectors.log_sources import LogSource, register_log_source
 from connectors.postgres.connector import qualified_name
-from connectors.postgres.initial_snapshot import PostgresSnapshotReader
 from connectors.postgres.log_reader import PostgresLogReader
-from connectors.postgres.replication import PostgresSourceConfig, connector_of
+from connectors.postgres.replication import connector_of
+from connectors.postgres.snapshot import PostgresSnapshotReader
+from connectors.postgres.source_config import PostgresSourceConfig
 from connectors.postgres.url_parameters import FLAGS, KEY_PREFIX, SECONDS, TEXT
 
 

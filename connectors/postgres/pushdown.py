@@ -14,9 +14,10 @@ import contextlib
 import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
-from connectors.base import Partition, Snapshot, TableSchema
+from connectors.model import Partition, Snapshot, TableSchema
 from connectors.postgres.types import quote
 from connectors.pushdown import (
     DigestColumn,
@@ -34,7 +35,24 @@ if TYPE_CHECKING:
     import psycopg
     import pyarrow as pa
 
-    from connectors.postgres.connector import PostgresConnector
+
+class PostgresReads(Protocol):
+    """What a digest session takes from the PostgreSQL connector (``connector.py`` imports
+    this module, so the connector is described here by what it offers, not imported)."""
+
+    def read_transaction(
+        self, snapshot: Snapshot | None
+    ) -> AbstractContextManager[psycopg.Connection[Any]]: ...
+
+    def read_in(
+        self,
+        connection: psycopg.Connection[Any],
+        table: TableSchema,
+        columns: Sequence[str],
+        partition: Partition,
+        position: int | None,
+    ) -> Iterator[pa.RecordBatch]: ...
+
 
 _INTEGERS = ("smallint", "integer", "bigint")
 _LENGTH = re.compile(r"^character\((\d+)\)$")
@@ -258,7 +276,7 @@ class PostgresDigestSession:
     _names = itertools.count()
 
     def __init__(
-        self, connector: PostgresConnector, table: TableSchema, connection: psycopg.Connection[Any]
+        self, connector: PostgresReads, table: TableSchema, connection: psycopg.Connection[Any]
     ) -> None:
         self._connector = connector
         self._table = table
@@ -277,7 +295,7 @@ class PostgresDigestSession:
 
 @contextlib.contextmanager
 def digest_session(
-    connector: PostgresConnector, table: TableSchema, snapshot: Snapshot | None
+    connector: PostgresReads, table: TableSchema, snapshot: Snapshot | None
 ) -> Iterator[PostgresDigestSession]:
     """A session in ``snapshot`` (its LSN is the position), else in a transaction of its own."""
     with connector.read_transaction(snapshot) as connection:

@@ -1,180 +1,335 @@
-"""One consistent snapshot of a PostgreSQL database, shared by every partition, at an exact LSN.
+"""The pipeline's snapshots of a PostgreSQL source (``cdc_core.source.SnapshotReader``), and
+the description of a captured table (its stored columns and the key that locates its rows).
 
-How: a logical replication connection runs
+The snapshot and the stream meet at one LSN. When the pipeline's slot does not exist yet,
+it is created here with an exported snapshot (``CREATE_REPLICATION_SLOT ... (SNAPSHOT
+'export')``): the snapshot holds exactly the transactions whose commit_pos <= the slot's
+``consistent_point`` P, and the slot streams exactly those after P (``snapshot.py`` says
+why). When the slot exists (a table added to a running pipeline, a re-sync), a temporary
+slot exports the snapshot at its own P; the pipeline's slot must not have confirmed the
+log past P, or the changes in between would be lost (``SlotAheadError``).
 
-    CREATE_REPLICATION_SLOT <name> TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')
-
-which answers ``consistent_point`` (an LSN) and ``snapshot_name``. Every partition then
-runs ``BEGIN ISOLATION LEVEL REPEATABLE READ`` and ``SET TRANSACTION SNAPSHOT
-'<snapshot_name>'`` in its own session and sees exactly the same rows. The snapshot lives
-"until a new command is executed on this connection or the replication connection is
-closed" (https://www.postgresql.org/docs/15/protocol-replication.html), so the replication
-connection stays open and idle for the whole ``with`` block; closing it (or dropping the
-temporary slot) ends both.
-
-Why ``consistent_point`` is exactly the snapshot's position. The exported snapshot "will
-show exactly the state of the database after which all changes will be included in the
-change stream" (https://www.postgresql.org/docs/15/logicaldecoding-explanation.html,
-"Exported Snapshots"): the snapshot builder that exports it is the one that decides which
-transactions the slot decodes. It reads WAL until it is consistent and sets
-``consistent_point`` (the slot's ``confirmed_flush``) to the *end* of the record at which
-it became so (logical.c, ``DecodingContextFindStartpoint``); every commit record read
-before that point is in the snapshot, and the slot later decodes exactly the transactions
-whose commit record lies at or after it (snapbuild.c, ``SnapBuildXactNeedsSkip``). WAL
-records do not overlap, so a commit record ends at or before ``consistent_point`` or starts
-at or after it, and for every transaction T:
-
-    T is in the snapshot  <=>  T's commit record ends at or before consistent_point
-                          <=>  commit_pos(T) <= consistent_point
-
-which is DESIGN.md's contract for a snapshot at P = ``consistent_point`` ("Positions"),
-with ``commit_pos`` the commit's end LSN as pgoutput reports it.
-
-Costs and limits, all from the same pages: the slot waits until every transaction that
-had an xid when it started has finished (a long write transaction delays the snapshot);
-the server needs ``wal_level = logical`` and the user the ``REPLICATION`` attribute; the
-temporary slot holds back WAL and catalog cleanup only while the block runs. A partition
-read without a shared snapshot opens a REPEATABLE READ transaction of its own, whose
-position no server function reports exactly (``pg_current_wal_lsn()`` read inside it may
-lie before or after commits that are in flight), so it reports position NULL.
+Rows are read by ``PostgresConnector.read_partition`` in the exported snapshot, so values
+are exactly those of the validator's Postgres source; the log reader decodes the stream
+into the same values (``wal_values.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError, TransientError
-from connectors.base import Snapshot
+from cdc_core.position import Position
+from cdc_core.source import TableChunk, TableDescription, TableSnapshot
+from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
+from connectors.postgres.connector import (
+    PostgresConnector,
+    partition_query,
+    qualified_name,
+    quote,
+    split_table,
+)
+from connectors.postgres.errors import SlotAheadError, SlotMissingError
+from connectors.postgres.exported_snapshot import exported_snapshot
 from connectors.postgres.position import lsn_position
+from connectors.postgres.replication import (
+    PostgresSourceConfig,
+    check_slot,
+    check_wal_level,
+    connector_of,
+    ensure_publication,
+    open_stream_connection,
+    slot_state,
+)
+from merkle import types as lt
 
 if TYPE_CHECKING:
-    import psycopg
+    import pyarrow as pa
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
-SLOT_PREFIX = "replcheck_snapshot_"
-MIN_SERVER_VERSION = 150000  # the (SNAPSHOT 'export') option syntax of PostgreSQL 15
-SLOT_WAIT_S = 120.0  # how long a snapshot waits for the running transactions of its cluster
-INSTALL_HINT = "pip install 'replcheck[postgres]'"
+# The replica identity of a table and the columns of its replica identity index.
+_IDENTITY_SQL = """
+SELECT c.relreplident,
+       (SELECT array_agg(a.attname::text ORDER BY k.ord)
+          FROM pg_index i
+         CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+         WHERE i.indrelid = c.oid AND i.indisreplident),
+       (SELECT array_agg((SELECT string_agg(a.attname::text, ',' ORDER BY a.attname)
+                            FROM pg_attribute a
+                           WHERE a.attrelid = c.oid AND a.attnum = ANY (k.conkey)))
+          FROM pg_constraint k
+         WHERE k.conrelid = c.oid AND k.contype IN ('p', 'u') AND k.condeferrable)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = %s AND c.relname = %s
+"""
 
 
-@contextlib.contextmanager
-def exported_snapshot(conninfo: str, where: str) -> Iterator[Snapshot]:
-    """Hold an exported snapshot and its exact LSN for the duration of the ``with`` block.
+# Values a row locator cannot hold: it is a tuple of scalars (``cdc_core.image_store``), and
+# the mirror is merged on equal key values.
+_NOT_LOCATING = (lt.ArrayType, lt.TimeTzType)
 
-    Args:
-        conninfo: libpq connection string of the database (with the password; never logged).
-        where: The database, for messages (no password).
+
+def choose_key(
+    table: TableSchema, identity: str, index: Sequence[str], configured: Sequence[str] | None
+) -> tuple[str, ...]:
+    """The columns that locate a row, as the stream can always give them.
+
+    REPLICA IDENTITY USING INDEX logs the index's columns in deletes, so they are the key;
+    otherwise the primary key (DEFAULT logs it; FULL logs the whole row); a table without
+    either is located by the configured key, else by all its stored columns except arrays
+    and ``time_tz`` columns, which cannot locate a row.
 
     Raises:
-        TerminalError: ``wal_level`` is not ``logical``, the user lacks ``REPLICATION``, or
-            the server is older than PostgreSQL 15.
-        TransientError: The server could not be reached or had no free slot or WAL sender.
+        TerminalError: The key names an array or ``time_tz`` column, or a column the table
+            does not store.
     """
-    slot = f"{SLOT_PREFIX}{uuid.uuid4().hex}"
-    with contextlib.closing(_replication_connection(conninfo, where)) as connection:
-        snapshot = _create_slot(connection, slot, where)
-        log.info("snapshot %s of %s at LSN %s", snapshot.token, where, snapshot.position_text)
-        try:
-            yield snapshot
-        finally:
-            _drop_slot(connection, slot, where)
+    key = _key_of(table, identity, index, configured)
+    _check_locating(table, key)
+    return key
 
 
-def _replication_connection(conninfo: str, where: str) -> Any:
-    try:
-        import psycopg2
-        import psycopg2.extras
-    except ImportError as exc:
-        raise TerminalError(f"shared Postgres snapshots need psycopg2: {INSTALL_HINT}") from exc
-    try:
-        connection = psycopg2.connect(
-            conninfo, connection_factory=psycopg2.extras.LogicalReplicationConnection
-        )
-    except psycopg2.OperationalError as exc:
-        # libpq reports a missing REPLICATION attribute as a failed connection: "must be
-        # superuser or replication role to start walsender".
-        if "replication" in str(exc):
+def _key_of(
+    table: TableSchema, identity: str, index: Sequence[str], configured: Sequence[str] | None
+) -> tuple[str, ...]:
+    if identity == "i" and index:
+        return tuple(index)
+    if table.primary_key:
+        return tuple(table.primary_key)
+    stored = [column.name for column in table.columns if column.ltype is not None]
+    if configured:
+        missing = [column for column in configured if column not in stored]
+        if missing:
             raise TerminalError(
-                f"cannot open a replication connection to {where}: {exc}; grant the user the"
-                " REPLICATION attribute (ALTER ROLE <user> REPLICATION)",
-                {"source": where},
-            ) from exc
-        raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
-    if connection.server_version < MIN_SERVER_VERSION:
-        connection.close()
-        raise TerminalError(f"shared snapshots need PostgreSQL 15 or later ({where})")
-    return connection
+                f"the key {list(configured)} configured for table {table.table} names columns"
+                f" {missing} it does not store; fix the configured key",
+                {"table": table.table},
+            )
+        return tuple(configured)
+    logger.warning(
+        "table %s has no primary key, replica identity index or configured key; rows are"
+        " located by all their columns but arrays and time_tz columns (configure a key)",
+        table.table,
+    )
+    return tuple(c.name for c in table.columns if c.name in stored and _locates(c.ltype))
 
 
-def _create_slot(connection: Any, slot: str, where: str) -> Snapshot:
-    import psycopg2
+def _locates(ltype: lt.LogicalType | None) -> bool:
+    return ltype is not None and not isinstance(ltype, _NOT_LOCATING)
 
-    cursor = connection.cursor()
-    # Creating a slot waits for every transaction running in the cluster to end; cancel
-    # the wait after SLOT_WAIT_S rather than hang behind a forgotten open transaction.
-    watchdog = threading.Timer(SLOT_WAIT_S, connection.cancel)
-    watchdog.start()
-    try:
-        cursor.execute(
-            f"CREATE_REPLICATION_SLOT {slot} TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')"
-        )
-    except psycopg2.errors.QueryCanceled as exc:
-        raise TransientError(
-            f"taking a snapshot of {where} waited {SLOT_WAIT_S:g} s for the transactions"
-            " running in its cluster to end; find the long one (pg_stat_activity, oldest"
-            " xact_start) and end it, then run again",
-            {"source": where},
-        ) from exc
-    except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
-        # "logical decoding requires wal_level >= logical"
+
+def _check_locating(table: TableSchema, key: tuple[str, ...]) -> None:
+    wrong = [name for name in key if not _locates(table.column(name).ltype)]
+    if wrong or not key:
+        problem = f"its key columns {wrong} are" if wrong else "none of its columns is"
         raise TerminalError(
-            f"cannot take an exact snapshot of {where}: {exc}; set wal_level = logical in"
-            " postgresql.conf and restart the server",
-            {"source": where},
-        ) from exc
-    except psycopg2.OperationalError as exc:
-        raise TransientError(f"cannot create a replication slot on {where}: {exc}") from exc
-    finally:
-        watchdog.cancel()
-    _, consistent_point, snapshot_name, _ = cursor.fetchone()
-    position = lsn_position(consistent_point)
-    return Snapshot(position.value, position.text, snapshot_name)
-
-
-def _drop_slot(connection: Any, slot: str, where: str) -> None:
-    """Drop the slot now rather than when the server notices the closed connection, so it
-    is gone when the block ends (closing alone drops it too, a moment later)."""
-    import psycopg2
-
-    try:
-        connection.cursor().execute(f"DROP_REPLICATION_SLOT {slot}")
-    except psycopg2.Error as exc:
-        log.warning(
-            "could not drop slot %s on %s (%s); it goes with the connection", slot, where, exc
+            f"table {table.table}: {problem} scalar values that can locate its rows in the"
+            " lake (arrays, time with time zone and unstored types cannot); give it a unique"
+            " index of other columns as replica identity (ALTER TABLE ... REPLICA IDENTITY"
+            " USING INDEX ...), or, without a primary key, configure its key",
+            {"table": table.table},
         )
 
 
-def use_snapshot(connection: psycopg.Connection[Any], snapshot: Snapshot, where: str) -> None:
-    """Make the transaction just begun on ``connection`` read in ``snapshot``.
+def _refuse_deferrable(table: str, key: Sequence[str], deferrable: Sequence[str] | None) -> None:
+    """A deferrable unique key is checked at the end of a statement or transaction, so the
+    log can show two rows on one key in between (a key swap); logical decoding locates rows
+    by key only and cannot tell them apart, so such a table would replicate wrongly
+    (https://www.postgresql.org/docs/current/sql-createtable.html, "DEFERRABLE")."""
+    if ",".join(sorted(key)) in (deferrable or ()):
+        raise TerminalError(
+            f"table {table}: its key {list(key)} is a DEFERRABLE constraint, so a transaction"
+            " can move rows through duplicate keys that the log cannot tell apart; make the"
+            " constraint NOT DEFERRABLE (ALTER TABLE ... ALTER CONSTRAINT ... NOT DEFERRABLE)"
+            " or exclude the table",
+            {"table": table},
+        )
 
-    The transaction must be REPEATABLE READ and this its first statement
-    (https://www.postgresql.org/docs/current/sql-set-transaction.html).
+
+def describe_table(
+    connector: PostgresConnector, table: str, keys: Mapping[str, Sequence[str]]
+) -> TableDescription:
+    """A table's stored columns (those with a logical type) as Arrow fields, and its key.
+
+    Raises:
+        TerminalError: The table does not exist, or its configured key does not fit.
     """
-    import psycopg
-    from psycopg import sql
+    schema = connector.reflect(table)
+    with connector._connect() as connection:
+        row = connection.execute(_IDENTITY_SQL, split_table(table)).fetchone()
+    identity, index = (row[0], row[1] or []) if row else ("d", [])
+    key = choose_key(schema, identity, index, keys.get(table))
+    _refuse_deferrable(table, key, row[2] if row else None)
+    skipped = [column.name for column in schema.columns if column.ltype is None]
+    if skipped:
+        logger.warning(
+            "table %s: columns %s have no logical type and are not stored", table, skipped
+        )
+    columns = [column.name for column in schema.columns if column.ltype is not None]
+    arrow = connector.arrow_schema(schema, columns)
+    return TableDescription(table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), key)
 
-    statement = sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot.token))
-    try:
-        connection.execute(statement)
-    except psycopg.errors.InvalidParameterValue as exc:
-        raise TerminalError(
-            f"snapshot {snapshot.token} of {where} is gone: {exc}; read partitions inside"
-            " the shared_snapshot() block",
-            {"source": where, "position": snapshot.position_text},
-        ) from exc
+
+class PostgresSnapshotReader:
+    """Reads tables in one exported snapshot that meets the pipeline's slot.
+
+    Args:
+        config: The source.
+    """
+
+    def __init__(self, config: PostgresSourceConfig) -> None:
+        self.config = config
+        self.connector = connector_of(config)
+        self.keys = config.qualified_keys()
+
+    @contextlib.contextmanager
+    def snapshot(
+        self, tables: Sequence[str], keys: Mapping[str, Sequence[tuple[object, ...]]] | None = None
+    ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
+        """Hold one exported snapshot and read ``tables`` in it (see ``SnapshotReader``).
+
+        Raises:
+            SlotAheadError: The existing slot confirmed the log past the snapshot.
+            SlotMissingError: The slot does not exist and may not be created.
+        """
+        names = [qualified_name(table) for table in tables]
+        wanted = {qualified_name(t): rows for t, rows in (keys or {}).items()}
+        descriptions = [describe_table(self.connector, name, self.keys) for name in names]
+        with self._exported() as snapshot:
+            assert snapshot.position is not None and snapshot.position_text is not None
+            position = Position(snapshot.position, snapshot.position_text)
+            yield position, self._iter_tables(descriptions, wanted, snapshot)
+
+    @contextlib.contextmanager
+    def _exported(self) -> Iterator[Snapshot]:
+        where, slot = self.connector.where, self.config.slot
+        with self.connector._connect() as connection:
+            check_wal_level(connection, where)
+            ensure_publication(connection, self.config, where)
+            state = slot_state(connection, slot)
+        if state is None:
+            if not self.config.create_slot:
+                raise SlotMissingError.named(where, slot)
+            with self._new_slot() as snapshot:
+                yield snapshot
+            return
+        confirmed = check_slot(state, slot, where)
+        with exported_snapshot(self.connector._conninfo(), where) as snapshot:
+            assert snapshot.position is not None
+            if confirmed > snapshot.position:
+                text = str(snapshot.position_text)
+                raise SlotAheadError.of(where, slot, text, state["confirmed"])
+            yield snapshot
+
+    @contextlib.contextmanager
+    def _new_slot(self) -> Iterator[Snapshot]:
+        """Create the pipeline's slot, exporting the snapshot at its consistent point."""
+        import psycopg2
+
+        connection = open_stream_connection(self.config, self.connector)
+        with contextlib.closing(connection):
+            cursor = connection.cursor()
+            try:
+                cursor.execute(
+                    f"CREATE_REPLICATION_SLOT {self.config.slot} LOGICAL pgoutput"
+                    " (SNAPSHOT 'export')"
+                )
+            except psycopg2.OperationalError as exc:
+                raise TransientError(f"cannot create slot {self.config.slot}: {exc}") from exc
+            _, consistent_point, name, _ = cursor.fetchone()
+            position = lsn_position(consistent_point)
+            logger.info("created slot %s with a snapshot at %s", self.config.slot, position)
+            yield Snapshot(position.value, position.text, name)
+
+    def _iter_tables(
+        self,
+        descriptions: Sequence[TableDescription],
+        wanted: Mapping[str, Sequence[tuple[object, ...]]],
+        snapshot: Snapshot,
+    ) -> Iterator[TableSnapshot]:
+        for description in descriptions:
+            partition = Partition(0)
+            if description.table in wanted:
+                rows = tuple(tuple(row) for row in wanted[description.table])
+                partition = Partition(0, key_columns=description.key, keys=rows)
+            batches = self._batches(description, partition, snapshot)
+            yield TableSnapshot(description, batches, self._estimated_rows(description.table))
+
+    def _estimated_rows(self, table: str) -> int | None:
+        """The planner's statistics of a table's rows, for progress (None: never analysed)."""
+        with self.connector._connect() as connection:
+            found = connection.execute(
+                "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)",
+                (self.connector.qualified(table),),
+            ).fetchone()
+        return None if found is None or found[0] < 0 else int(found[0])
+
+    def _batches(
+        self, description: TableDescription, partition: Partition, snapshot: Snapshot
+    ) -> Iterator[pa.RecordBatch]:
+        schema = self.connector.reflect(description.table)
+        columns = list(description.schema.names)
+        for batch in self.connector.read_partition(schema, columns, partition, snapshot):
+            yield batch.drop_columns([POSITION_COLUMN])
+
+    def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
+        exported snapshot at its exact LSN (``ReadsChunks``; a temporary slot's consistent
+        point, like every shared snapshot here). A table located by all its columns (no key
+        that orders rows uniquely) is read whole in one chunk.
+        """
+        name = qualified_name(table)
+        description = describe_table(self.connector, name, self.keys)
+        schema = self.connector.reflect(name)
+        unique = bool(description.key) and len(description.key) < len(schema.columns)
+        with self.connector.shared_snapshot() as snapshot:
+            assert snapshot is not None and snapshot.position is not None
+            position = Position(snapshot.position, str(snapshot.position_text))
+            with self.connector.read_transaction(snapshot) as connection:
+                rows = self._chunk(
+                    connection, schema, description, after, limit if unique else None
+                )
+        batch, last = rows
+        return TableChunk(position, TableSnapshot(description, iter([batch])), last)
+
+    def _chunk(
+        self,
+        connection: Any,
+        schema: TableSchema,
+        description: TableDescription,
+        after: tuple[object, ...] | None,
+        limit: int | None,
+    ) -> tuple[pa.RecordBatch, tuple[object, ...] | None]:
+        """One key range as a batch, and the key of its last row if more may follow."""
+        import pyarrow as pa
+
+        columns = list(description.schema.names)
+        key = list(description.key)
+        sql, params = partition_query(schema, columns, Partition(0))
+        keys = ", ".join(quote(k) for k in key)
+        bound: list[object] = list(params)
+        if after is not None and limit is not None:
+            sql += f" WHERE ({keys}) > ({', '.join(['%s'] * len(key))})"
+            bound += list(after)
+        if limit is not None:
+            sql += f" ORDER BY {keys} LIMIT {int(limit)}"
+        batches = list(self.connector.read_query(connection, schema, columns, sql, bound))
+        arrow = self.connector.arrow_schema(schema, columns)
+        data = pa.Table.from_batches(batches, arrow) if batches else arrow.empty_table()
+        data = data.drop_columns([POSITION_COLUMN])
+        rows = data.num_rows
+        if limit is None or rows < limit:
+            return _one_batch(data), None
+        last = data.slice(rows - 1).select(key).to_pylist()[0]
+        return _one_batch(data), tuple(last[k] for k in key)
+
+
+def _one_batch(data: pa.Table) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    batches = data.combine_chunks().to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=data.schema)

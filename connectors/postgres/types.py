@@ -21,7 +21,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
-from connectors.base import SourceColumn, arrow_type_of
+from connectors.base import arrow_type_of
+from connectors.model import SourceColumn
 from connectors.postgres.errors import ValueContext
 from connectors.postgres.wal_values import TypeInfo, ValueDecoder, decode_timetz
 from merkle import types as lt

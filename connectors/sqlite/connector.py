@@ -15,18 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table
-from connectors.base import (
+from connectors.base import Connector, arrow_type_of, file_path, missing_table, register
+from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
-    Connector,
     Partition,
     Snapshot,
     SourceColumn,
     TableSchema,
-    arrow_type_of,
-    file_path,
-    missing_table,
-    register,
 )
 from connectors.sqlite.types import logical_type
 from merkle import types as lt

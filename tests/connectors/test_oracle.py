@@ -9,7 +9,8 @@ import pytest
 
 from cdc_core.errors import ConfigError
 from cdc_core.source import LOCATOR_COLUMN
-from connectors.base import Partition, Snapshot, connector_for
+from connectors.base import connector_for
+from connectors.model import Partition, Snapshot
 from connectors.oracle import sql
 from connectors.oracle.types import OracleColumn, logical_type
 from merkle import types as lt

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.base import SourceColumn
 from connectors.mariadb.pushdown import MariaDBDigestDialect
+from connectors.model import SourceColumn
 from connectors.postgres.pushdown import PostgresDigestDialect
 from connectors.pushdown import (
     DigestColumn,
@@ -21,7 +21,7 @@ from connectors.pushdown import (
 )
 from merkle import types as lt
 from merkle.options import ComparisonOptions
-from validator.database_plan import leaf_slices
+from validator.engines.database.plan import leaf_slices
 
 
 def test_range_leaves_cover_every_key_and_open_at_both_ends() -> None:

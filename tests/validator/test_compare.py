@@ -10,7 +10,7 @@ import pytest
 
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.types import DecimalType, IntegerType, StringType, TimestampType
-from validator.compare import CompareSettings, Side, compare_sides
+from validator.engines.spark.compare import CompareSettings, Side, compare_sides
 from validator.result import MASK, Changed, DuplicateKey, ExtraInTarget, MissingInTarget, Status
 
 pytestmark = pytest.mark.spark

@@ -34,7 +34,7 @@ from cdc_core.lake import (
 from connectors.mariadb.position import to_position
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]

@@ -22,9 +22,9 @@ import pytest
 
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
+from validator.engines.spark.session import LazySparkSession
 from validator.job import validate
-from validator.spark_session import LazySparkSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]

@@ -267,7 +267,7 @@ import sys
 from pathlib import Path
 from validator.config import load_validator_config
 from validator.job import validate
-from validator.spark_session import build_spark_session
+from validator.engines.spark.session import build_spark_session
 
 spark = build_spark_session(app_name="replcheck-no-gx")
 for config in sys.argv[1:]:

@@ -15,11 +15,11 @@ import pytest
 
 from cdc_core.names import format_part
 from tests.private_servers import MariaDBServer, PostgresServer
-from tests.validator.resync_helpers import run_sql_file_mariadb, run_sql_file_postgres
+from tests.validator.resync.helpers import run_sql_file_mariadb, run_sql_file_postgres
 from validator.config import ValidatorConfig, load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
-from validator.resync import resync
+from validator.resync.run import resync
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]
 

@@ -27,9 +27,9 @@ from tests.connectors.mariadb.pipeline_helpers import (
 )
 from tests.private_servers import MariaDBServer
 from validator.config import ValidatorConfig, load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
-from validator.resync import resync
+from validator.resync.run import resync
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]
 

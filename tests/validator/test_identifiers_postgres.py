@@ -39,9 +39,9 @@ from tests.cdc_core.kill_loop import ROOT
 from tests.connectors.postgres.helpers import PgCase
 from tests.private_servers import PostgresServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
-from validator.resync import resync
+from validator.resync.run import resync
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.spark]
 

@@ -20,9 +20,9 @@ from merkle.options import ComparisonOptions
 from merkle.spark import leaf_digests
 from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.test_type_matrix import fill_mariadb, fill_postgres, matrix_database
-from validator.jdbc_source import jdbc_available
+from validator.engines.spark.jdbc_source import jdbc_available
+from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.positions import read_positions
-from validator.sources import plan_partitions, source_frame
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]
 

@@ -10,7 +10,8 @@ import pytest
 
 from reports.json_schema import validate_result
 from validator.config import load_validator_config
-from validator.demo import build_demo, found_differences
+from validator.demo.duckdb import build_demo
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = pytest.mark.spark

@@ -11,7 +11,13 @@ import pytest
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.tree import build_leaf_digests
 from merkle.types import IntegerType, StringType
-from validator.compare import FINE_DEPTH, CompareSettings, Side, compare_sides, fold_digests
+from validator.engines.spark.compare import (
+    FINE_DEPTH,
+    CompareSettings,
+    Side,
+    compare_sides,
+    fold_digests,
+)
 from validator.result import Changed, Status
 
 LAYOUT = RowLayout((ColumnSpec("id", IntegerType()), ColumnSpec("name", StringType())), key=("id",))

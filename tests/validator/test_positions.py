@@ -9,8 +9,8 @@ import pytest
 
 from cdc_core.errors import TransientError
 from connectors.base import connector_for
+from validator.engines.spark.sources import plan_partitions
 from validator.positions import PartitionPosition, SourcePositions, wait_for_lake
-from validator.sources import plan_partitions
 
 
 def test_waiting_ends_when_the_lake_reaches_the_position() -> None:

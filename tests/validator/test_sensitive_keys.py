@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.private_servers import MariaDBServer, PostgresServer
-from tests.validator.resync_helpers import write_config
+from tests.validator.resync.helpers import write_config
 from validator import cli
 from validator.key_masks import KEY_FILE
 

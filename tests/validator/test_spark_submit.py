@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from validator.package import build_bundle
+from validator.commands.package import build_bundle
 
 pytestmark = pytest.mark.spark
 

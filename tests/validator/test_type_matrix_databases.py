@@ -28,8 +28,8 @@ from tests.validator.test_type_matrix import (
 )
 from tests.validator.type_matrix import CASES, ROWS, change_rows, logical_rows
 from validator.config import load_validator_config
+from validator.engines.spark.session import LazySparkSession
 from validator.job import validate
-from validator.spark_session import LazySparkSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]
 

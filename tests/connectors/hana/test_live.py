@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from cdc_core.errors import TerminalError
-from connectors.base import POSITION_COLUMN, Partition
 from connectors.hana.connector import HanaConnector
+from connectors.model import POSITION_COLUMN, Partition
 from merkle import types as lt
 
 pytestmark = [pytest.mark.hana, pytest.mark.integration]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.base import SourceColumn
 from connectors.hana.types import HanaColumn, logical_type, source_columns
+from connectors.model import SourceColumn
 from merkle import types as lt
 
 

@@ -10,7 +10,8 @@ from typing import Any
 from cdc_core.events import ABSENT, Begin, Commit, RawChange, Rollback, RowChange
 from cdc_core.position import Position
 from cdc_core.source import Idle
-from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
+from connectors.mariadb.log_reader import MariaDBLogReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.private_servers import MariaDBServer
 
 MAX_READ = 100_000  # changes one read may return before the helper gives up

@@ -36,7 +36,7 @@ from cdc_core.pipeline import Pipeline
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]

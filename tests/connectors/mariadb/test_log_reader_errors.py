@@ -18,7 +18,8 @@ from connectors.mariadb.errors import (
     KeyConfigError,
     ReplicationPrivilegeError,
 )
-from connectors.mariadb.log_reader import MariaDBLogReader, MariaDBSourceConfig
+from connectors.mariadb.log_reader import MariaDBLogReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests import private_servers
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end
 

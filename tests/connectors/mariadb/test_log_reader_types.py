@@ -9,8 +9,8 @@ import decimal
 import pytest
 
 from cdc_core.events import RowChange
-from connectors.mariadb.log_reader import MariaDBSourceConfig
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]

@@ -12,7 +12,7 @@ from cdc_core.metrics import MetricsTracker
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator import cli
-from validator.cdc_command import describe_progress
+from validator.commands.cdc import describe_progress
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 

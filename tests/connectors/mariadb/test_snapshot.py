@@ -10,8 +10,8 @@ from collections.abc import Hashable
 import pytest
 
 from cdc_core.events import ABSENT, RowChange
-from connectors.mariadb.log_reader import MariaDBSourceConfig
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]

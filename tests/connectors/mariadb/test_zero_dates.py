@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.mariadb.log_reader import MariaDBSourceConfig
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.zero_dates import UnrepresentableDateError
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, image, read_until_end, shown
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, mariadb_pipeline

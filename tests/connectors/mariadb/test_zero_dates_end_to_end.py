@@ -26,7 +26,7 @@ from tests.connectors.mariadb.pipeline_helpers import (
 )
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]
@@ -141,9 +141,9 @@ def _run_in_spark(
     driver's jar: through the Python reader in the executors."""
     with monkeypatch.context() as patch:
         if not jdbc:
-            patch.setattr("validator.sources.jdbc_available", lambda *_: False)
+            patch.setattr("validator.engines.spark.sources.jdbc_available", lambda *_: False)
         caplog.clear()
-        with caplog.at_level(logging.INFO, "validator.sources"):
+        with caplog.at_level(logging.INFO, "validator.engines.spark.sources"):
             comparison = _run(spark, path)
     assert ("over JDBC" in caplog.text) is jdbc  # the reader this round is meant to use
     return comparison

@@ -67,7 +67,7 @@ class RecordedOracle(OracleConnector):
         super().__init__("oracle+oracledb://shop@db.example:1521/?service_name=ORCL")
         self.session = session
 
-    def _connect(self) -> RecordedSession:
+    def connect(self) -> RecordedSession:
         return self.session
 
 

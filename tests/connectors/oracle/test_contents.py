@@ -21,8 +21,8 @@ from connectors.oracle.errors import (
     from_driver_error,
 )
 from connectors.oracle.log_reader import LogMinerConfig
-from connectors.oracle.replay import load_tables
 from tests.connectors.oracle.harness import DATA
+from tests.connectors.oracle.replay import load_tables
 
 SECRET = "s3cret-row-value"
 STAMP = dt.datetime(2026, 1, 15, 12, 0, 0)  # winter: Europe/Berlin is +01:00

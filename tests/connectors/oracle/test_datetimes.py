@@ -15,8 +15,8 @@ from connectors.oracle.datetimes import (
 )
 from connectors.oracle.redo_parser import parse_redo
 from connectors.oracle.redo_values import row_images
-from connectors.oracle.replay import load_tables
 from tests.connectors.oracle.harness import DATA
+from tests.connectors.oracle.replay import load_tables
 
 TABLES = load_tables(DATA / "corpus_tables.json")
 TZ = TIMESTAMP_TZ_FORMAT

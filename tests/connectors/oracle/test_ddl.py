@@ -14,13 +14,13 @@ import pytest
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged
-from connectors.base import SourceColumn
+from connectors.model import SourceColumn
 from connectors.oracle.contents import ContentsRow
 from connectors.oracle.ddl import classify_ddl
 from connectors.oracle.errors import DictionaryMismatchError
-from connectors.oracle.replay import ReplayConfig, ReplayLogReader, load_tables
 from merkle import types as lt
 from tests.connectors.oracle.harness import DATA
+from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader, load_tables
 
 ORD = "SHOP.ORDERS"
 SHOP = load_tables(DATA / "shop_tables.json")

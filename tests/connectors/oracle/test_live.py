@@ -25,6 +25,8 @@ from cdc_core.source import Idle, TableChanged
 from connectors.base import connector_for
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import LogMinerConfig
+from connectors.oracle.log_source import log_reader
+from connectors.oracle.snapshot import OracleSnapshotReader
 from connectors.oracle.unavailable_columns import UnavailableColumns
 from tests.connectors.oracle.harness import Core
 
@@ -44,7 +46,7 @@ def oracle() -> OracleConnector:
 @pytest.fixture
 def table(oracle: OracleConnector) -> Iterator[str]:
     name = f"RC_{uuid.uuid4().hex[:10].upper()}"
-    with contextlib.closing(oracle._connect()) as connection, connection.cursor() as cursor:
+    with contextlib.closing(oracle.connect()) as connection, connection.cursor() as cursor:
         cursor.execute(
             f'CREATE TABLE "{name}" ("ID" NUMBER(10) PRIMARY KEY, "NAME" VARCHAR2(100),'
             ' "AMOUNT" NUMBER(12,2), "AT" TIMESTAMP(6))'
@@ -54,7 +56,7 @@ def table(oracle: OracleConnector) -> Iterator[str]:
 
 
 def run_sql(oracle: OracleConnector, statements: list[str]) -> None:
-    with contextlib.closing(oracle._connect()) as connection, connection.cursor() as cursor:
+    with contextlib.closing(oracle.connect()) as connection, connection.cursor() as cursor:
         for statement in statements:
             if statement == "COMMIT":
                 connection.commit()
@@ -86,7 +88,7 @@ def test_live_capture_rebuilds_exact_committed_events(
     oracle: OracleConnector, table: str, tmp_path: Path
 ) -> None:
     name = table.split(".")[1]
-    reader = oracle.log_reader([table], LogMinerConfig(window_scns=50_000, poll_interval_s=0.5))
+    reader = log_reader(oracle, [table], LogMinerConfig(window_scns=50_000, poll_interval_s=0.5))
     start = reader.end_position()
     run_sql(oracle, [
         f"INSERT INTO \"{name}\" VALUES (1, 'a''b', 10.5, TIMESTAMP '2026-05-01 10:00:00.123456')",
@@ -125,7 +127,7 @@ def _at() -> Any:
 def test_live_snapshot_reads_at_one_scn(oracle: OracleConnector, table: str) -> None:
     name = table.split(".")[1]
     run_sql(oracle, [f"INSERT INTO \"{name}\" VALUES (1, 'x', 1, NULL)", "COMMIT"])
-    with oracle.snapshot_reader().snapshot([table]) as (position, tables):
+    with OracleSnapshotReader(oracle).snapshot([table]) as (position, tables):
         run_sql(oracle, [f"INSERT INTO \"{name}\" VALUES (2, 'later', 2, NULL)", "COMMIT"])
         (snapshot,) = list(tables)
         rows = [row for batch in snapshot.batches for row in batch.to_pylist()]
@@ -137,7 +139,7 @@ def test_live_snapshot_reads_at_one_scn(oracle: OracleConnector, table: str) -> 
 @pytest.fixture
 def long_table(oracle: OracleConnector) -> Iterator[str]:
     name = f"RC_{uuid.uuid4().hex[:10].upper()}"
-    with contextlib.closing(oracle._connect()) as connection, connection.cursor() as cursor:
+    with contextlib.closing(oracle.connect()) as connection, connection.cursor() as cursor:
         cursor.execute(f'CREATE TABLE "{name}" ("ID" NUMBER(10) PRIMARY KEY, "BODY" LONG)')
         yield f"{oracle._owner()}.{name}"
         cursor.execute(f'DROP TABLE "{name}" PURGE')
@@ -151,13 +153,13 @@ def test_live_values_are_read_as_of_their_commit_scn(
     one SCN earlier."""
     name = long_table.split(".")[1]
     config = LogMinerConfig(window_scns=50_000, poll_interval_s=0.5)
-    reader = oracle.log_reader([long_table], config)
+    reader = log_reader(oracle, [long_table], config)
     start = reader.end_position()
     run_sql(oracle, [
         f"INSERT INTO \"{name}\" VALUES (1, 'v1')", "COMMIT",
         f"UPDATE \"{name}\" SET \"BODY\" = 'v2' WHERE \"ID\" = 1", "COMMIT",
     ])  # fmt: skip
-    hook = UnavailableColumns(oracle._connect, reader.tables)
+    hook = UnavailableColumns(oracle.connect, reader.tables)
     try:
         raw = list(changes_until_commits(reader.iter_changes(start), 2))
         core = Core(tmp_path, rebuild=RebuildConfig(fetch_unavailable_by_table={long_table: hook}))
@@ -181,7 +183,7 @@ def test_live_chunks_cover_the_table_in_key_order(oracle: OracleConnector, table
         oracle, [f"INSERT INTO \"{name}\" VALUES ({i}, 'n{i}', {i}, NULL)" for i in (3, 1, 5, 2, 4)]
     )
     run_sql(oracle, ["COMMIT"])
-    reader = oracle.snapshot_reader()
+    reader = OracleSnapshotReader(oracle)
     keys, positions, after = [], [], None
     while True:
         chunk = reader.read_chunk(table, after, 2)

@@ -20,8 +20,8 @@ from cdc_core.events import ABSENT
 from connectors.oracle import errors
 from connectors.oracle.redo_parser import parse_redo
 from connectors.oracle.redo_values import row_images
-from connectors.oracle.replay import load_tables
 from tests.connectors.oracle.corpus import image
+from tests.connectors.oracle.replay import load_tables
 
 DATA = Path(__file__).parent / "data"
 CORPUS = [json.loads(line) for line in (DATA / "redo_corpus.jsonl").read_text("utf-8").splitlines()]

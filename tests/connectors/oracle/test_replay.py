@@ -21,8 +21,8 @@ import pytest
 from cdc_core.buffer import BufferState, TransactionBuffer
 from cdc_core.events import ABSENT, Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
 from cdc_core.image_store import RowImageStore
-from connectors.oracle.replay import ReplayConfig, ReplayLogReader
 from tests.connectors.oracle.harness import DATA, Core, Event, until_idle
+from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader
 
 R1, R2, R3, R4, R5, R6 = (f"AAAR3sAAEAAAACXAA{c}" for c in "ABCDEF")
 R7 = "AAAR3sAAEAAAACYAAA"

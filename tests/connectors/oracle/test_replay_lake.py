@@ -9,8 +9,8 @@ from pathlib import Path
 from cdc_core.filters import TableFilter
 from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.oracle.replay import ReplayConfig, ReplayLogReader, ReplaySnapshotReader
 from tests.connectors.oracle.harness import DATA
+from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader, ReplaySnapshotReader
 from tests.connectors.oracle.test_replay import EVT, EXPECTED, O1, O3, O4, O7, ORD
 
 

@@ -22,14 +22,14 @@ from cdc_core.pipeline import Pipeline, PipelineConfig
 from cdc_core.position import Position
 from cdc_core.rebuild import RebuildConfig, UnavailableValueError
 from connectors.oracle.errors import FlashbackTooOldError, from_driver_error
-from connectors.oracle.replay import (
+from connectors.oracle.unavailable_columns import UnavailableColumns, as_of_row_query
+from tests.connectors.oracle.harness import DATA, Core, Event, until_idle
+from tests.connectors.oracle.replay import (
     ReplayConfig,
     ReplayLogReader,
     ReplaySnapshotReader,
     load_tables,
 )
-from connectors.oracle.unavailable_columns import UnavailableColumns, as_of_row_query
-from tests.connectors.oracle.harness import DATA, Core, Event, until_idle
 
 DOCS = "SHOP.DOCS"
 R1 = "AAAR3sAAEAAAACXAAA"

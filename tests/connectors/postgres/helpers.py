@@ -25,7 +25,7 @@ from cdc_core.position import Position
 from cdc_core.rebuild import RebuildConfig, Rebuilder
 from cdc_core.source import Idle, TableChanged
 from connectors.postgres.log_reader import PostgresLogReader
-from connectors.postgres.replication import PostgresSourceConfig
+from connectors.postgres.source_config import PostgresSourceConfig
 from tests.private_servers import PostgresServer
 
 MAX_READ = 200_000  # changes one read may return before the helper gives up

@@ -19,7 +19,7 @@ from connectors.postgres.errors import (
     WalRemovedError,
 )
 from connectors.postgres.log_reader import PostgresLogReader
-from connectors.postgres.replication import PostgresSourceConfig
+from connectors.postgres.source_config import PostgresSourceConfig
 from tests.connectors.postgres.helpers import PgCase, read_until_end
 from tests.private_servers import _PostgresProcess, _start_on_free_port
 

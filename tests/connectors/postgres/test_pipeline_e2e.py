@@ -32,7 +32,7 @@ from cdc_core.pipeline import Pipeline, PipelineConfig
 from connectors.log_sources import log_source_for
 from tests.connectors.postgres.helpers import PgCase
 from validator.config import load_validator_config
-from validator.demo import found_differences
+from validator.demo.setup import found_differences
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.spark]

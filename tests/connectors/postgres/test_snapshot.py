@@ -15,9 +15,9 @@ import pytest
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.events import Commit
 from connectors.postgres.errors import SlotAheadError
-from connectors.postgres.initial_snapshot import PostgresSnapshotReader
 from connectors.postgres.log_reader import position_of
 from connectors.postgres.position import lsn_to_int
+from connectors.postgres.snapshot import PostgresSnapshotReader
 from tests.connectors.postgres.helpers import PgCase, read_until_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -36,7 +36,7 @@ def _rows(tables: Any) -> dict[Hashable, dict[str, Any]]:
     return {(row["id"],): row for row in rows}
 
 
-def _writer(case: PgCase, stop: threading.Event) -> None:
+def _writer(case: PgCase, stop: threading.Event, commits: list[int]) -> None:
     session = case.session()
     key = 1000
     while not stop.is_set():
@@ -44,7 +44,16 @@ def _writer(case: PgCase, stop: threading.Event) -> None:
         session.execute("UPDATE t SET n = n + 1 WHERE id = %s", (key % 500 + 1,))
         session.execute("DELETE FROM t WHERE id = %s", (key - 500,))
         session.commit()
+        commits.append(key)
         key += 1
+
+
+def _after(commits: list[int], more: int, writer: threading.Thread) -> None:
+    """Wait until the writer committed ``more`` transactions beyond those seen now (however
+    slowly a loaded machine runs it)."""
+    target = len(commits) + more
+    while len(commits) < target and writer.is_alive():
+        threading.Event().wait(0.01)
 
 
 def test_snapshot_and_stream_meet_at_the_slots_position(case: PgCase, tmp_path: Path) -> None:
@@ -53,11 +62,13 @@ def test_snapshot_and_stream_meet_at_the_slots_position(case: PgCase, tmp_path: 
         "INSERT INTO t SELECT g, 0 FROM generate_series(1, 500) AS g",
     )
     stop = threading.Event()
-    writer = threading.Thread(target=_writer, args=(case, stop), daemon=True)
+    commits: list[int] = []
+    writer = threading.Thread(target=_writer, args=(case, stop, commits), daemon=True)
     writer.start()
     try:
         with PostgresSnapshotReader(case.config("t")).snapshot(["t"]) as (position, tables):
             image = _rows(tables)
+        _after(commits, 5, writer)  # at least 5 transactions, 15 changes, after the snapshot
     finally:
         stop.set()
         writer.join(timeout=30)

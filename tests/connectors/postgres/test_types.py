@@ -12,7 +12,7 @@ import pytest
 from cdc_core.errors import TerminalError
 from cdc_core.events import RowChange
 from connectors.postgres.errors import ValueContext
-from connectors.postgres.initial_snapshot import PostgresSnapshotReader
+from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.postgres.wal_values import TypeInfo, ValueDecoder
 from tests.connectors.postgres.helpers import PgCase, read_until_end
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from cdc_core.filters import TableFilter
 from cdc_core.pipeline import EmittedTransaction, Pipeline, PipelineConfig
 from cdc_core.position import Position
-from connectors.oracle.replay import ReplayConfig, ReplayLogReader
+from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader
 from tests.generative.oracle.history import render
 from tests.generative.oracle.judge import judge
 from tests.generative.oracle.model import DdlScript, interpret

@@ -35,7 +35,7 @@ from cdc_core.source import (
 )
 from connectors.oracle.contents import description_of, schema_from_dictionary
 from connectors.oracle.position import scn_position
-from connectors.oracle.replay import ReplayLogReader
+from tests.connectors.oracle.replay import ReplayLogReader
 from tests.generative.oracle.history import History
 from tests.generative.oracle.model import Snapshot, Values
 from tests.generative.oracle.tables import TABLES, TableSpec

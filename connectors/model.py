@@ -1,0 +1,118 @@
+"""The value types every connector file uses: what a table looks like, a slice of it, a
+snapshot's identity and a product's capabilities (below the ``Connector`` ABC, so product
+files and the JDBC and pushdown helpers import these without importing each other)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from merkle.options import TimeRounding
+from merkle.types import LogicalType
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """Facts about a product the core plans by."""
+
+    has_log: bool  # a transaction log replcheck can read (CDC, positions)
+    shared_snapshot: bool  # one consistent snapshot can be shared by parallel readers
+    # How the product reduces a finer time it is given to a column's precision (measured,
+    # see the product's types.py); None: unknown, or the product never rounds.
+    timestamp_rounding: TimeRounding | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceColumn:
+    """A column as the product declares it, and the logical type it is hashed as."""
+
+    name: str
+    native_type: str
+    ltype: LogicalType | None  # None: no logical type (reported as a schema difference)
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """A reflected table: its columns in order and its primary key (possibly empty)."""
+
+    table: str
+    columns: tuple[SourceColumn, ...]
+    primary_key: tuple[str, ...]
+
+    def column(self, name: str) -> SourceColumn:
+        """The column called ``name``."""
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+
+POSITION_COLUMN = "_source_pos"
+"""Every batch a connector reads carries the log position of the snapshot it was read in
+(int64; NULL for products without a log), so each partition can be compared with the
+target at its own position."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A consistent read view parallel readers can share, and the log position it sees.
+
+    ``token`` is product-specific (a PostgreSQL exported snapshot name); a connector whose
+    snapshots cannot be shared yields None from ``shared_snapshot`` and each partition
+    opens its own snapshot and reports its own position.
+    """
+
+    position: int | None
+    position_text: str | None
+    token: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A slice of a table one read covers: ``column`` in ``[low, high)``, the rows whose
+    ``key_columns`` equal one of ``keys``, or (neither given) all rows.
+
+    A missing bound is open: the first and last partitions of a plan are open-ended, so
+    rows inserted beyond the key range seen when planning are still read by someone.
+    """
+
+    index: int
+    column: str | None = None
+    low: int | None = None
+    high: int | None = None
+    key_columns: tuple[str, ...] = ()
+    keys: tuple[tuple[object, ...], ...] = ()
+
+    def predicate(self, quote: Callable[[str], str], placeholder: str) -> tuple[str, list[Any]]:
+        """``WHERE`` text (empty for the whole table) and its parameters, in the driver's
+        ``placeholder`` style (``%s`` or ``?``)."""
+        if self.key_columns:
+            return self._key_predicate(quote, placeholder)
+        if self.column is None:
+            return "", []
+        terms, params = [], []
+        column = quote(self.column)
+        if self.low is not None:
+            terms.append(f"{column} >= {placeholder}")
+            params.append(self.low)
+        if self.high is not None:
+            # The partition open below also holds NULLs, which no range comparison matches.
+            below = f"{column} < {placeholder}"
+            terms.append(below if self.low is not None else f"({below} OR {column} IS NULL)")
+            params.append(self.high)
+        return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
+
+    def _key_predicate(
+        self, quote: Callable[[str], str], placeholder: str
+    ) -> tuple[str, list[Any]]:
+        if not self.keys:
+            return " WHERE 1 = 0", []
+        width = len(self.key_columns)
+        columns = ", ".join(quote(c) for c in self.key_columns)
+        one = "(" + ", ".join([placeholder] * width) + ")"
+        target = f"({columns})" if width > 1 else columns
+        values = ", ".join([one if width > 1 else placeholder] * len(self.keys))
+        params = [value for key in self.keys for value in key]
+        return f" WHERE {target} IN ({values})", params

@@ -1,0 +1,102 @@
+"""Whether a comparison can run in its databases, and how: each side's SQL and the leaves.
+
+The database engine (``connectors.pushdown``) needs both sides to be databases whose
+connectors write every compared column's canonical payload in SQL, and key types a result
+can name (and a re-check or re-sync can parse back). Anything else raises ``NotPushable``
+and the comparison runs in Spark.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from connectors.base import Connector
+from connectors.model import TableSchema
+from connectors.pushdown import (
+    DigestColumn,
+    DigestDialect,
+    DigestTable,
+    HashLeaves,
+    LeafScheme,
+    NotPushable,
+    RangeLeaves,
+    digest_sql,
+)
+from merkle import types as lt
+from merkle.layout import RowLayout
+
+# Finer than the Spark engine's 4,096: a mismatched leaf costs an index range scan of its
+# rows, and 2**16 leaf digests a side are little to collect.
+ROWS_PER_LEAF = 256
+MAX_DEPTH = 16
+# Keys a result carries as text that re-checks and re-syncs turn back into values.
+KEY_TYPES = (lt.IntegerType, lt.DecimalType, lt.StringType, lt.UuidType, lt.DateType)
+# Integer keys spanning more than this are bucketed by hash: the range arithmetic stays
+# within BIGINT.
+MAX_SPAN = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSide:
+    """One side of a comparison in the database engine."""
+
+    connector: Connector
+    schema: TableSchema
+    dialect: DigestDialect
+    table: DigestTable
+    label: str
+
+
+def plan_side(
+    connector: Connector,
+    schema: TableSchema,
+    layout: RowLayout,
+    names: Mapping[str, str],
+    label: str,
+) -> DatabaseSide:
+    """This side's SQL for ``layout`` (``names``: layout column -> this side's column).
+
+    Raises:
+        NotPushable: the product, a column type, the key or an option cannot be pushed down.
+    """
+    for column in layout.key_columns:
+        if not isinstance(column.ltype, KEY_TYPES):
+            raise NotPushable(f"key column {column.name} is {column.ltype}")
+    dialect = connector.digest_dialect()
+    if dialect is None:
+        raise NotPushable(f"{label}: this server cannot compute leaf digests")
+    columns = tuple(DigestColumn(schema.column(names[c.name]), c.ltype) for c in layout.columns)
+    table = DigestTable(schema.table, columns, tuple(names[k] for k in layout.key), layout.options)
+    digest_sql(dialect, table, HashLeaves(0))  # writes every payload, or raises NotPushable
+    return DatabaseSide(connector, schema, dialect, table, label)
+
+
+def choose_leaves(
+    source: DatabaseSide, target: DatabaseSide, layout: RowLayout, depth: int | None
+) -> LeafScheme:
+    """Key ranges for an integer first key column (both sides' extremes), else hash leaves."""
+    if not isinstance(layout.key_columns[0].ltype, lt.IntegerType):
+        return HashLeaves(MAX_DEPTH if depth is None else depth)
+    ranges = [
+        side.connector.key_range(side.schema.table, side.table.key[0]) for side in (source, target)
+    ]
+    known = [r for r in ranges if r is not None]
+    if not known:
+        return RangeLeaves(0, 1, 0)  # both sides empty
+    low, high = min(r[0] for r in known), max(r[1] for r in known)
+    span = high - low + 1
+    if span > MAX_SPAN:
+        return HashLeaves(MAX_DEPTH if depth is None else depth)
+    if depth is None:
+        depth = min(MAX_DEPTH, max(0, math.ceil(math.log2(span / ROWS_PER_LEAF))))
+    return RangeLeaves(low, max(1, math.ceil(span / (1 << depth))), depth)
+
+
+def leaf_slices(scheme: LeafScheme, parallelism: int) -> list[tuple[int, int]]:
+    """Contiguous leaf intervals ``[first, stop)`` read in parallel (one for hash leaves)."""
+    count = scheme.count
+    parts = max(1, min(parallelism, count)) if isinstance(scheme, RangeLeaves) else 1
+    edges = [count * i // parts for i in range(parts + 1)]
+    return [(edges[i], edges[i + 1]) for i in range(parts)]

@@ -1,0 +1,156 @@
+"""The Spark engine: a comparison read into Spark and hashed there (``compare.py`` here).
+
+The source is read once, in its snapshot(s), hashed as it is read; the target is a lake
+materialised at the source's positions (after waiting for its high-water mark) or a live
+database read as it is now. Imported only when a comparison runs in Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from cdc_core.config import ConnectionConfig
+from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.names import backtick_quote
+from connectors.base import Connector
+from connectors.model import TableSchema
+from merkle.layout import RowLayout
+from validator.config import ComparisonConfig, ValidatorConfig
+from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
+from validator.engines.spark.lake_target import lake_state_at
+from validator.engines.spark.sources import plan_partitions, source_frame
+from validator.expectations import TargetFacts, check_columns, evaluate_expectations
+from validator.positions import SourcePositions, check_exact, read_positions, wait_for_lake
+from validator.reflection import Reflected
+from validator.result import ComparisonResult, with_expectations
+from validator.settings import CompareSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+
+def _lake_side(
+    spark: SparkSession,
+    config: ValidatorConfig,
+    connection: ConnectionConfig,
+    table: str,
+    key: Sequence[str],
+    positions: SourcePositions | None,
+) -> Side:
+    assert connection.lake is not None
+    lake_table = LakeTable(connection.lake, table)
+    label = f"{connection.name}:{table}"
+    if positions is None:  # a source without a log: everything the lake has
+        mark = high_water_mark(lake_table)
+        frame = lake_state_at(spark, lake_table, key, mark)
+        return Side(frame, label, None if mark is None else str(mark))
+    timeout = config.validation.lake_wait_timeout_s
+    wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
+    check_exact(lake_table, positions.values)
+    frame = lake_state_at(spark, lake_table, key, positions)
+    return Side(frame, label, positions.describe())
+
+
+def _database_side(
+    spark: SparkSession,
+    connection: ConnectionConfig,
+    target: tuple[Connector, TableSchema],
+    key: Sequence[str],
+) -> Side:
+    """A live database target, compared as it is now (it has no time travel)."""
+    connector, schema = target
+    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    supported = [c.name for c in schema.columns if c.ltype is not None]
+    frame = source_frame(spark, connector, schema, supported, partitions)
+    return Side(frame, f"{connection.name}:{schema.table}")
+
+
+def _read_source_once(
+    spark: SparkSession, connector: Connector, schema: TableSchema, layout: RowLayout
+) -> tuple[DataFrame, SourcePositions | None]:
+    """Read the source in its snapshot(s) exactly once, hashed as it is read: every later
+    phase reuses these rows, so all phases see the same snapshots (a re-read would open new
+    ones). The job that reads the positions is the one that reads and caches the rows."""
+
+    parallelism = spark.sparkContext.defaultParallelism
+    partitions = plan_partitions(connector, schema, layout.key, parallelism)
+    with connector.shared_snapshot() as snapshot:
+        frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
+        frame = hashed_rows(frame, layout).persist(cache_level())
+        try:
+            positions = read_positions(frame, partitions)
+        except BaseException:
+            frame.unpersist()
+            raise
+    return frame, positions
+
+
+def compare_in_spark(
+    spark: SparkSession, config: ValidatorConfig, reflected: Reflected, settings: CompareSettings
+) -> tuple[ComparisonResult, Side]:
+    """The Spark engine (``validator.engines.spark.compare``); the result and the target it read."""
+    comparison, reconciled = reflected.comparison, reflected.reconciled
+    names = reconciled.layout.names
+    started = time.perf_counter()
+    source, positions = _read_source_once(
+        spark, reflected.source, reflected.source_schema, reconciled.layout
+    )
+    read_s = round(time.perf_counter() - started, 3)
+    try:
+        target = target_side(spark, config, reflected, positions)
+        check_columns(comparison.expectations, target.frame.columns, target.label)
+        target_frame = target.frame.select(
+            *[target.frame[backtick_quote(reconciled.target_names[n])].alias(n) for n in names]
+        )
+        position = positions.describe() if positions else None
+        result = compare_sides(
+            comparison.name,
+            Side(source, reflected.source_label, position),
+            Side(target_frame, target.label, target.position),
+            reconciled.layout,
+            settings,
+        )
+    finally:
+        source.unpersist()
+    return replace(result, timings={"source": read_s, **result.timings}), target
+
+
+def target_side(
+    spark: SparkSession,
+    config: ValidatorConfig,
+    reflected: Reflected,
+    positions: SourcePositions | None,
+) -> Side:
+    """The target as Spark reads it: a lake at ``positions`` (None: at its high-water
+    mark), or a live database as it is now."""
+    connection, table = reflected.target_connection, reflected.comparison.target.table
+    if reflected.target is None:
+        return _lake_side(spark, config, connection, table, reflected.target_key, positions)
+    return _database_side(spark, connection, reflected.target, reflected.target_key)
+
+
+def check_expectations(
+    result: ComparisonResult, comparison: ComparisonConfig, target: Side, key: Sequence[str]
+) -> ComparisonResult:
+    """Check the comparison's data-quality suite on the target (validator.expectations)."""
+
+    log.info("comparison %s: expectations", comparison.name)
+    rules = comparison.columns
+    sensitive = {*rules.sensitive, *(rules.target_name(c) for c in rules.sensitive)}
+    facts = TargetFacts(
+        comparison.name, target.label, tuple(key), result.source_rows, frozenset(sensitive)
+    )
+    started = time.perf_counter()
+    # GX runs several Spark jobs over the target: materialise it once, not once per job.
+    frame = target.frame.persist(cache_level())
+    try:
+        checked = evaluate_expectations(frame, comparison.expectations, facts)
+    finally:
+        frame.unpersist()
+    return with_expectations(result, checked, time.perf_counter() - started)

@@ -1,0 +1,151 @@
+"""Build the one Spark session a validation run (or a test run) uses.
+
+A cold session plus its first job costs many seconds (DESIGN.md, platform notes), so callers
+build one session per process and pass it around, never one per table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from cdc_core.errors import TerminalError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    # Sized for small machines (2 cores): the default of 200 shuffle partitions only adds
+    # scheduling overhead to the GROUP BYs that build leaf digests.
+    "spark.sql.shuffle.partitions": "4",
+    # The hash contract encodes timestamps as UTC epoch micros; a session in any other zone
+    # would shift TIMESTAMP values read from sources before they are hashed.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    # Column names are compared exactly, as PostgreSQL and quoted Oracle names are: a table
+    # may hold both "Amount" and "amount", which Spark's default resolution calls ambiguous.
+    "spark.sql.caseSensitive": "true",
+    # Progress bars interleave with the CLI's own output; JSON log lines are unreadable.
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.structuredLogging.enabled": "false",
+    # spark.sql.ansi.enabled keeps Spark 4's default (true): merkle makes its wrapping sums
+    # explicit instead of relying on silent overflow.
+}
+
+
+def under_spark_submit() -> bool:
+    """True when this Python driver was started by ``spark-submit`` (which then owns the
+    master and the cluster settings): the JVM hands its gateway to the process it starts."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def jdbc_jars() -> list[str]:
+    """JDBC driver jars to put on Spark's classpath: the system's MariaDB and PostgreSQL
+    drivers where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated:
+    drivers installed elsewhere; a JDBC read is used where the connector describes one and
+    its driver's jar file name is among these)."""
+    from connectors.mariadb.jdbc import DRIVER as MARIADB_DRIVER
+    from connectors.postgres.jdbc import DRIVER as POSTGRES_DRIVER
+
+    found = [str(jar) for d in (MARIADB_DRIVER, POSTGRES_DRIVER) if (jar := d.system_jar())]
+    listed = os.environ.get("REPLCHECK_JDBC_JARS", "")
+    return found + [jar.strip() for jar in listed.split(",") if jar.strip()]
+
+
+def _with_jars(conf: Mapping[str, str], jars: list[str]) -> dict[str, str]:
+    """``conf`` with ``jars`` added to ``spark.jars`` (after any the caller set)."""
+    merged = dict(conf)
+    present = [jar for jar in merged.get("spark.jars", "").split(",") if jar]
+    merged["spark.jars"] = ",".join(present + [jar for jar in jars if jar not in present])
+    return merged
+
+
+def build_spark_session(
+    app_name: str = "replcheck",
+    master: str = "local[2]",
+    extra_conf: Mapping[str, str] | None = None,
+    jdbc: bool = True,
+) -> SparkSession:
+    """Return a Spark session configured for replcheck's jobs.
+
+    Args:
+        app_name: Name shown in Spark's logs.
+        master: Spark master URL, e.g. ``local[2]`` or ``yarn``; ignored under
+            ``spark-submit``, whose ``--master`` wins.
+        extra_conf: Settings applied after (and so overriding) replcheck's defaults.
+        jdbc: Put the JDBC drivers of ``jdbc_jars`` on the classpath, so sources that can be
+            read over JDBC are (``validator.engines.spark.sources``).
+
+    Returns:
+        The (possibly already running) session; its log level is set to WARN.
+
+    Raises:
+        TerminalError: pyspark is not installed.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise TerminalError("pyspark is missing: pip install 'replcheck[spark]'") from exc
+    _prepare_environment()
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        builder = builder.master(master)
+    conf = {**_DEFAULT_CONF, **(extra_conf or {})}
+    if jdbc and not under_spark_submit():  # spark-submit's own --jars decide there
+        conf = _with_jars(conf, jdbc_jars())
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    logger.info("Spark session %s started on %s", app_name, master)
+    return session
+
+
+class LazySparkSession:
+    """A Spark session started on first use: a run whose comparisons all run in their
+    databases (``validation.engine``) never pays for the JVM.
+
+    Args:
+        master: As for ``build_spark_session``.
+        extra_conf: As for ``build_spark_session``.
+        jdbc: As for ``build_spark_session``.
+    """
+
+    def __init__(
+        self,
+        master: str = "local[2]",
+        extra_conf: Mapping[str, str] | None = None,
+        jdbc: bool = True,
+    ) -> None:
+        self._master = master
+        self._extra_conf = dict(extra_conf or {})
+        self._jdbc = jdbc
+        self._session: SparkSession | None = None
+
+    def __call__(self) -> SparkSession:
+        """The session, started now if it is not running yet."""
+        if self._session is None:
+            self._session = build_spark_session(
+                master=self._master, extra_conf=self._extra_conf, jdbc=self._jdbc
+            )
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        """Whether a comparison needed Spark."""
+        return self._session is not None
+
+
+def _prepare_environment() -> None:
+    """Set the variables the JVM and the Python workers read at launch, unless already set."""
+    # Spark otherwise binds to the machine's external interface (DESIGN.md, platform notes).
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers otherwise run whatever `python3` is on PATH, which may lack the
+    # drivers and xxhash installed next to this interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -1,0 +1,293 @@
+"""Repair SQL for a database target, in its dialect, through SQLAlchemy Core.
+
+Each repair action becomes one statement on the reflected target table: ``INSERT`` of a
+row the target lacks, ``UPDATE`` of only the columns that differ, ``DELETE`` of a row the
+source no longer has. Applied statements carry their values as bound parameters. For the
+review file the same statements are compiled with literal values in the target's dialect
+(SQLAlchemy escapes quotes, and backslashes where the server treats them as escapes);
+values of sensitive columns are never rendered -- they appear as a ``:name`` placeholder
+with a comment saying which column to bind.
+
+Values arrive as the connectors read them (``merkle``'s logical-typed Python values) and
+are adapted to the target column's SQLAlchemy type: integers into booleans (MariaDB keeps
+BOOLEAN as TINYINT(1), https://mariadb.com/kb/en/boolean/), microseconds into times, text
+into UUIDs, JSON text cast to the JSON type. Sessions run in UTC, so timestamps written as
+UTC wall clocks mean the same instant on every server.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.config import ConnectionConfig
+from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.names import parse_table
+from connectors.log_sources import without_log_parameters
+from validator.resync.keys import TypedKey
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy.engine import Engine
+
+ACTION_KINDS = ("insert", "update", "delete")
+
+# Statements that make a session read and write timestamps as UTC wall clocks.
+_UTC_SESSION = {
+    "postgresql": "SET TIME ZONE 'UTC'",
+    "mysql": "SET time_zone = '+00:00'",
+    "mariadb": "SET time_zone = '+00:00'",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RepairAction:
+    """One row repair on the target.
+
+    Attributes:
+        kind: ``insert``, ``update`` or ``delete``.
+        key: The target key's values, in key-column order.
+        values: Target column -> the source's value (insert: every compared column;
+            update: the differing ones; delete: none).
+    """
+
+    kind: str
+    key: TypedKey
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ACTION_KINDS:
+            raise ValueError(f"unknown repair kind {self.kind!r}")
+        if (self.kind == "delete") != (not self.values):
+            raise ValueError("a delete has no values; an insert or update has some")
+
+
+@dataclass(frozen=True, slots=True)
+class RepairTarget:
+    """The reflected target table a comparison repairs.
+
+    Attributes:
+        engine: SQLAlchemy engine whose sessions run in UTC.
+        table: The reflected table.
+        key: Target key column names, in key order.
+        sensitive: Target columns whose values are never rendered.
+    """
+
+    engine: Engine
+    table: sa.Table
+    key: tuple[str, ...]
+    sensitive: frozenset[str] = frozenset()
+
+
+def build_engine(connection: ConnectionConfig) -> Engine:
+    """An engine for a database connection; its sessions read and write UTC timestamps."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    if connection.url is None:
+        raise ConfigError(f"connection {connection.name} is a lake, not a database")
+    url = make_url(without_log_parameters(connection.url))
+    if connection.password is not None:
+        url = url.set(password=connection.password.reveal())
+    engine = sa.create_engine(url, pool_pre_ping=True)
+    statement = _UTC_SESSION.get(engine.dialect.name)
+    if statement is not None:
+
+        @sa.event.listens_for(engine, "connect")
+        def _utc(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute(statement)
+            cursor.close()
+            dbapi_connection.commit()
+
+    return engine
+
+
+def reflect_target(
+    connection: ConnectionConfig, table: str, key: Sequence[str], sensitive: frozenset[str]
+) -> RepairTarget:
+    """Reflect ``table`` (``schema.table`` or ``table``) on a database connection.
+
+    Raises:
+        TerminalError: The table does not exist or lacks a key column.
+        TransientError: The database cannot be reached.
+    """
+    import sqlalchemy as sa
+
+    engine = build_engine(connection)
+    name = parse_table(table)
+    try:
+        reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
+    except sa.exc.NoSuchTableError as exc:
+        raise TerminalError(
+            f"target table {table!r} not found in {connection.display()}; check the"
+            " comparison's target table",
+            {"table": table},
+        ) from exc
+    except sa.exc.OperationalError as exc:
+        raise TransientError(
+            f"cannot reach {connection.display()}: {type(exc.orig).__name__}", {"table": table}
+        ) from exc
+    if engine.dialect.name in ("mysql", "mariadb"):
+        reflected = _unescaped_backticks(reflected)
+    missing = [k for k in key if k not in reflected.c]
+    if missing:
+        raise TerminalError(f"target table {table!r} has no key columns {missing}")
+    return RepairTarget(engine, reflected, tuple(key), sensitive)
+
+
+def _unescaped_backticks(table: sa.Table) -> sa.Table:
+    """The table with its column names as the server stores them.
+
+    SQLAlchemy's MySQL reflection reads names from ``SHOW CREATE TABLE`` and keeps a
+    backtick of a name doubled, as the statement escapes it (seen with SQLAlchemy 2.1:
+    column ``q`c`` reflects as ``q``c``); MySQL's identifier rules
+    (https://mariadb.com/kb/en/identifier-names/) make the doubling the only escape.
+    """
+    import sqlalchemy as sa
+
+    if not any("``" in column.name for column in table.columns):
+        return table
+    columns = [
+        sa.Column(c.name.replace("``", "`"), c.type, primary_key=c.primary_key, nullable=c.nullable)
+        for c in table.columns
+    ]
+    return sa.Table(table.name, sa.MetaData(), *columns, schema=table.schema)
+
+
+def statement_of(target: RepairTarget, action: RepairAction, *, review: int | None = None) -> Any:
+    """The SQLAlchemy statement of one action; ``review``: its number in a review file,
+    where values are rendered as literals (sensitive ones as numbered placeholders)."""
+    import sqlalchemy as sa
+
+    table = target.table
+    values = {name: _value(target, name, value, review) for name, value in action.values.items()}
+    if action.kind == "insert":
+        return sa.insert(table).values(values)
+    where = _key_terms(target, action.key, review)
+    if action.kind == "update":
+        return sa.update(table).where(*where).values(values)
+    return sa.delete(table).where(*where)
+
+
+def _key_terms(target: RepairTarget, key: TypedKey, review: int | None = None) -> list[Any]:
+    return [
+        _key_term(target, name, part, review) for name, part in zip(target.key, key, strict=True)
+    ]
+
+
+def _key_term(target: RepairTarget, name: str, part: object, review: int | None) -> Any:
+    column = target.table.c[name]
+    if part is None:
+        return column.is_(None)
+    return column == _value(target, name, part, review)
+
+
+def _value(target: RepairTarget, name: str, value: object, review: int | None) -> Any:
+    """The SQL expression of one value for column ``name``."""
+    import sqlalchemy as sa
+
+    column = target.table.c[name]
+    if review is not None and name in target.sensitive:
+        label = f"sensitive_{review}_{list(target.table.c.keys()).index(name) + 1}"
+        note = name.replace("*/", "* /")
+        return sa.literal_column(f":{label} /* sensitive column {note}: bind its value */")
+    if value is None:
+        return sa.null()
+    value = to_target_value(value, column.type, target.engine.dialect.name)
+    if isinstance(value, bytes) and review is not None:
+        return sa.literal_column(_bytes_literal(value, target.engine.dialect.name))
+    if isinstance(column.type, sa.JSON):
+        return sa.cast(sa.literal(value, sa.Text()), column.type)
+    return sa.literal(value, column.type)
+
+
+def _bytes_literal(value: bytes, dialect: str) -> str:
+    # PostgreSQL's bytea hex input format; elsewhere the SQL standard's X'..' literal
+    # (https://www.postgresql.org/docs/current/datatype-binary.html).
+    if dialect == "postgresql":
+        return f"'\\x{value.hex()}'::bytea"
+    return f"X'{value.hex()}'"
+
+
+def to_target_value(value: object, sa_type: Any, dialect: str) -> object:
+    """A connector's value adapted to the target column's type (module docstring)."""
+    import sqlalchemy as sa
+
+    if isinstance(sa_type, sa.Boolean) and isinstance(value, int):
+        return bool(value)
+    if isinstance(sa_type, sa.Integer) and isinstance(value, bool):
+        return int(value)
+    if isinstance(sa_type, sa.Time) and isinstance(value, int):
+        return _time_of(value)
+    if isinstance(sa_type, sa.Uuid) and isinstance(value, str) and sa_type.as_uuid:
+        return uuid.UUID(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return _utc_datetime(value, sa_type, dialect)
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    return value
+
+
+def _time_of(micros: int) -> dt.time | dt.timedelta:
+    if 0 <= micros < 86_400_000_000:
+        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
+    return dt.timedelta(microseconds=micros)  # MySQL TIME is a duration beyond a day
+
+
+def _utc_datetime(value: dt.datetime, sa_type: Any, dialect: str) -> dt.datetime:
+    utc = value.astimezone(dt.UTC)
+    # MySQL and MariaDB drivers drop the offset; the session runs in UTC, so pass UTC.
+    keeps_zone = dialect == "postgresql" and getattr(sa_type, "timezone", False)
+    return utc if keeps_zone else utc.replace(tzinfo=None)
+
+
+def render_statement(target: RepairTarget, action: RepairAction, number: int) -> str:
+    """Statement ``number`` of a review file: one action as SQL text with literal values."""
+    statement = statement_of(target, action, review=number)
+    # The engine's dialect was initialised on a connection when the table was reflected, so
+    # server settings that change quoting (MySQL's NO_BACKSLASH_ESCAPES) are known.
+    dialect = target.engine.dialect
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
+    return f"{compiled};"
+
+
+def session_preamble(target: RepairTarget) -> list[str]:
+    """Statements a review file starts with: a UTC session."""
+    statement = _UTC_SESSION.get(target.engine.dialect.name)
+    return [f"{statement};"] if statement else []
+
+
+def execute_actions(target: RepairTarget, connection: Any, actions: Sequence[RepairAction]) -> None:
+    """Run ``actions`` with bound parameters on an open transaction's connection."""
+    for action in actions:
+        connection.execute(statement_of(target, action))
+
+
+def limit_lock_waits(target: RepairTarget, connection: Any, seconds: float) -> None:
+    """Make this transaction's lock waits fail after ``seconds`` instead of waiting on."""
+    import sqlalchemy as sa
+
+    dialect = target.engine.dialect.name
+    if dialect == "postgresql":
+        connection.execute(sa.text(f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'"))
+    elif dialect in ("mysql", "mariadb"):
+        connection.execute(
+            sa.text(f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}")
+        )
+
+
+def lock_keys(target: RepairTarget, connection: Any, keys: Sequence[TypedKey]) -> None:
+    """Lock the target rows of ``keys`` until the transaction ends (``SELECT ... FOR
+    UPDATE``), so a replication applying newer changes to them waits for the repair."""
+    import sqlalchemy as sa
+
+    if not keys or target.engine.dialect.name in ("sqlite", "duckdb"):
+        return  # single-writer products: the write transaction itself serialises
+    columns = [target.table.c[name] for name in target.key]
+    terms = [sa.and_(*_key_terms(target, key)) for key in keys]
+    query = sa.select(*columns).where(sa.or_(*terms)).with_for_update()
+    connection.execute(query).fetchall()
