@@ -33,7 +33,7 @@ from typing import Any
 from bench.bench_binlog import read_with_library, read_with_reader, write_workload
 from cdc_core.filters import TableFilter
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 from tests.private_servers import MariaDBServer, running_mariadb
 
 SNAPSHOT_TABLE = """CREATE TABLE bench.snap (id INT PRIMARY KEY, qty INT, price DECIMAL(10,2),

@@ -28,9 +28,9 @@ from cdc_core.filters import TableFilter
 from cdc_core.pipeline import Pipeline, PipelineConfig
 from cdc_core.position import Position
 from cdc_core.source import Idle
-from connectors.log_sources import log_source_for
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.source_config import PostgresSourceConfig
+from connectors.registry import log_source_for
 from tests.private_servers import PostgresServer, running_postgres
 
 TABLE = """CREATE TABLE b (id int PRIMARY KEY, qty int, price numeric(10,2), name varchar(40),

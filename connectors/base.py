@@ -7,7 +7,6 @@ like sqlglot's dialects. The core asks a connector's ``Capabilities``, never its
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -96,42 +95,6 @@ class Connector(ABC):
         """A connection every phase of a database-engine comparison reads on: inside
         ``snapshot`` when given, else in a consistent snapshot (or transaction) of its own."""
         raise TerminalError(f"the {self.name} connector computes no leaf digests")
-
-
-_REGISTRY: dict[str, type[Connector]] = {}
-
-
-def register(connector: type[Connector]) -> type[Connector]:
-    """Class decorator: make a connector available under its URL schemes."""
-    for scheme in connector.schemes:
-        _REGISTRY[scheme] = connector
-    return connector
-
-
-def connector_for(url: str, password: str | None = None) -> Connector:
-    """The connector serving ``url`` (by its scheme, before any ``+driver``)."""
-    _load_builtin_connectors()
-    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
-    if scheme not in _REGISTRY:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ConfigError(f"no connector for URL scheme {scheme!r}; known: {known}")
-    return _REGISTRY[scheme](url, password)
-
-
-BUILTIN_CONNECTORS = (
-    "connectors.duckdb.connector",
-    "connectors.hana.connector",
-    "connectors.mariadb.connector",
-    "connectors.oracle.connector",
-    "connectors.postgres.connector",
-    "connectors.sqlite.connector",
-)
-
-
-def _load_builtin_connectors() -> None:
-    # Importing a connector module registers it (see ``register``); drivers load lazily.
-    for module in BUILTIN_CONNECTORS:
-        importlib.import_module(module)
 
 
 def file_path(url: str, scheme: str, product: str, example: str) -> str:

@@ -1,13 +1,16 @@
 """The value types every connector file uses: what a table looks like, a slice of it, a
-snapshot's identity and a product's capabilities (below the ``Connector`` ABC, so product
-files and the JDBC and pushdown helpers import these without importing each other)."""
+snapshot's identity, a product's capabilities and what a log source hands the pipeline
+(below the ``Connector`` ABC and the registry, so product files and the JDBC and pushdown
+helpers import these without importing each other)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.rebuild import FetchMissing, FetchUnavailable
+from cdc_core.source import LogReader, SnapshotReader
 from merkle.options import TimeRounding
 from merkle.types import LogicalType
 
@@ -116,3 +119,24 @@ class Partition:
         values = ", ".join([one if width > 1 else placeholder] * len(self.keys))
         params = [value for key in self.keys for value in key]
         return f" WHERE {target} IN ({values})", params
+
+
+@dataclass(frozen=True, slots=True)
+class LogSource:
+    """A source's log reader, its snapshot reader (if it has one) and its tables.
+
+    ``fetch_missing`` holds, per table, the hook completing columns the log leaves out
+    (``PipelineConfig.fetch_missing``), for products whose log can omit them;
+    ``fetch_unavailable``, per table, the hook reading new values the log cannot render as
+    of their commit (``RebuildConfig.fetch_unavailable_by_table``).
+    """
+
+    reader: LogReader
+    snapshots: SnapshotReader | None
+    tables: Callable[[], list[str]]  # every table the source has now (schema.table)
+    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
+
+
+LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
+"""Builds a log source from a URL, a password and the tables to capture."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from cdc_core.files import check_output_dir
 from cdc_core.pipeline import Pipeline, TransactionCallback
 from cdc_core.pipeline_config import load_pipeline_config
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 
 logger = logging.getLogger(__name__)
 

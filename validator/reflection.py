@@ -11,8 +11,9 @@ from typing import Any
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
 from cdc_core.lake import LakeTable, changelog_files
-from connectors.base import Connector, connector_for
+from connectors.base import Connector
 from connectors.model import TableSchema
+from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core import names
 from cdc_core.errors import TerminalError
-from connectors.base import Connector, arrow_type_of, file_path, missing_table, register
+from connectors.base import Connector, arrow_type_of, file_path, missing_table
 from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
 from connectors.model import (
     POSITION_COLUMN,
@@ -21,6 +21,7 @@ from connectors.model import (
     SourceColumn,
     TableSchema,
 )
+from connectors.registry import register_connector
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def split_table(table: str) -> tuple[str, str]:
     return names.split_table(table, "main")
 
 
-@register
+@register_connector
 class DuckDBConnector(Connector):
     """DuckDB files, addressed as ``duckdb:///path/to/file.duckdb``."""
 

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
-from connectors.base import Connector, arrow_type_of, missing_table, register
+from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.hana import sql
 from connectors.hana.types import source_columns
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
+from connectors.registry import register_connector
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ AUTHENTICATION_FAILED = 10  # hdbcli errorcode: "authentication failed"
 SYSTEM_DB_PORT, TENANT_PORT = 30015, 30013  # sqlalchemy-hana's defaults
 
 
-@register
+@register_connector
 class HanaConnector(Connector):
     """SAP HANA databases, read with hdbcli in one snapshot per partition."""
 

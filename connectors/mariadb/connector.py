@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import mask_url
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
-from connectors.base import Connector, arrow_type_of, key_text, missing_table, register
+from connectors.base import Connector, arrow_type_of, key_text, missing_table
 from connectors.mariadb.position import to_position
 from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
 from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
@@ -38,6 +38,7 @@ from connectors.model import (
     SourceColumn,
     TableSchema,
 )
+from connectors.registry import register_connector
 from merkle import types as lt
 from merkle.options import TimeRounding
 
@@ -58,7 +59,7 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-@register
+@register_connector
 class MariaDBConnector(Connector):
     """MariaDB and MySQL, addressed by SQLAlchemy URLs (``mysql+pymysql://...``)."""
 

@@ -1,6 +1,6 @@
 """MariaDB/MySQL as a CDC log source: what ``replcheck cdc run`` builds from a pipeline's URL.
 
-Registered under the ``mysql`` and ``mariadb`` URL schemes (``connectors/log_sources.py``).
+Registered under the ``mysql`` and ``mariadb`` URL schemes (``connectors/registry.py``).
 A pipeline's source URL is the validator's: ``mysql+pymysql://repl@127.0.0.1:3306/shop``
 (the password comes from the connection's ``password: {env: ...}``). Its query may set:
 
@@ -37,12 +37,13 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from cdc_core.config import Secret, mask_url
 from cdc_core.errors import ConfigError
 from cdc_core.names import format_table, is_glob, qualify
-from connectors.log_sources import LogSource, register_log_source
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
-from connectors.mariadb.url_parameters import LOG_PARAMETERS
+from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
+from connectors.model import LogSource
+from connectors.registry import register_log_source
 
 # Schemas of the server itself, never captured by a pattern.
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -136,7 +137,7 @@ def resolve_tables(patterns: Sequence[str], existing: Sequence[str], database: s
 
 
 def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
-    """The ``LogSource`` of a ``mysql``/``mariadb`` URL (``connectors.log_sources``).
+    """The ``LogSource`` of a ``mysql``/``mariadb`` URL (``connectors.registry``).
 
     Raises:
         ConfigError: A bad URL parameter, or no table to capture.
@@ -165,4 +166,4 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     return LogSource(reader, snapshots, existing, fetch_missing=hooks)
 
 
-register_log_source(("mysql", "mariadb"), open_log_source)
+register_log_source(("mysql", "mariadb"), open_log_source, is_log_parameter)

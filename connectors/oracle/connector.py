@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.source import LOCATOR_COLUMN
-from connectors.base import Connector, arrow_type_of, missing_table, register
+from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.contents import schema_from_dictionary
+from connectors.registry import register_connector
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 BATCH_ROWS = 20_000
 
 
-@register
+@register_connector
 class OracleConnector(Connector):
     """Oracle Database, read with flashback queries at one SCN."""
 

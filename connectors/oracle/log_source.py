@@ -6,12 +6,13 @@ import contextlib
 from collections.abc import Sequence
 
 from cdc_core.names import format_table
-from connectors.log_sources import LogSource, register_log_source
+from connectors.model import LogSource
 from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
 from connectors.oracle.snapshot import OracleSnapshotReader
 from connectors.oracle.unavailable_columns import UnavailableColumns
+from connectors.registry import register_log_source
 
 
 def log_reader(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core import names
 from cdc_core.errors import ConfigError, TerminalError, TransientError
-from connectors.base import Connector, missing_table, register
+from connectors.base import Connector, missing_table
 from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
@@ -35,6 +35,7 @@ from connectors.postgres.types import (
     to_arrow,
 )
 from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
+from connectors.registry import register_connector
 
 if TYPE_CHECKING:
     import psycopg
@@ -93,7 +94,7 @@ def qualified_name(table: str) -> str:
     return names.qualify(table, "public")
 
 
-@register
+@register_connector
 class PostgresConnector(Connector):
     """PostgreSQL databases, addressed as ``postgresql+psycopg://user@host:port/database``.
 

@@ -1,6 +1,6 @@
 """PostgreSQL as a CDC log source: what ``replcheck cdc run`` builds from a pipeline's URL.
 
-Registered under the ``postgresql`` URL scheme (``connectors/log_sources.py``). A pipeline's
+Registered under the ``postgresql`` URL scheme (``connectors/registry.py``). A pipeline's
 source URL is the validator's, ``postgresql+psycopg://repl@127.0.0.1:5432/shop`` (the
 password comes from the connection's ``password: {env: ...}``). Its query may set:
 
@@ -35,13 +35,20 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.names import format_table, is_glob
-from connectors.log_sources import LogSource, register_log_source
+from connectors.model import LogSource
 from connectors.postgres.connector import qualified_name
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.replication import connector_of
 from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.postgres.source_config import PostgresSourceConfig
-from connectors.postgres.url_parameters import FLAGS, KEY_PREFIX, SECONDS, TEXT
+from connectors.postgres.url_parameters import (
+    FLAGS,
+    KEY_PREFIX,
+    SECONDS,
+    TEXT,
+    is_log_parameter,
+)
+from connectors.registry import register_log_source
 
 
 def source_config(url: str, password: str | None, tables: Sequence[str]) -> PostgresSourceConfig:
@@ -129,4 +136,4 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     return LogSource(PostgresLogReader(config), PostgresSnapshotReader(config), list_tables)
 
 
-register_log_source(("postgresql", "postgres"), open_source)
+register_log_source(("postgresql", "postgres"), open_source, is_log_parameter)

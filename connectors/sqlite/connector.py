@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table
-from connectors.base import Connector, arrow_type_of, file_path, missing_table, register
+from connectors.base import Connector, arrow_type_of, file_path, missing_table
 from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
@@ -24,6 +24,7 @@ from connectors.model import (
     SourceColumn,
     TableSchema,
 )
+from connectors.registry import register_connector
 from connectors.sqlite.types import logical_type
 from merkle import types as lt
 
@@ -42,7 +43,7 @@ def _quote_table(table: str) -> str:
     return ".".join(map(_quote, parse_table(table).parts))
 
 
-@register
+@register_connector
 class SQLiteConnector(Connector):
     """SQLite files, addressed as ``sqlite:///path/to/file.db``."""
 

@@ -18,7 +18,6 @@ from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.events import RawChange
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableDescription, TableSnapshot
-from connectors.log_sources import LogSource, register_log_source
 from connectors.synthetic.workload import KEY, Workload, WorkloadSpec
 
 if TYPE_CHECKING:
@@ -142,12 +141,3 @@ class SyntheticSource:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
-    """The ``LogSource`` of a ``synthetic:`` URL."""
-    source = SyntheticSource(Workload(spec_of_url(url)), pace_of_url(url))
-    return LogSource(source, source, lambda: list(source.workload.spec.table_names))
-
-
-register_log_source(("synthetic",), open_source)

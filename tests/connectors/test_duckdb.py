@@ -10,8 +10,8 @@ import duckdb
 import pytest
 
 from cdc_core.errors import ConfigError, TerminalError
-from connectors.base import connector_for
 from connectors.model import Partition
+from connectors.registry import connector_for
 from merkle import types as lt
 
 

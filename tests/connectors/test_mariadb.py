@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from cdc_core.errors import TerminalError, TransientError
-from connectors.base import connector_for
 from connectors.mariadb.position import split_position, to_position
 from connectors.model import POSITION_COLUMN, Partition
+from connectors.registry import connector_for
 from merkle import types as lt
 from tests.private_servers import MariaDBServer
 

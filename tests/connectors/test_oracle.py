@@ -9,10 +9,10 @@ import pytest
 
 from cdc_core.errors import ConfigError
 from cdc_core.source import LOCATOR_COLUMN
-from connectors.base import connector_for
 from connectors.model import Partition, Snapshot
 from connectors.oracle import sql
 from connectors.oracle.types import OracleColumn, logical_type
+from connectors.registry import connector_for
 from merkle import types as lt
 
 

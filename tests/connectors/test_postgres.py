@@ -13,11 +13,12 @@ import pytest
 
 import connectors.postgres.connector  # registers the connector; BATCH_ROWS patched below
 from cdc_core.errors import ContractError, TerminalError
-from connectors.base import Connector, connector_for
+from connectors.base import Connector
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, SourceColumn
 from connectors.postgres.exported_snapshot import SLOT_PREFIX
 from connectors.postgres.position import lsn_position, lsn_to_int, lsn_to_text
 from connectors.postgres.types import arrow_type, decimal_fits, logical_type
+from connectors.registry import connector_for
 from merkle import types as lt
 from tests.private_servers import PostgresServer, _PostgresProcess, _start_on_free_port
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from connectors.base import Connector, connector_for
+from connectors.base import Connector
 from connectors.pushdown import (
     DigestColumn,
     DigestTable,
@@ -31,6 +31,7 @@ from connectors.pushdown import (
     check_options,
     keyed_sql,
 )
+from connectors.registry import connector_for
 from merkle import types as lt
 from merkle.canonical import Interval, to_field, to_single
 from merkle.golden import load_vectors, ltypes_of, options_of, to_python

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import TerminalError
-from connectors.base import connector_for
 from connectors.model import Partition
+from connectors.registry import connector_for
 from merkle import types as lt
 
 

@@ -34,7 +34,7 @@ from cdc_core.lake import (
 from cdc_core.names import format_table
 from cdc_core.pipeline import Pipeline
 from cdc_core.pipeline_config import load_pipeline_config
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 from tests.cdc_core.kill_loop import ROOT
 from tests.connectors.postgres.helpers import PgCase
 from tests.private_servers import PostgresServer

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from connectors.base import Connector, connector_for
+from connectors.base import Connector
 from connectors.jdbc import JdbcDriver
+from connectors.registry import connector_for
 from merkle.layout import RowLayout
 from merkle.options import ComparisonOptions
 from merkle.spark import leaf_digests

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cdc_core.errors import TransientError
-from connectors.base import connector_for
+from connectors.registry import connector_for
 from validator.engines.spark.sources import plan_partitions
 from validator.positions import PartitionPosition, SourcePositions, wait_for_lake
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from connectors.base import connector_for
+from connectors.registry import connector_for
 from merkle.layout import RowLayout
 from merkle.types import DecimalType, IntegerType, StringType
 from tests.private_servers import MariaDBServer, PostgresServer

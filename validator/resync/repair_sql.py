@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
-from connectors.log_sources import without_log_parameters
+from connectors.registry import without_log_parameters
 from validator.resync.keys import TypedKey
 
 if TYPE_CHECKING:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.errors import ConfigError
-from connectors.base import connector_for
 from connectors.hana import sql
 from connectors.hana.connector import HanaConnector
 from connectors.model import Partition
+from connectors.registry import connector_for
 
 
 def test_the_connector_is_registered_for_hana_urls() -> None:

@@ -13,9 +13,10 @@ from cdc_core.filters import TableFilter
 from cdc_core.lake import META_COLUMNS, LakeTable
 from cdc_core.names import qualify
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import LogSource, log_source_for
 from connectors.mariadb.log_source import source_config
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.model import LogSource
+from connectors.registry import log_source_for
 from tests.private_servers import MariaDBServer
 
 Rows = dict[tuple[Any, ...], dict[str, Any]]

@@ -17,7 +17,7 @@ import pytest
 
 from cdc_core.filters import TableFilter
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows
 from tests.private_servers import MariaDBServer

@@ -22,12 +22,12 @@ from cdc_core.events import Commit, RawChange
 from cdc_core.position import Position
 from cdc_core.rebuild import RebuildConfig
 from cdc_core.source import Idle, TableChanged
-from connectors.base import connector_for
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import LogMinerConfig
 from connectors.oracle.log_source import log_reader
 from connectors.oracle.snapshot import OracleSnapshotReader
 from connectors.oracle.unavailable_columns import UnavailableColumns
+from connectors.registry import connector_for
 from tests.connectors.oracle.harness import Core
 
 pytestmark = pytest.mark.oracle

@@ -16,10 +16,10 @@ import pytest
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
-from connectors.base import connector_for
 from connectors.model import Partition
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.snapshot import PostgresSnapshotReader
+from connectors.registry import connector_for
 from merkle import types as lt
 from tests.connectors.postgres.helpers import (
     PgCase,

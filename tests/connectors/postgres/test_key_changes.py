@@ -16,7 +16,7 @@ from cdc_core.errors import TerminalError
 from cdc_core.filters import TableFilter
 from cdc_core.lake import COMMIT_POS, OP, LakeTable
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.connectors.postgres.helpers import PgCase
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cdc_core.errors import ConfigError
-from connectors.log_sources import log_source_for
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.log_source import resolve_tables, source_config
+from connectors.registry import log_source_for
 
 
 def test_parameters_are_read_and_libpq_ones_stay_in_the_url() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import ConfigError, ReplcheckError
-from connectors.base import connector_for
+from connectors.registry import connector_for
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator import cli
 

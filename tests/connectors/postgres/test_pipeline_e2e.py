@@ -29,7 +29,7 @@ from cdc_core.lake import (
     high_water_mark,
 )
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import log_source_for
+from connectors.registry import log_source_for
 from tests.connectors.postgres.helpers import PgCase
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences

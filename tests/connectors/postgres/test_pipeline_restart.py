@@ -15,8 +15,8 @@ import pytest
 from cdc_core.filters import TableFilter
 from cdc_core.lake import META_COLUMNS, LakeTable
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.log_sources import log_source_for
 from connectors.postgres.position import lsn_to_int
+from connectors.registry import log_source_for
 from tests.connectors.postgres.helpers import PgCase
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
