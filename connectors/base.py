@@ -16,6 +16,7 @@ from cdc_core.errors import ConfigError, TerminalError
 from connectors.model import (
     Capabilities,
     Partition,
+    RepairDialect,
     Snapshot,
     TableSchema,
 )
@@ -35,6 +36,7 @@ class Connector(ABC):
     name: ClassVar[str]
     schemes: ClassVar[tuple[str, ...]]
     capabilities: ClassVar[Capabilities]
+    repair: ClassVar[RepairDialect] = RepairDialect()  # how repair SQL talks to it
 
     def __init__(self, url: str, password: str | None = None) -> None:
         self.url = url

@@ -140,3 +140,33 @@ class LogSource:
 
 LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
 """Builds a log source from a URL, a password and the tables to capture."""
+
+
+def _standard_bytes(value: bytes) -> str:
+    return f"X'{value.hex()}'"  # the SQL standard's binary string literal
+
+
+@dataclass(frozen=True, slots=True)
+class RepairDialect:
+    """What repair SQL (``validator/resync/repair_sql.py``) must know of a target product.
+
+    Attributes:
+        utc_session: The statement making a session read and write timestamps as UTC wall
+            clocks (None: the product has no session time zone).
+        lock_wait: The statement limiting the transaction's lock waits to so many seconds
+            (None: the product does not wait for row locks).
+        locks_rows: Whether ``SELECT ... FOR UPDATE`` locks rows (single-writer products
+            serialise by their write transaction instead).
+        keeps_time_zone: Whether the driver stores an aware timestamp's offset (else values
+            are passed as UTC wall clocks, the session being in UTC).
+        doubled_backticks: Whether SQLAlchemy's reflection reports a backtick in a name as
+            two (MySQL's ``SHOW CREATE TABLE``), to be undone.
+        bytes_literal: A binary value as a literal of the review file.
+    """
+
+    utc_session: str | None = None
+    lock_wait: Callable[[float], str] | None = None
+    locks_rows: bool = True
+    keeps_time_zone: bool = False
+    doubled_backticks: bool = False
+    bytes_literal: Callable[[bytes], str] = _standard_bytes

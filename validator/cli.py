@@ -92,14 +92,6 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
     return result
 
 
-def _lake_of(config_path: Path, sets: list[str]) -> Path | None:
-    """The lake the run's history is kept in: the first lake connection of the config."""
-    from validator.config import load_validator_config
-
-    config = load_validator_config(config_path, _overrides(sets))
-    return next((c.lake for c in config.connections.values() if c.lake is not None), None)
-
-
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Validated:
     from validator.config import load_validator_config
     from validator.engines.spark.session import LazySparkSession, under_spark_submit
@@ -115,14 +107,18 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it
     masker = KeyMasker.for_run(config.validation.mask_key)
-    return Validated(run_validation(spark, config, names, masker), masker)
+    # The run's history is kept in the first lake connection of the config, if any.
+    lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
+    return Validated(run_validation(spark, config, names, masker), masker, lake)
 
 
 class Validated(NamedTuple):
-    """A run's result document and the secret its sensitive key parts are hashed under."""
+    """A run's result document, the secret its sensitive key parts are hashed under, and the
+    lake its history goes to (the config is loaded once per command)."""
 
     document: dict[str, Any]
     masker: KeyMasker
+    lake: Path | None
 
 
 def _print_summary(document: dict[str, Any]) -> None:
@@ -181,8 +177,8 @@ def validate(
     from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out)
-    document, masker = _run_validation(config, comparison, set_)
-    outputs = write_outputs(document, out, lake=_lake_of(config, set_), masker=masker)
+    document, masker, lake = _run_validation(config, comparison, set_)
+    outputs = write_outputs(document, out, lake=lake, masker=masker)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
     raise typer.Exit(Status(document["status"]).exit_code)
@@ -202,8 +198,8 @@ def gate(
     from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out, junit)
-    document, masker = _run_validation(config, comparison, set_)
-    write_outputs(document, out, junit, lake=_lake_of(config, set_), masker=masker)
+    document, masker, lake = _run_validation(config, comparison, set_)
+    write_outputs(document, out, junit, lake=lake, masker=masker)
     _print_summary(document)
     code, verdict = gate_verdict(document, max_differences)
     if code != EXIT_ERROR:
@@ -232,8 +228,7 @@ def demo(
     check_outputs(workdir, option="--workdir")
     with demo_source(source, workdir.resolve(), lambda line: typer.echo(line, err=True)) as setup:
         typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
-        document, masker = _run_validation(setup.config, [], [])
-        lake = _lake_of(setup.config, [])
+        document, masker, lake = _run_validation(setup.config, [], [])
         outputs = write_outputs(document, workdir.resolve() / "out", lake=lake, masker=masker)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")

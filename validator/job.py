@@ -18,14 +18,12 @@ from dataclasses import replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import ConfigError, ReplcheckError, TerminalError
-from connectors.pushdown import NotPushable
+from cdc_core.errors import ReplcheckError, TerminalError
 from validator.config import ComparisonConfig, ValidatorConfig
-from validator.engines.database.engine import compare_in_databases
-from validator.engines.database.plan import DatabaseSide, plan_side
+from validator.engines.database.engine import DatabaseEngine
 from validator.key_masks import KeyMasker
+from validator.plan import ComparisonPlan, Engine, plan_comparison
 from validator.recheck import LiveTable, can_recheck, confirm
-from validator.reflection import Reflected, reflect_comparison
 from validator.result import (
     SCHEMA_VERSION,
     ComparisonResult,
@@ -33,12 +31,10 @@ from validator.result import (
     overall_status,
     to_dict,
 )
-from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from validator.engines.spark.compare import Side
 
 log = logging.getLogger(__name__)
 
@@ -58,71 +54,38 @@ def run_comparison(
     their own digests (``validation.engine``), else in Spark; sensitive key parts come back
     as tokens (``validator.key_masks``)."""
     masker = masker or KeyMasker.for_run(config.validation.mask_key)
-    reflected = reflect_comparison(config, comparison)
-    sides = _database_sides(config, reflected)
-    if sides is not None:
-        result = compare_in_databases(
-            comparison.name,
-            *sides,
-            reflected.reconciled.layout,
-            _settings(config, comparison),
-            config.validation.database_parallelism,
-        )
-        target: Side | None = None
-    else:
-        from validator.engines.spark.engine import compare_in_spark
-
-        settings = _settings(config, comparison)
-        result, target = compare_in_spark(_session(spark), config, reflected, settings)
+    plan = plan_comparison(config, comparison)
+    reflected = plan.reflected
+    engine = _engine(plan, spark)
+    result, target = engine(plan)
     result = replace(result, schema_differences=reflected.reconciled.schema_differences)
     if reflected.target is not None and result.differences:
-        result = _confirm_live(result, config, reflected)
+        result = _confirm_live(result, plan)
     # The last step that needs real keys is the re-check: from here on, tokens.
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     if comparison.expectations:
         from validator.engines.spark.engine import check_expectations, target_side
 
         if target is None:  # the database engine read no frame: read the live target now
-            target = target_side(_session(spark), config, reflected, None)
+            target = target_side(_session(spark), plan, None)
         result = check_expectations(result, comparison, target, reflected.target_key)
     return result
 
 
-def _database_sides(
-    config: ValidatorConfig, reflected: Reflected
-) -> tuple[DatabaseSide, DatabaseSide] | None:
-    """Both sides planned for the database engine, or None to compare in Spark."""
-    comparison = reflected.comparison
-    engine = comparison.engine or config.validation.engine
-    if engine == "spark":
-        return None
-    try:
-        if reflected.target is None:
-            raise NotPushable("the target is a lake, which only Spark reads")
-        layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
-        same = {n: n for n in layout.names}
-        source = plan_side(
-            reflected.source, reflected.source_schema, layout, same, reflected.source_label
-        )
-        target = plan_side(*reflected.target, layout, names, reflected.target_label)
-    except NotPushable as exc:
-        if engine == "database":
-            raise ConfigError(
-                f"comparison {comparison.name}: the database engine cannot compare it ({exc});"
-                " set engine: auto or spark"
-            ) from exc
-        log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
-        return None
-    return source, target
+def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSession]) -> Engine:
+    if plan.databases is not None:
+        return DatabaseEngine()
+    from validator.engines.spark.engine import SparkEngine
+
+    return SparkEngine(_session(spark))
 
 
-def _confirm_live(
-    result: ComparisonResult, config: ValidatorConfig, reflected: Reflected
-) -> ComparisonResult:
+def _confirm_live(result: ComparisonResult, plan: ComparisonPlan) -> ComparisonResult:
     """Re-check a live target's differences after the replication lag (validator.recheck)."""
+    reflected = plan.reflected
     assert reflected.target is not None
     layout = reflected.reconciled.layout
-    lag = config.validation.recheck_lag_s
+    lag = plan.recheck_lag_s
     if lag <= 0 or not can_recheck(layout):
         log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
         return result
@@ -133,15 +96,6 @@ def _confirm_live(
         LiveTable(reflected.source, reflected.source_schema, layout.names, reflected.key),
         LiveTable(*reflected.target, target_names, reflected.target_key),
         lag,
-    )
-
-
-def _settings(config: ValidatorConfig, comparison: ComparisonConfig) -> CompareSettings:
-    return CompareSettings(
-        depth=comparison.depth,
-        rows_per_leaf=comparison.rows_per_leaf,
-        max_reported_rows=config.validation.max_reported_rows,
-        sensitive=frozenset(comparison.columns.sensitive),
     )
 
 

@@ -17,6 +17,7 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
+    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
@@ -51,6 +52,7 @@ class DuckDBConnector(Connector):
     capabilities = Capabilities(
         has_log=False, shared_snapshot=False, timestamp_rounding=TIMESTAMP_ROUNDING
     )
+    repair = RepairDialect(locks_rows=False)  # one writer: the write transaction serialises
 
     @property
     def path(self) -> str:

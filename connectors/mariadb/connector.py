@@ -34,6 +34,7 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
+    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
@@ -68,6 +69,11 @@ class MariaDBConnector(Connector):
     # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
     capabilities = Capabilities(
         has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
+    )
+    repair = RepairDialect(
+        utc_session="SET time_zone = '+00:00'",
+        lock_wait=lambda seconds: f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}",
+        doubled_backticks=True,
     )
 
     def connect(self) -> pymysql.connections.Connection[Any]:

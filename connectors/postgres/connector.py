@@ -21,6 +21,7 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
+    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
@@ -105,6 +106,12 @@ class PostgresConnector(Connector):
     schemes = ("postgresql",)
     capabilities = Capabilities(
         has_log=True, shared_snapshot=True, timestamp_rounding=TIMESTAMP_ROUNDING
+    )
+    repair = RepairDialect(
+        utc_session="SET TIME ZONE 'UTC'",
+        lock_wait=lambda seconds: f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'",
+        keeps_time_zone=True,  # timestamptz; a plain timestamp column drops it (see repair_sql)
+        bytes_literal=lambda value: f"'\\x{value.hex()}'::bytea",  # bytea's hex input format
     )
 
     @property

@@ -20,6 +20,7 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
+    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
@@ -50,6 +51,7 @@ class SQLiteConnector(Connector):
     name = "sqlite"
     schemes = ("sqlite",)
     capabilities = Capabilities(has_log=False, shared_snapshot=False)
+    repair = RepairDialect(locks_rows=False)  # one writer: the write transaction serialises
 
     @property
     def path(self) -> str:

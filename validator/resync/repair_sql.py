@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
-from connectors.registry import without_log_parameters
+from connectors.model import RepairDialect
+from connectors.registry import connector_for, without_log_parameters
 from validator.resync.keys import TypedKey
 
 if TYPE_CHECKING:
@@ -34,13 +35,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
 ACTION_KINDS = ("insert", "update", "delete")
-
-# Statements that make a session read and write timestamps as UTC wall clocks.
-_UTC_SESSION = {
-    "postgresql": "SET TIME ZONE 'UTC'",
-    "mysql": "SET time_zone = '+00:00'",
-    "mariadb": "SET time_zone = '+00:00'",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,26 +68,27 @@ class RepairTarget:
         table: The reflected table.
         key: Target key column names, in key order.
         sensitive: Target columns whose values are never rendered.
+        dialect: What repair SQL must know of the target's product.
     """
 
     engine: Engine
     table: sa.Table
     key: tuple[str, ...]
     sensitive: frozenset[str] = frozenset()
+    dialect: RepairDialect = field(default_factory=RepairDialect)
 
 
-def build_engine(connection: ConnectionConfig) -> Engine:
+def build_engine(connection: ConnectionConfig, dialect: RepairDialect) -> Engine:
     """An engine for a database connection; its sessions read and write UTC timestamps."""
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    if connection.url is None:
-        raise ConfigError(f"connection {connection.name} is a lake, not a database")
+    assert connection.url is not None  # reflect_target refused a lake
     url = make_url(without_log_parameters(connection.url))
     if connection.password is not None:
         url = url.set(password=connection.password.reveal())
     engine = sa.create_engine(url, pool_pre_ping=True)
-    statement = _UTC_SESSION.get(engine.dialect.name)
+    statement = dialect.utc_session
     if statement is not None:
 
         @sa.event.listens_for(engine, "connect")
@@ -117,7 +112,10 @@ def reflect_target(
     """
     import sqlalchemy as sa
 
-    engine = build_engine(connection)
+    if connection.url is None:
+        raise ConfigError(f"connection {connection.name} is a lake, not a database")
+    dialect = connector_for(connection.url).repair
+    engine = build_engine(connection, dialect)
     name = parse_table(table)
     try:
         reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
@@ -131,12 +129,12 @@ def reflect_target(
         raise TransientError(
             f"cannot reach {connection.display()}: {type(exc.orig).__name__}", {"table": table}
         ) from exc
-    if engine.dialect.name in ("mysql", "mariadb"):
+    if dialect.doubled_backticks:
         reflected = _unescaped_backticks(reflected)
     missing = [k for k in key if k not in reflected.c]
     if missing:
         raise TerminalError(f"target table {table!r} has no key columns {missing}")
-    return RepairTarget(engine, reflected, tuple(key), sensitive)
+    return RepairTarget(engine, reflected, tuple(key), sensitive, dialect)
 
 
 def _unescaped_backticks(table: sa.Table) -> sa.Table:
@@ -197,23 +195,15 @@ def _value(target: RepairTarget, name: str, value: object, review: int | None) -
         return sa.literal_column(f":{label} /* sensitive column {note}: bind its value */")
     if value is None:
         return sa.null()
-    value = to_target_value(value, column.type, target.engine.dialect.name)
+    value = to_target_value(value, column.type, target.dialect)
     if isinstance(value, bytes) and review is not None:
-        return sa.literal_column(_bytes_literal(value, target.engine.dialect.name))
+        return sa.literal_column(target.dialect.bytes_literal(value))
     if isinstance(column.type, sa.JSON):
         return sa.cast(sa.literal(value, sa.Text()), column.type)
     return sa.literal(value, column.type)
 
 
-def _bytes_literal(value: bytes, dialect: str) -> str:
-    # PostgreSQL's bytea hex input format; elsewhere the SQL standard's X'..' literal
-    # (https://www.postgresql.org/docs/current/datatype-binary.html).
-    if dialect == "postgresql":
-        return f"'\\x{value.hex()}'::bytea"
-    return f"X'{value.hex()}'"
-
-
-def to_target_value(value: object, sa_type: Any, dialect: str) -> object:
+def to_target_value(value: object, sa_type: Any, dialect: RepairDialect) -> object:
     """A connector's value adapted to the target column's type (module docstring)."""
     import sqlalchemy as sa
 
@@ -238,10 +228,10 @@ def _time_of(micros: int) -> dt.time | dt.timedelta:
     return dt.timedelta(microseconds=micros)  # MySQL TIME is a duration beyond a day
 
 
-def _utc_datetime(value: dt.datetime, sa_type: Any, dialect: str) -> dt.datetime:
+def _utc_datetime(value: dt.datetime, sa_type: Any, dialect: RepairDialect) -> dt.datetime:
     utc = value.astimezone(dt.UTC)
-    # MySQL and MariaDB drivers drop the offset; the session runs in UTC, so pass UTC.
-    keeps_zone = dialect == "postgresql" and getattr(sa_type, "timezone", False)
+    # Drivers that drop the offset get UTC wall clocks: the session runs in UTC.
+    keeps_zone = dialect.keeps_time_zone and getattr(sa_type, "timezone", False)
     return utc if keeps_zone else utc.replace(tzinfo=None)
 
 
@@ -257,7 +247,7 @@ def render_statement(target: RepairTarget, action: RepairAction, number: int) ->
 
 def session_preamble(target: RepairTarget) -> list[str]:
     """Statements a review file starts with: a UTC session."""
-    statement = _UTC_SESSION.get(target.engine.dialect.name)
+    statement = target.dialect.utc_session
     return [f"{statement};"] if statement else []
 
 
@@ -271,13 +261,8 @@ def limit_lock_waits(target: RepairTarget, connection: Any, seconds: float) -> N
     """Make this transaction's lock waits fail after ``seconds`` instead of waiting on."""
     import sqlalchemy as sa
 
-    dialect = target.engine.dialect.name
-    if dialect == "postgresql":
-        connection.execute(sa.text(f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'"))
-    elif dialect in ("mysql", "mariadb"):
-        connection.execute(
-            sa.text(f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}")
-        )
+    if target.dialect.lock_wait is not None:
+        connection.execute(sa.text(target.dialect.lock_wait(seconds)))
 
 
 def lock_keys(target: RepairTarget, connection: Any, keys: Sequence[TypedKey]) -> None:
@@ -285,7 +270,7 @@ def lock_keys(target: RepairTarget, connection: Any, keys: Sequence[TypedKey]) -
     UPDATE``), so a replication applying newer changes to them waits for the repair."""
     import sqlalchemy as sa
 
-    if not keys or target.engine.dialect.name in ("sqlite", "duckdb"):
+    if not keys or not target.dialect.locks_rows:
         return  # single-writer products: the write transaction itself serialises
     columns = [target.table.c[name] for name in target.key]
     terms = [sa.and_(*_key_terms(target, key)) for key in keys]

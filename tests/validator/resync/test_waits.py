@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import TransientError
-from connectors.postgres import snapshot as exported
+from connectors.postgres import exported_snapshot as exported
 from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.resync.helpers import result_for, write_config
 from validator.config import ValidatorConfig, load_validator_config

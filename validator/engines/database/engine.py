@@ -52,6 +52,7 @@ from validator.engines.database.keys import (
     to_differences,
 )
 from validator.engines.database.plan import DatabaseSide, choose_leaves, leaf_slices
+from validator.plan import ComparisonPlan, EngineRun
 from validator.positions import PartitionPosition, SourcePositions
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
 from validator.settings import CompareSettings
@@ -335,3 +336,15 @@ def _positions(source: Sequence[_Slice], scheme: LeafScheme) -> SourcePositions 
         placed.append(PartitionPosition(part.index, part.session.position, low, high))
     column = source[0].side.table.key[0] if not isinstance(scheme, HashLeaves) else None
     return SourcePositions(column, tuple(placed))
+
+
+class DatabaseEngine:
+    """The database engine as an ``Engine`` of ``validator.plan``."""
+
+    def __call__(self, plan: ComparisonPlan) -> EngineRun:
+        assert plan.databases is not None  # planned for this engine
+        layout = plan.reflected.reconciled.layout
+        result = compare_in_databases(
+            plan.comparison.name, *plan.databases, layout, plan.settings, plan.parallelism
+        )
+        return EngineRun(result, None)

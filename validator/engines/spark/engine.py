@@ -19,13 +19,13 @@ from cdc_core.names import backtick_quote
 from connectors.base import Connector
 from connectors.model import TableSchema
 from merkle.layout import RowLayout
-from validator.config import ComparisonConfig, ValidatorConfig
+from validator.config import ComparisonConfig
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
 from validator.engines.spark.lake_target import lake_state_at
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
+from validator.plan import ComparisonPlan, EngineRun
 from validator.positions import SourcePositions, check_exact, read_positions, wait_for_lake
-from validator.reflection import Reflected
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 def _lake_side(
     spark: SparkSession,
-    config: ValidatorConfig,
+    settings: CompareSettings,
     connection: ConnectionConfig,
     table: str,
     key: Sequence[str],
@@ -50,7 +50,7 @@ def _lake_side(
         mark = high_water_mark(lake_table)
         frame = lake_state_at(spark, lake_table, key, mark)
         return Side(frame, label, None if mark is None else str(mark))
-    timeout = config.validation.lake_wait_timeout_s
+    timeout = settings.lake_wait_timeout_s
     wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
     check_exact(lake_table, positions.values)
     frame = lake_state_at(spark, lake_table, key, positions)
@@ -91,10 +91,19 @@ def _read_source_once(
     return frame, positions
 
 
-def compare_in_spark(
-    spark: SparkSession, config: ValidatorConfig, reflected: Reflected, settings: CompareSettings
-) -> tuple[ComparisonResult, Side]:
-    """The Spark engine (``validator.engines.spark.compare``); the result and the target it read."""
+class SparkEngine:
+    """The Spark engine as an ``Engine`` of ``validator.plan``, on one session."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def __call__(self, plan: ComparisonPlan) -> EngineRun:
+        return EngineRun(*compare_in_spark(self.spark, plan))
+
+
+def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[ComparisonResult, Side]:
+    """The Spark engine (``compare.py`` here); the result and the target it read."""
+    reflected, settings = plan.reflected, plan.settings
     comparison, reconciled = reflected.comparison, reflected.reconciled
     names = reconciled.layout.names
     started = time.perf_counter()
@@ -103,7 +112,7 @@ def compare_in_spark(
     )
     read_s = round(time.perf_counter() - started, 3)
     try:
-        target = target_side(spark, config, reflected, positions)
+        target = target_side(spark, plan, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
         target_frame = target.frame.select(
             *[target.frame[backtick_quote(reconciled.target_names[n])].alias(n) for n in names]
@@ -122,16 +131,15 @@ def compare_in_spark(
 
 
 def target_side(
-    spark: SparkSession,
-    config: ValidatorConfig,
-    reflected: Reflected,
-    positions: SourcePositions | None,
+    spark: SparkSession, plan: ComparisonPlan, positions: SourcePositions | None
 ) -> Side:
     """The target as Spark reads it: a lake at ``positions`` (None: at its high-water
     mark), or a live database as it is now."""
+    reflected = plan.reflected
     connection, table = reflected.target_connection, reflected.comparison.target.table
     if reflected.target is None:
-        return _lake_side(spark, config, connection, table, reflected.target_key, positions)
+        key = reflected.target_key
+        return _lake_side(spark, plan.settings, connection, table, key, positions)
     return _database_side(spark, connection, reflected.target, reflected.target_key)
 
 

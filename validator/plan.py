@@ -1,0 +1,106 @@
+"""One plan per comparison: everything an engine needs, built once, in one place.
+
+``plan_comparison`` reflects both sides, reconciles their columns, chooses the engine
+(``validation.engine``: the two databases when both can compute their own digests, else
+Spark) and gathers the settings the run needs; an engine then gets the plan and nothing
+else (never the whole config). Both engines answer to ``Engine``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from cdc_core.errors import ConfigError
+from connectors.pushdown import NotPushable
+from validator.config import ComparisonConfig, ValidatorConfig
+from validator.engines.database.plan import DatabaseSide, plan_side
+from validator.reflection import Reflected, reflect_comparison
+from validator.result import ComparisonResult
+from validator.settings import CompareSettings
+
+if TYPE_CHECKING:
+    from validator.engines.spark.compare import Side
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonPlan:
+    """One comparison, ready for an engine.
+
+    Attributes:
+        reflected: Both sides as reflected, the reconciled layout and the key.
+        settings: Tree and report sizes, sensitive columns, how long to wait for a lake.
+        databases: Both sides planned for the database engine; None: Spark compares.
+        parallelism: Connections a side reads on at once (database engine).
+        recheck_lag_s: Live targets: how long to wait before re-checking differences.
+    """
+
+    reflected: Reflected
+    settings: CompareSettings
+    databases: tuple[DatabaseSide, DatabaseSide] | None
+    parallelism: int
+    recheck_lag_s: float
+
+    @property
+    def comparison(self) -> ComparisonConfig:
+        """The comparison's configuration."""
+        return self.reflected.comparison
+
+
+class EngineRun(NamedTuple):
+    """What an engine hands back: the result, and the target as it read it (Spark only)."""
+
+    result: ComparisonResult
+    target: Side | None
+
+
+class Engine(Protocol):
+    """Compares the two sides of a plan."""
+
+    def __call__(self, plan: ComparisonPlan) -> EngineRun: ...
+
+
+def plan_comparison(config: ValidatorConfig, comparison: ComparisonConfig) -> ComparisonPlan:
+    """Reflect, reconcile and choose the engine of one comparison."""
+    reflected = reflect_comparison(config, comparison)
+    validation = config.validation
+    settings = CompareSettings(
+        depth=comparison.depth,
+        rows_per_leaf=comparison.rows_per_leaf,
+        max_reported_rows=validation.max_reported_rows,
+        sensitive=frozenset(comparison.columns.sensitive),
+        lake_wait_timeout_s=validation.lake_wait_timeout_s,
+    )
+    engine = comparison.engine or validation.engine
+    databases = _database_sides(reflected, engine)
+    return ComparisonPlan(
+        reflected, settings, databases, validation.database_parallelism, validation.recheck_lag_s
+    )
+
+
+def _database_sides(reflected: Reflected, engine: str) -> tuple[DatabaseSide, DatabaseSide] | None:
+    """Both sides planned for the database engine, or None to compare in Spark."""
+    if engine == "spark":
+        return None
+    comparison = reflected.comparison
+    try:
+        if reflected.target is None:
+            raise NotPushable("the target is a lake, which only Spark reads")
+        layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
+        same = {n: n for n in layout.names}
+        source = plan_side(
+            reflected.source, reflected.source_schema, layout, same, reflected.source_label
+        )
+        target = plan_side(*reflected.target, layout, names, reflected.target_label)
+    except NotPushable as exc:
+        if engine == "database":
+            raise ConfigError(
+                f"comparison {comparison.name}: the database engine cannot compare it ({exc});"
+                " set engine: auto or spark"
+            ) from exc
+        log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
+        return None
+    return source, target
