@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ContractError
 from cdc_core.names import backtick_quote
 from merkle.canonical import NULL_MARKER, POW10_STEP, payload_encoder, rounding_epoch
@@ -51,12 +52,10 @@ from merkle.types import (
     UuidType,
 )
 
-try:
+with driver_import("Spark-native hashing"):
     from pyspark.sql import Column, DataFrame
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("Spark-native hashing needs pyspark: pip install 'replcheck[spark]'") from exc
 
 if TYPE_CHECKING:
     from collections.abc import Callable

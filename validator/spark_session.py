@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from cdc_core.errors import TerminalError
+from cdc_core.drivers import driver_import
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -88,10 +88,8 @@ def build_spark_session(
     Raises:
         TerminalError: pyspark is not installed.
     """
-    try:
+    with driver_import("the Spark engine"):
         from pyspark.sql import SparkSession
-    except ImportError as exc:
-        raise TerminalError("pyspark is missing: pip install 'replcheck[spark]'") from exc
     _prepare_environment()
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import (
@@ -72,8 +73,10 @@ class MariaDBConnector(Connector):
     )
 
     def connect(self) -> pymysql.connections.Connection[Any]:
-        import pymysql
         from sqlalchemy.engine import make_url
+
+        with driver_import("the MariaDB connector"):
+            import pymysql
 
         url = make_url(self.url)
         try:

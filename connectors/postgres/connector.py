@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core import names
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from connectors.base import (
     POSITION_COLUMN,
@@ -27,7 +28,7 @@ from connectors.base import (
     missing_table,
     register,
 )
-from connectors.postgres.snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
+from connectors.postgres.snapshot import exported_snapshot, use_snapshot
 from connectors.postgres.types import (
     TIMESTAMP_ROUNDING,
     arrow_type,
@@ -125,7 +126,8 @@ class PostgresConnector(Connector):
             ) from exc
 
     def _conninfo(self) -> str:
-        from psycopg.conninfo import make_conninfo
+        with driver_import("the Postgres connector"):
+            from psycopg.conninfo import make_conninfo
 
         url = self._parsed_url()
         password = self.password if self.password is not None else url.password
@@ -144,10 +146,8 @@ class PostgresConnector(Connector):
         return make_conninfo("", **{k: v for k, v in params.items() if v is not None})
 
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
-        try:
+        with driver_import("the Postgres connector"):
             import psycopg
-        except ImportError as exc:
-            raise TerminalError(f"the Postgres connector needs psycopg: {INSTALL_HINT}") from exc
         try:
             return psycopg.connect(self._conninfo(), autocommit=autocommit)
         except psycopg.OperationalError as exc:

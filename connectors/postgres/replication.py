@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import Secret
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError
 from cdc_core.names import format_table
 from connectors.postgres.connector import PostgresConnector, qualified_name, split_table
@@ -103,7 +104,8 @@ def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
 
 def open_stream_connection(config: PostgresSourceConfig, connector: PostgresConnector) -> Any:
     """A psycopg2 logical replication connection (the walsender session's settings set)."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    with driver_import("the Postgres connector"):
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     params = conninfo_to_dict(connector._conninfo())
     if config.decoding_work_mem is not None:
