@@ -22,7 +22,6 @@ from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 
 if TYPE_CHECKING:
-    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
 logger = logging.getLogger(__name__)
@@ -126,7 +125,9 @@ def build_spark_session(
     conf = {"spark.app.name": app_name, **_DEFAULT_CONF, **(extra_conf or {})}
     if not under_spark_submit():  # spark-submit's own --master, --jars and JVM decide there
         conf["spark.master"] = master
-        conf = _with_log_config(_with_jars(conf, jdbc_jars()) if jdbc else conf, verbose)
+        if jdbc:
+            conf = _with_jars(conf, jdbc_jars())
+        conf = _with_log_config(conf, verbose)
         if not verbose:
             _start_quiet_jvm(conf)
     builder = SparkSession.builder
@@ -155,7 +156,7 @@ def _start_quiet_jvm(conf: Mapping[str, str]) -> None:
 
     if SparkContext._gateway is not None:
         return
-    spark_conf: SparkConf = SparkConf().setAll(list(conf.items()))
+    spark_conf = SparkConf().setAll(list(conf.items()))
     try:
         gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.DEVNULL})
     except PySparkRuntimeError as exc:
