@@ -7,6 +7,10 @@ nothing: the map answers "is the drift in a few leaves or everywhere?".
 
 Cells are drawn as one SVG path per colour level, runs of neighbouring cells merged, so a
 fully drifted 64 x 64 map costs tens of kilobytes, not megabytes.
+
+A cell is at most ``MAX_CELL_PX`` pixels square: a small tree (one leaf, four leaves) is a
+small grid of small squares, not one square the width of the map; only a grid of at least
+``GRID_PX / MAX_CELL_PX`` columns fills the ``GRID_PX`` width.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 MAX_CELLS = 4096
+GRID_PX = 256  # widest map, in CSS pixels
+MAX_CELL_PX = 16  # largest cell, in CSS pixels
 LEVELS = 5
 TOP_LEAVES = 10
 
@@ -64,6 +70,12 @@ class HeatMap:
     def cells(self) -> int:
         """Number of cells in the grid."""
         return self.columns * self.rows
+
+    @property
+    def cell_px(self) -> int:
+        """Side of one cell in CSS pixels: ``GRID_PX`` shared by the columns, at most
+        ``MAX_CELL_PX``."""
+        return max(1, min(MAX_CELL_PX, GRID_PX // self.columns))
 
 
 def build_heatmap(depth: int, mismatched_leaves: Mapping[str, int]) -> HeatMap:

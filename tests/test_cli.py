@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,17 @@ def test_report_renders_an_existing_result(tmp_path: Path) -> None:
     assert run_cli("report", str(result_path)).returncode == 2
 
 
+# What the JVM prints when nobody quiets it: log4j's profile and level notices, its WARN lines
+# (NativeCodeLoader, deprecated SQL), and the JVM's own start-up warning.
+JVM_CHATTER = re.compile(r"log4j|NativeCodeLoader|setLogLevel|\bWARN\b|deprecated|incubator")
+# replcheck's own stderr lines: Python logging ("WARNING validator.reconcile: ..."), progress
+# ("19:02:36 comparison orders: leaves") and the commands' own notes.
+OWN_LINE = re.compile(
+    r"(WARNING|ERROR) (cdc_core|connectors|merkle|validator|reports)[.\w]*: "
+    r"|\d\d:\d\d:\d\d comparison |validating \d+ comparison|demo source, lake and config "
+)
+
+
 @pytest.mark.spark
 def test_demo_finds_exactly_the_injected_drift(tmp_path: Path) -> None:
     result = run_cli("demo", "--workdir", str(tmp_path))
@@ -74,6 +86,20 @@ def test_demo_finds_exactly_the_injected_drift(tmp_path: Path) -> None:
     # customers.email is sensitive: its values (user<N>@example.com) reach no output.
     written = "".join(p.read_text(errors="replace") for p in (tmp_path / "out").rglob("*.*"))
     assert "@example.com" not in result.stdout + result.stderr + written
+    # The terminal shows replcheck's lines only: nothing of the JVM's (issue 15).
+    assert not JVM_CHATTER.search(result.stderr + result.stdout), result.stderr
+    foreign = [line for line in result.stderr.splitlines() if not OWN_LINE.match(line)]
+    assert foreign == []
+
+    # --verbose shows the JVM's log again (one comparison of the demo's config is enough), and
+    # in it no deprecation warning about replcheck's own SQL (customers has a DECIMAL column).
+    config, out = str(tmp_path / "replcheck.yaml"), str(tmp_path / "verbose")
+    verbose = run_cli(
+        "--verbose", "validate", "-c", config, "--comparison", "customers", "--out", out
+    )
+    assert verbose.returncode == 1, verbose.stderr[-2000:]
+    assert JVM_CHATTER.search(verbose.stderr), verbose.stderr
+    assert "deprecated" not in verbose.stderr
 
 
 def _mariadb_config(tmp_path: Path, url: str, comparison: str) -> Path:

@@ -71,7 +71,9 @@ def check_contract_command(
         from validator.engines.spark.session import build_spark_session
 
         def session() -> object:
-            return build_spark_session(app_name="replcheck-check-contract", master=master)
+            return build_spark_session(
+                app_name="replcheck-check-contract", master=master, verbose=_VERBOSE
+            )
 
     checks = check_contract(session)
     for check in checks:
@@ -102,7 +104,8 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
     for name in names:
         config.comparison(name)  # unknown names fail before anything starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
-    spark = LazySparkSession(config.spark.master, config.spark.conf, config.spark.jdbc)
+    settings = config.spark
+    spark = LazySparkSession(settings.master, settings.conf, settings.jdbc, _VERBOSE)
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it
@@ -281,6 +284,7 @@ def resync(
             full_revalidation=full_revalidation,
             out=out,
             overrides=_overrides(set_),
+            verbose=_VERBOSE,
         )
     )
     for line in summary_lines(outcome):

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError
 from validator.config import ExpectationConfig
 from validator.result import MASK, ExpectationResult
@@ -148,12 +149,8 @@ def _add_to_suite(suite: Any, plans: Sequence[_Planned]) -> list[int]:
 def _import_gx() -> Any:
     # GX 1.x sends usage statistics unless told not to; replcheck runs offline.
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    try:
+    with driver_import("comparison expectations"):
         import great_expectations as gx
-    except ImportError as exc:
-        raise TerminalError(
-            "comparison expectations need Great Expectations: pip install 'replcheck[quality]'"
-        ) from exc
     return gx
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core import names
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 from connectors.base import Connector, arrow_type_of, file_path, missing_table
 from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
@@ -59,7 +60,8 @@ class DuckDBConnector(Connector):
         return file_path(self.url, "duckdb", "DuckDB", "path/file.duckdb")
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
-        import duckdb
+        with driver_import("the DuckDB connector"):
+            import duckdb
 
         try:
             return duckdb.connect(self.path, read_only=True)

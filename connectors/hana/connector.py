@@ -16,6 +16,7 @@ import decimal
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
 from connectors.base import Connector, arrow_type_of, missing_table
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 BATCH_ROWS = 20_000
-INSTALL_HINT = "pip install 'replcheck[hana]'"
 URL_EXAMPLE = "hana+hdbcli://user@host:30015/?currentSchema=SHOP"
 AUTHENTICATION_FAILED = 10  # hdbcli errorcode: "authentication failed"
 SYSTEM_DB_PORT, TENANT_PORT = 30015, 30013  # sqlalchemy-hana's defaults
@@ -69,10 +69,8 @@ class HanaConnector(Connector):
         return f"HANA {args['address']}:{args['port']}"
 
     def _connect(self) -> Any:
-        try:
+        with driver_import("the HANA connector"):
             from hdbcli import dbapi
-        except ImportError as exc:
-            raise TerminalError(f"the HANA connector needs hdbcli: {INSTALL_HINT}") from exc
         try:
             return dbapi.connect(**self.connect_args())
         except dbapi.Error as exc:

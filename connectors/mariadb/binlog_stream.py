@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TransientError
 from connectors.mariadb.errors import (
     BinlogPurgedError,
@@ -109,7 +110,8 @@ def server_facts(settings: StreamSettings) -> ServerFacts:
         ReplicationPrivilegeError: The user may not see the binlog status.
         TransientError: The server cannot be reached.
     """
-    import pymysql
+    with driver_import("the MariaDB binlog reader"):
+        import pymysql
 
     try:
         connection = pymysql.connect(**settings.connection())
@@ -182,8 +184,9 @@ class BinlogStream:
             BinlogPurgedError: The server no longer has the binlog at ``position``.
             ReplicationPrivilegeError: The user lacks REPLICATION SLAVE.
         """
-        import pymysql
-        from pymysqlreplication import BinLogStreamReader
+        with driver_import("the MariaDB binlog reader"):
+            import pymysql
+            from pymysqlreplication import BinLogStreamReader
 
         self.close()
         self._reader = BinLogStreamReader(

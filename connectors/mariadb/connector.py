@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import Connector, arrow_type_of, key_text, missing_table
@@ -77,8 +78,10 @@ class MariaDBConnector(Connector):
     )
 
     def connect(self) -> pymysql.connections.Connection[Any]:
-        import pymysql
         from sqlalchemy.engine import make_url
+
+        with driver_import("the MariaDB connector"):
+            import pymysql
 
         url = make_url(self.url)
         check_parameters(url.query, self.url)

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TransientError
 
 LOOPBACK = "127.0.0.1"
@@ -182,7 +183,8 @@ def _spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
 
 
 def _wait_until_ready(server: EmbeddedServer, process: subprocess.Popen[bytes]) -> None:
-    import pymysql
+    with driver_import("the embedded MariaDB server"):
+        import pymysql
 
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:

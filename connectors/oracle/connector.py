@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import Connector, arrow_type_of, missing_table
@@ -37,8 +38,10 @@ class OracleConnector(Connector):
     capabilities = Capabilities(has_log=True, shared_snapshot=True)
 
     def connect(self) -> Any:
-        import oracledb
         from sqlalchemy.engine import make_url
+
+        with driver_import("the Oracle connector"):
+            import oracledb
 
         url = make_url(self.url)
         service = url.query.get("service_name") or url.database

@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 from cdc_core.position import Position
 from connectors.model import TableSchema
@@ -93,7 +94,8 @@ class UnavailableColumns:
     def _fetch_one(
         self, query: str, binds: Mapping[str, object], table: str, scn: int
     ) -> tuple[Any, ...] | None:
-        import oracledb
+        with driver_import("the Oracle connector"):
+            import oracledb
 
         if self._connection is None:
             self._connection = self._connect()

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from cdc_core import names
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from connectors.base import Connector, missing_table
 from connectors.model import (
@@ -26,7 +27,7 @@ from connectors.model import (
     SourceColumn,
     TableSchema,
 )
-from connectors.postgres.exported_snapshot import INSTALL_HINT, exported_snapshot, use_snapshot
+from connectors.postgres.exported_snapshot import exported_snapshot, use_snapshot
 from connectors.postgres.types import (
     TIMESTAMP_ROUNDING,
     arrow_type,
@@ -132,8 +133,9 @@ class PostgresConnector(Connector):
             ) from exc
 
     def _conninfo(self) -> str:
-        import psycopg
-        from psycopg.conninfo import make_conninfo
+        with driver_import("the Postgres connector"):
+            import psycopg
+            from psycopg.conninfo import make_conninfo
 
         url = self._parsed_url()
         password = self.password if self.password is not None else url.password
@@ -159,10 +161,8 @@ class PostgresConnector(Connector):
             ) from exc
 
     def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
-        try:
+        with driver_import("the Postgres connector"):
             import psycopg
-        except ImportError as exc:
-            raise TerminalError(f"the Postgres connector needs psycopg: {INSTALL_HINT}") from exc
         try:
             return psycopg.connect(self._conninfo(), autocommit=autocommit)
         except psycopg.OperationalError as exc:

@@ -48,6 +48,7 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError, TransientError
 from connectors.model import Snapshot
 from connectors.postgres.position import lsn_position
@@ -60,7 +61,6 @@ log = logging.getLogger(__name__)
 SLOT_PREFIX = "replcheck_snapshot_"
 MIN_SERVER_VERSION = 150000  # the (SNAPSHOT 'export') option syntax of PostgreSQL 15
 SLOT_WAIT_S = 120.0  # how long a snapshot waits for the running transactions of its cluster
-INSTALL_HINT = "pip install 'replcheck[postgres]'"
 
 
 @contextlib.contextmanager
@@ -87,11 +87,9 @@ def exported_snapshot(conninfo: str, where: str) -> Iterator[Snapshot]:
 
 
 def replication_connection(conninfo: str, where: str) -> Any:
-    try:
+    with driver_import("Postgres replication connections"):
         import psycopg2
         import psycopg2.extras
-    except ImportError as exc:
-        raise TerminalError(f"shared Postgres snapshots need psycopg2: {INSTALL_HINT}") from exc
     try:
         connection = psycopg2.connect(
             conninfo, connection_factory=psycopg2.extras.LogicalReplicationConnection

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.names import format_table
 from connectors.postgres.connector import PostgresConnector, split_table
 from connectors.postgres.errors import (
@@ -40,7 +41,8 @@ def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
 
 def open_stream_connection(config: PostgresSourceConfig, connector: PostgresConnector) -> Any:
     """A psycopg2 logical replication connection (the walsender session's settings set)."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    with driver_import("the Postgres connector"):
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     params = conninfo_to_dict(connector._conninfo())
     if config.decoding_work_mem is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reports.heatmap import LEVELS, MAX_CELLS, build_heatmap, level_of
+from reports.heatmap import GRID_PX, LEVELS, MAX_CELL_PX, MAX_CELLS, build_heatmap, level_of
 from reports.html import build_html_report, clip
 from reports.trend import build_trend
 from tests.reports.sample import make_comparison, make_error, make_result, wrap
@@ -149,6 +149,36 @@ def test_the_grid_covers_every_leaf(depth: int, shape: tuple[int, int]) -> None:
     heatmap = build_heatmap(depth, {})
     assert (heatmap.columns, heatmap.rows) == shape
     assert heatmap.cells == 1 << depth
+
+
+def rendered_cell_px(html: str) -> tuple[float, float]:
+    """(width, height) in CSS pixels of one cell of the only heat map in ``html``: the SVG's
+    size over its viewBox (one unit per cell)."""
+    (svg,) = re.findall(r'<svg class="heat"[^>]*>', html)
+    size = re.search(r'width="(\d+)" height="(\d+)" viewBox="0 0 (\d+) (\d+)"', svg)
+    assert size, svg
+    width, height, columns, rows = map(int, size.groups())
+    return width / columns, height / rows
+
+
+@pytest.mark.parametrize(
+    ("depth", "cell_px", "width_px"),
+    [
+        (0, MAX_CELL_PX, MAX_CELL_PX),  # one leaf: one small square
+        (1, MAX_CELL_PX, 2 * MAX_CELL_PX),
+        (2, MAX_CELL_PX, 2 * MAX_CELL_PX),
+        (8, MAX_CELL_PX, GRID_PX),  # 16 x 16 cells: the first grid as wide as the map
+        (12, GRID_PX / 64, GRID_PX),
+        (20, GRID_PX / 64, GRID_PX),  # bucketed to 64 x 64 cells
+    ],
+)
+def test_small_trees_render_small_square_cells(depth: int, cell_px: float, width_px: int) -> None:
+    comparison = make_comparison("orders", 0, depth=depth)
+    comparison.update(status="differences", mismatched_leaves={"0": 3})
+    html = build_html_report(wrap([comparison]))
+    assert rendered_cell_px(html) == (cell_px, cell_px)
+    assert re.search(rf'<svg class="heat" width="{width_px}" ', html)
+    assert "svg.heat{width:" not in html  # no stylesheet rule stretches the grid again
 
 
 def test_runs_of_neighbouring_cells_share_one_rectangle() -> None:

@@ -16,6 +16,7 @@ from cdc_core.files import check_output_dir, write_atomic
 from reports.html import build_html_report
 from reports.model import read_result
 from validator.config import load_validator_config
+from validator.engines.spark.session import LazySparkSession
 from validator.resync.outcome import ResyncOutcome
 from validator.resync.run import resync
 
@@ -41,6 +42,7 @@ class ResyncArguments:
     full_revalidation: bool = False
     out: Path | None = None
     overrides: Mapping[str, str] | None = None
+    verbose: bool = False  # show Spark's log (replcheck --verbose)
 
 
 def run_resync(arguments: ResyncArguments) -> tuple[ResyncOutcome, ResyncFiles]:
@@ -58,6 +60,9 @@ def run_resync(arguments: ResyncArguments) -> tuple[ResyncOutcome, ResyncFiles]:
         max_rows=arguments.max_rows,
         full_revalidation=arguments.full_revalidation,
         out_dir=out_dir,
+        spark=LazySparkSession(
+            config.spark.master, config.spark.conf, config.spark.jdbc, arguments.verbose
+        ),
         result_file=arguments.result,
     )
     return outcome, write_resync_outputs(document, outcome, out_dir)

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
 from validator.demo.setup import DemoSetup, Expected, Row
 
@@ -103,8 +104,10 @@ def _shipments(rng: random.Random) -> list[Row]:
 
 
 def _create_source(path: Path, tables: dict[str, list[Row]]) -> None:
-    import duckdb
     import pyarrow as pa
+
+    with driver_import("the demo"):
+        import duckdb
 
     with duckdb.connect(str(path)) as connection:
         connection.execute("SET TimeZone = 'UTC'")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
 from connectors.mariadb.embedded_server import EmbeddedServer, running_server
@@ -71,7 +72,8 @@ Echo = Callable[[str], None]
 
 
 def _execute(server: EmbeddedServer, *statements: str) -> None:
-    import pymysql
+    with driver_import("the MariaDB demo"):
+        import pymysql
 
     connection = pymysql.connect(
         host="127.0.0.1", port=server.port, user="root", charset="utf8mb4", autocommit=False

@@ -26,7 +26,7 @@ import getpass
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,7 +113,7 @@ class _Run:
     options: ResyncOptions
     run_id: str
     result_finished: str
-    spark: SparkSession | None
+    spark: SparkSession | Callable[[], SparkSession] | None
     result_file: Path | None = None  # where the result was read (its mask.key is beside it)
     mask_key_id: str | None = None  # the result's: which secret masked its sensitive keys
 
@@ -133,7 +133,7 @@ def resync(
     max_rows: int | None = None,
     full_revalidation: bool = False,
     out_dir: Path | None = None,
-    spark: SparkSession | None = None,
+    spark: SparkSession | Callable[[], SparkSession] | None = None,
     result_file: Path | None = None,
 ) -> ResyncOutcome:
     """Repair the differences of a validation result and re-validate (module docstring).
@@ -148,7 +148,7 @@ def resync(
         full_revalidation: Validate whole comparisons afterwards (needs Spark; ``spark``
             or a session built from the config).
         out_dir: Where files go (default ``replcheck-out``).
-        spark: The Spark session for a full re-validation.
+        spark: The Spark session (or a `LazySparkSession`) for a full re-validation.
         result_file: Where ``result_document`` was read: masked sensitive keys are resolved
             with the ``mask.key`` beside it (or ``validation.mask_key``).
 

@@ -2,16 +2,23 @@
 
 A cold session plus its first job costs many seconds (DESIGN.md, platform notes), so callers
 build one session per process and pass it around, never one per table.
+
+The terminal is replcheck's: the JVM this module starts logs through ``log4j2.properties``
+beside it (ERROR and above; WARN and above when verbose), and, unless verbose, its standard
+error, where the JVM's own start-up warnings go past log4j, is discarded.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 
 if TYPE_CHECKING:
@@ -37,6 +44,15 @@ _DEFAULT_CONF: Mapping[str, str] = {
     # spark.sql.ansi.enabled keeps Spark 4's default (true): merkle makes its wrapping sums
     # explicit instead of relying on silent overflow.
 }
+
+
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def jvm_log_level(verbose: bool) -> str:
+    """The JVM's log4j level: Spark's usual WARN when verbose, else only errors."""
+    return "WARN" if verbose else "ERROR"
 
 
 def under_spark_submit() -> bool:
@@ -66,11 +82,24 @@ def _with_jars(conf: Mapping[str, str], jars: list[str]) -> dict[str, str]:
     return merged
 
 
+def _with_log_config(conf: Mapping[str, str], verbose: bool) -> dict[str, str]:
+    """``conf`` with the driver JVM pointed at ``LOG4J_CONFIG``; the caller's own Java options
+    come after replcheck's, so a ``-Dlog4j2.configurationFile`` of theirs wins."""
+    merged = dict(conf)
+    ours = (
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+        f" -Dreplcheck.jvm.log.level={jvm_log_level(verbose)}"
+    )
+    merged[JAVA_OPTIONS] = f"{ours} {merged.get(JAVA_OPTIONS, '')}".strip()
+    return merged
+
+
 def build_spark_session(
     app_name: str = "replcheck",
     master: str = "local[2]",
     extra_conf: Mapping[str, str] | None = None,
     jdbc: bool = True,
+    verbose: bool = False,
 ) -> SparkSession:
     """Return a Spark session configured for replcheck's jobs.
 
@@ -81,30 +110,58 @@ def build_spark_session(
         extra_conf: Settings applied after (and so overriding) replcheck's defaults.
         jdbc: Put the JDBC drivers of ``jdbc_jars`` on the classpath, so sources that can be
             read over JDBC are (``validator.engines.spark.sources``).
+        verbose: Show the JVM's warnings and standard error (``replcheck --verbose``);
+            otherwise only its errors are logged, and its standard error is discarded.
 
     Returns:
-        The (possibly already running) session; its log level is set to WARN.
+        The (possibly already running) session; its log level is set by ``verbose``.
 
     Raises:
-        TerminalError: pyspark is not installed.
+        TerminalError: pyspark is not installed, or its JVM did not start.
     """
-    try:
+    with driver_import("the Spark engine"):
         from pyspark.sql import SparkSession
-    except ImportError as exc:
-        raise TerminalError("pyspark is missing: pip install 'replcheck[spark]'") from exc
     _prepare_environment()
-    builder = SparkSession.builder.appName(app_name)
-    if not under_spark_submit():
-        builder = builder.master(master)
-    conf = {**_DEFAULT_CONF, **(extra_conf or {})}
-    if jdbc and not under_spark_submit():  # spark-submit's own --jars decide there
-        conf = _with_jars(conf, jdbc_jars())
+    conf = {"spark.app.name": app_name, **_DEFAULT_CONF, **(extra_conf or {})}
+    if not under_spark_submit():  # spark-submit's own --master, --jars and JVM decide there
+        conf["spark.master"] = master
+        if jdbc:
+            conf = _with_jars(conf, jdbc_jars())
+        conf = _with_log_config(conf, verbose)
+        if not verbose:
+            _start_quiet_jvm(conf)
+    builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    session.sparkContext.setLogLevel(jvm_log_level(verbose))
     logger.info("Spark session %s started on %s", app_name, master)
     return session
+
+
+def _start_quiet_jvm(conf: Mapping[str, str]) -> None:
+    """Start this process's JVM, unless running, with its standard error discarded.
+
+    The JVM prints some start-up warnings itself, past log4j (``WARNING: Using incubator
+    modules``, for the ``--add-modules`` Spark's launcher adds). pyspark's ``launch_gateway``
+    takes the ``Popen`` arguments; the session built next finds this gateway
+    (``SparkContext._ensure_initialized`` uses a gateway already set, as pyspark 4.3 does).
+
+    Raises:
+        TerminalError: The JVM did not start (``--verbose`` shows why).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    spark_conf = SparkConf().setAll(list(conf.items()))
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stderr": subprocess.DEVNULL})
+    except PySparkRuntimeError as exc:
+        raise TerminalError(f"the Spark JVM did not start (--verbose shows why): {exc}") from exc
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 class LazySparkSession:
@@ -115,6 +172,7 @@ class LazySparkSession:
         master: As for ``build_spark_session``.
         extra_conf: As for ``build_spark_session``.
         jdbc: As for ``build_spark_session``.
+        verbose: As for ``build_spark_session``.
     """
 
     def __init__(
@@ -122,17 +180,22 @@ class LazySparkSession:
         master: str = "local[2]",
         extra_conf: Mapping[str, str] | None = None,
         jdbc: bool = True,
+        verbose: bool = False,
     ) -> None:
         self._master = master
         self._extra_conf = dict(extra_conf or {})
         self._jdbc = jdbc
+        self._verbose = verbose
         self._session: SparkSession | None = None
 
     def __call__(self) -> SparkSession:
         """The session, started now if it is not running yet."""
         if self._session is None:
             self._session = build_spark_session(
-                master=self._master, extra_conf=self._extra_conf, jdbc=self._jdbc
+                master=self._master,
+                extra_conf=self._extra_conf,
+                jdbc=self._jdbc,
+                verbose=self._verbose,
             )
         return self._session
 
