@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdc_core.errors import ContractError
+from cdc_core.errors import ContractError, TerminalError
 
 MAX_POSITION = 2**63 - 1  # the largest value a signed BIGINT column can store
+
+
+class PositionError(TerminalError):
+    """A log position that is not one in its product's form (each ``position.py`` raises it)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

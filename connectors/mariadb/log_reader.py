@@ -44,7 +44,7 @@ from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
-from connectors.mariadb.position import split_position, to_position, to_text
+from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
 from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -96,7 +96,7 @@ class MariaDBLogReader:
     def end_position(self) -> Position:
         """The binlog's end now (``SHOW MASTER STATUS``)."""
         facts = server_facts(self.settings)
-        return _position(facts.log_file, facts.offset)
+        return position_of(facts.log_file, facts.offset)
 
     def iter_changes(
         self, start: Position | None
@@ -111,7 +111,7 @@ class MariaDBLogReader:
         facts = server_facts(self.settings)
         facts.check(self.settings.display)
         if start is None:
-            start = _position(facts.log_file, facts.offset)
+            start = position_of(facts.log_file, facts.offset)
         log_file, offset = split_position(start.value, facts.basename)
         session = _Session(self, start, SchemaTracker(self._captured, self.keys))
         stream = BinlogStream(self.settings, self._schemas())
@@ -139,10 +139,6 @@ class MariaDBLogReader:
 
     def _schemas(self) -> list[str]:
         return sorted({split_table(table, self.settings.database)[0] for table in self.tables})
-
-
-def _position(log_file: str, offset: int) -> Position:
-    return Position(to_position(log_file, offset), to_text(log_file, offset))
 
 
 def _utc(timestamp: int) -> dt.datetime:
@@ -226,7 +222,7 @@ class _Session:
             self.read_to = max(self.read_to, after)
 
     def _at(self, offset: int) -> Position:
-        return _position(self.log_file, offset)
+        return position_of(self.log_file, offset)
 
     def _emit(self, change: _Item) -> Iterator[_Item]:
         if change.position >= self.start:

@@ -47,7 +47,7 @@ from connectors.oracle.errors import (
     RedoParseError,
     UnsupportedRedoError,
 )
-from connectors.oracle.position import scn_position
+from connectors.oracle.position import position_of
 from connectors.oracle.redo_parser import parse_redo
 from connectors.oracle.redo_values import row_images
 from connectors.oracle.types import OracleColumn, logical_type
@@ -209,7 +209,7 @@ class ChangeAssembler:
 
     # -- one whole row -----------------------------------------------------------------------
     def _change(self, row: ContentsRow) -> RawChange | TableChanged | None:
-        position = scn_position(row.scn)
+        position = position_of(row.scn)
         code = row.operation_code
         if code == START:
             return Begin(row.xid, position)
@@ -237,7 +237,7 @@ class ChangeAssembler:
         _check_status(row)
         if not row.row_id or row.row_id == NULL_ROWID:
             raise _unsupported(row, "a row without ROWID (index-organized table)")
-        position = scn_position(row.scn)
+        position = position_of(row.scn)
         if row.rollback:
             return PartialRollback(row.xid, position, row.table, row.row_id)
         op = _DML[row.operation_code]
@@ -252,7 +252,7 @@ class ChangeAssembler:
     def _ddl(self, row: ContentsRow, schema: TableSchema) -> RawChange | TableChanged | None:
         statement = (row.sql_redo or "").strip()
         outcome = classify_ddl(statement, schema)
-        position = scn_position(row.scn)
+        position = position_of(row.scn)
         if outcome.truncate:
             return RowChange(row.xid, position, "t", row.table, None)
         self.tables[row.table] = outcome.schema

@@ -52,7 +52,7 @@ from connectors.oracle.errors import (
     SupplementalLoggingError,
     from_driver_error,
 )
-from connectors.oracle.position import scn_position
+from connectors.oracle.position import position_of
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class OracleLogReader:
 
     def end_position(self) -> Position:
         """The current SCN: every transaction committed so far has commit SCN <= it."""
-        return scn_position(self._scalar(lm.CURRENT_SCN, "read the current SCN"))
+        return position_of(self._scalar(lm.CURRENT_SCN, "read the current SCN"))
 
     def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
         """Raw changes and classified DDL from ``start`` (inclusive) on; never ends, yields
@@ -198,7 +198,7 @@ class OracleLogReader:
             current = self._flushed_scn()
             high = next_window(low, current, self.config.window_scns)
             if high is None:
-                yield Idle(scn_position(low - 1))
+                yield Idle(position_of(low - 1))
                 self._sleep(self.config.poll_interval_s)
                 continue
             self._start_session(low, high)
@@ -207,7 +207,7 @@ class OracleLogReader:
             yield from assembler.flush()
             low = high + 1
             if high == current:
-                yield Idle(scn_position(high))
+                yield Idle(position_of(high))
 
     def close(self) -> None:
         """End the LogMiner session and close the connection."""

@@ -5,6 +5,6 @@ from __future__ import annotations
 from cdc_core.position import Position
 
 
-def scn_position(scn: int) -> Position:
+def position_of(scn: int) -> Position:
     """The position of SCN ``scn``; its text is the decimal SCN, as Oracle prints it."""
     return Position(scn, str(scn))

@@ -26,7 +26,7 @@ from cdc_core.position import Position
 from cdc_core.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
-from connectors.oracle.position import scn_position
+from connectors.oracle.position import position_of
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class OracleSnapshotReader:
         with self.connector.shared_snapshot() as taken:
             if taken is None or taken.position is None:
                 raise TerminalError("Oracle returned no SCN for the snapshot")
-            yield scn_position(taken.position), self._tables(tables, keys or {}, taken)
+            yield position_of(taken.position), self._tables(tables, keys or {}, taken)
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
         """The first ``limit`` rows of ``table`` whose primary key is above ``after``, in key
@@ -69,7 +69,7 @@ class OracleSnapshotReader:
             raise ContractError(f"table {table} has no key to read after; it is one chunk")
         description, located = self._described(schema)
         taken = self._scn()
-        position = scn_position(_position(taken))
+        position = position_of(_position(taken))
         if not schema.primary_key:
             rows = self.connector.read_partition(schema, located, Partition(0), taken)
             return TableChunk(position, TableSnapshot(description, _without_position(rows)), None)

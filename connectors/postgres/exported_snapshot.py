@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError, TransientError
 from connectors.model import Snapshot
-from connectors.postgres.position import lsn_position
+from connectors.postgres.position import position_of
 
 if TYPE_CHECKING:
     import psycopg
@@ -141,7 +141,7 @@ def _create_slot(connection: Any, slot: str, where: str) -> Snapshot:
     finally:
         watchdog.cancel()
     _, consistent_point, snapshot_name, _ = cursor.fetchone()
-    position = lsn_position(consistent_point)
+    position = position_of(consistent_point)
     return Snapshot(position.value, position.text, snapshot_name)
 
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 
-from cdc_core.errors import ContractError
-from cdc_core.position import Position
+from cdc_core.position import Position, PositionError
 
 _LSN = re.compile(r"^\s*([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})\s*$")
 _HALF = 32
@@ -22,7 +21,7 @@ def lsn_to_int(text: str) -> int:
     """The integer value of an LSN written as PostgreSQL prints it (``16/B374D848``)."""
     match = _LSN.match(text)
     if match is None:
-        raise ContractError(f"not a PostgreSQL LSN: {text!r} (expected e.g. 16/B374D848)")
+        raise PositionError(f"not a PostgreSQL LSN: {text!r} (expected e.g. 16/B374D848)")
     high, low = (int(half, 16) for half in match.groups())
     return high << _HALF | low
 
@@ -30,11 +29,11 @@ def lsn_to_int(text: str) -> int:
 def lsn_to_text(value: int) -> str:
     """An LSN's integer value spelled as PostgreSQL prints a ``pg_lsn``."""
     if not 0 <= value < 2**64:
-        raise ContractError(f"an LSN is an unsigned 64-bit number, not {value}")
+        raise PositionError(f"an LSN is an unsigned 64-bit number, not {value}")
     return f"{value >> _HALF:X}/{value & (2**_HALF - 1):X}"
 
 
-def lsn_position(text: str) -> Position:
+def position_of(text: str) -> Position:
     """The ``Position`` of an LSN printed by PostgreSQL (the text kept as the server wrote
     it, normalised to upper case)."""
     value = lsn_to_int(text)

@@ -34,7 +34,7 @@ from connectors.postgres.connector import (
 )
 from connectors.postgres.errors import SlotAheadError, SlotMissingError
 from connectors.postgres.exported_snapshot import exported_snapshot
-from connectors.postgres.position import lsn_position
+from connectors.postgres.position import position_of
 from connectors.postgres.replication import (
     PostgresSourceConfig,
     check_slot,
@@ -241,7 +241,7 @@ class PostgresSnapshotReader:
             except psycopg2.OperationalError as exc:
                 raise TransientError(f"cannot create slot {self.config.slot}: {exc}") from exc
             _, consistent_point, name, _ = cursor.fetchone()
-            position = lsn_position(consistent_point)
+            position = position_of(consistent_point)
             logger.info("created slot %s with a snapshot at %s", self.config.slot, position)
             yield Snapshot(position.value, position.text, name)
 

@@ -15,7 +15,7 @@ import pytest
 
 from cdc_core.drivers import DRIVER_EXTRAS, driver_import
 from cdc_core.errors import TerminalError
-from connectors.base import connector_for
+from connectors.registry import connector_for
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings
 from validator import cli
 

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 import connectors.postgres.connector  # registers the connector; BATCH_ROWS patched below
-from cdc_core.errors import ContractError, TerminalError
+from cdc_core.errors import TerminalError
+from cdc_core.position import PositionError
 from connectors.base import Connector
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, SourceColumn
 from connectors.postgres.exported_snapshot import SLOT_PREFIX
-from connectors.postgres.position import lsn_position, lsn_to_int, lsn_to_text
+from connectors.postgres.position import lsn_to_int, lsn_to_text, position_of
 from connectors.postgres.types import arrow_type, decimal_fits, logical_type
 from connectors.registry import connector_for
 from merkle import types as lt
@@ -353,6 +354,6 @@ def test_decimal_fits(value: str, precision: int, scale: int, fits: bool) -> Non
 def test_lsn_text_round_trips() -> None:
     assert lsn_to_int("16/B374D848") == 0x16_B374D848
     assert lsn_to_text(0x16_B374D848) == "16/B374D848"
-    assert lsn_position("0/16b3748").text == "0/16B3748"
-    with pytest.raises(ContractError, match="not a PostgreSQL LSN"):
+    assert position_of("0/16b3748").text == "0/16B3748"
+    with pytest.raises(PositionError, match="not a PostgreSQL LSN"):
         lsn_to_int("16-B374D848")

@@ -42,7 +42,7 @@ from connectors.oracle.contents import (
     schema_from_dictionary,
 )
 from connectors.oracle.errors import RedoParseError
-from connectors.oracle.position import scn_position
+from connectors.oracle.position import position_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ class ReplayLogReader:
         last = 0
         for row in iter_contents(self.config.contents):
             last = row.scn
-        return scn_position(last)
+        return position_of(last)
 
     def iter_changes(self, start: Position | None) -> Iterator[RawChange | TableChanged | Idle]:
         """The recorded changes and classified DDL at or after ``start``, then ``Idle``
@@ -153,7 +153,7 @@ class ReplayLogReader:
                 assembler.feed(row)  # only for the dictionary: the DDL precedes the start
         yield from assembler.flush()
         while True:
-            yield Idle(scn_position(last))
+            yield Idle(position_of(last))
 
     def close(self) -> None:
         """Nothing to release: the file is opened per ``iter_changes``."""
@@ -173,5 +173,5 @@ class ReplaySnapshotReader:
     ) -> Iterator[tuple[Position, Iterator[TableSnapshot]]]:
         """Empty tables at the SCN before the recording's first row."""
         first = next(iter_contents(self.reader.config.contents), None)
-        position = scn_position(max(first.scn - 1, 0) if first else 0)
+        position = position_of(max(first.scn - 1, 0) if first else 0)
         yield position, iter([TableSnapshot(self.reader.describe(t), iter(())) for t in tables])

@@ -34,7 +34,7 @@ from cdc_core.source import (
     TableSnapshot,
 )
 from connectors.oracle.contents import description_of, schema_from_dictionary
-from connectors.oracle.position import scn_position
+from connectors.oracle.position import position_of
 from tests.connectors.oracle.replay import ReplayLogReader
 from tests.generative.oracle.history import History
 from tests.generative.oracle.model import Snapshot, Values
@@ -136,7 +136,7 @@ class ModelSnapshotReader:
         state = self.history.at(scn)
         wanted = keys or {}
         snapshots = [self._snapshot(state, table, scn, wanted.get(table)) for table in tables]
-        yield scn_position(scn), iter(snapshots)
+        yield position_of(scn), iter(snapshots)
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
         """The first ``limit`` rows of ``table`` whose key is above ``after``, in key order,
@@ -152,7 +152,7 @@ class ModelSnapshotReader:
             rows = rows[:limit]
         last = _key(spec.key, rows[-1][1]) if spec.key and len(rows) >= limit else None
         self._served(True, table, scn, len(rows), after is not None)
-        return TableChunk(scn_position(scn), _table_snapshot(state, index, rows), last)
+        return TableChunk(position_of(scn), _table_snapshot(state, index, rows), last)
 
     def _snapshot(
         self, state: Snapshot, table: str, scn: int, keys: Sequence[tuple[object, ...]] | None
