@@ -15,8 +15,8 @@ import pytest
 
 from cdc_core.drivers import DRIVER_EXTRAS, driver_import
 from cdc_core.errors import TerminalError
-from connectors.registry import connector_for
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings
+from connectors.registry import connector_for
 from validator import cli
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
