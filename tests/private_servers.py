@@ -37,6 +37,8 @@ from urllib.parse import quote
 
 import pytest
 
+from connectors.mariadb.embedded_server import server_arguments
+
 if TYPE_CHECKING:
     import psycopg
     import pymysql.connections
@@ -370,7 +372,7 @@ class _MariaDBProcess(_PrivateServer):
                 *_current_user_flag(),
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
-                "--innodb-log-file-size=8M",
+                "--innodb-log-file-size=16M",
             ],
             self.log_path,
             self.root,
@@ -385,7 +387,7 @@ class _MariaDBProcess(_PrivateServer):
                 "--bootstrap",
                 f"--datadir={self.datadir}",
                 *_current_user_flag(),
-                "--innodb-log-file-size=8M",
+                "--innodb-log-file-size=16M",
             ],
             self.log_path,
             self.root,
@@ -406,33 +408,10 @@ class _MariaDBProcess(_PrivateServer):
         return b"".join(sql)
 
     def _argv(self) -> list[str]:
-        return [
-            self.mariadbd,
-            "--no-defaults",
-            *_current_user_flag(),
-            f"--datadir={self.datadir}",
-            f"--socket={self.socket}",
-            f"--pid-file={self.root / 'mariadbd.pid'}",
-            f"--port={self.port}",
-            f"--bind-address={LOOPBACK}",
-            "--skip-name-resolve",
-            # Row-based binlog with column names (binlog_row_metadata=FULL) is what the
-            # connector reads; GTIDs are always on in MariaDB.
-            "--server-id=1",
-            "--log-bin=mariadb-bin",
-            "--binlog-format=ROW",
-            "--binlog-row-metadata=FULL",
-            f"--binlog-row-image={self.binlog_row_image}",
-            f"--default-time-zone={SERVER_TIME_ZONE}",
-            # MariaDB's compiled-in default is latin1; Debian's config (skipped here) sets
-            # utf8mb4, which is what users run.
-            "--character-set-server=utf8mb4",
-            "--collation-server=utf8mb4_general_ci",
-            # Small and fast; durability does not matter for a throwaway server.
-            "--innodb-buffer-pool-size=16M",
-            "--innodb-log-file-size=8M",
-            "--innodb-flush-log-at-trx-commit=2",
-        ]
+        # The product's own private-server options (connectors/mariadb/embedded_server.py),
+        # plus the time zone the tests pin so that zone handling is exercised.
+        options = server_arguments(self.datadir, self.port, self.binlog_row_image)
+        return [self.mariadbd, *options, f"--default-time-zone={SERVER_TIME_ZONE}"]
 
     def _ping(self) -> str | None:
         import pymysql
