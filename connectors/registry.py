@@ -18,6 +18,7 @@ from connectors.model import LogSource, LogSourceFactory
 
 if TYPE_CHECKING:
     from connectors.base import Connector
+    from connectors.jdbc import JdbcDriver
 
 PRODUCTS = ("duckdb", "hana", "mariadb", "oracle", "postgres", "sqlite", "synthetic")
 """The product folders of ``connectors/`` (each may hold ``connector.py``, ``log_source.py``)."""
@@ -94,6 +95,16 @@ def without_log_parameters(url: str) -> str:
     parsed = make_url(url)
     dropped = [name for name in parsed.query if is_log_parameter(name)]
     return parsed.difference_update_query(dropped).render_as_string(hide_password=False)
+
+
+def jdbc_drivers() -> list[JdbcDriver]:
+    """The JDBC drivers of the products read over JDBC (each one's ``jdbc.py`` ``DRIVER``)."""
+    found = []
+    for product in PRODUCTS:
+        module = f"connectors.{product}.jdbc"
+        if importlib.util.find_spec(module) is not None:
+            found.append(importlib.import_module(module).DRIVER)
+    return found
 
 
 def _load_products(role: str) -> None:

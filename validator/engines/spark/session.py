@@ -62,14 +62,13 @@ def under_spark_submit() -> bool:
 
 
 def jdbc_jars() -> list[str]:
-    """JDBC driver jars to put on Spark's classpath: the system's MariaDB and PostgreSQL
-    drivers where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated:
+    """JDBC driver jars to put on Spark's classpath: the system's jar of every product that
+    reads over JDBC (``connectors.registry.jdbc_drivers``) where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated:
     drivers installed elsewhere; a JDBC read is used where the connector describes one and
     its driver's jar file name is among these)."""
-    from connectors.mariadb.jdbc import DRIVER as MARIADB_DRIVER
-    from connectors.postgres.jdbc import DRIVER as POSTGRES_DRIVER
+    from connectors.registry import jdbc_drivers
 
-    found = [str(jar) for d in (MARIADB_DRIVER, POSTGRES_DRIVER) if (jar := d.system_jar())]
+    found = [str(jar) for driver in jdbc_drivers() if (jar := driver.system_jar())]
     listed = os.environ.get("REPLCHECK_JDBC_JARS", "")
     return found + [jar.strip() for jar in listed.split(",") if jar.strip()]
 
