@@ -18,12 +18,12 @@ the last change fed instead of at the begin of the oldest open transaction.
 from __future__ import annotations
 
 import logging
-import pickle
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.events import (
@@ -36,7 +36,7 @@ from cdc_core.events import (
     Rollback,
     RowChange,
 )
-from cdc_core.position import Position
+from cdc_core.position import Position, position_from_dict, position_to_dict
 from cdc_core.spill import (
     SUFFIX,
     SegmentRef,
@@ -46,6 +46,14 @@ from cdc_core.spill import (
     encode_change,
     fsync_directory,
 )
+from cdc_core.state_file import (
+    ForbiddenPickleError,
+    StateFileCorruptError,
+    from_state_document,
+    load_legacy_pickle,
+    to_state_document,
+)
+from cdc_core.value_codec import ValueDecodeError, from_tagged, to_tagged
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +64,9 @@ logger = logging.getLogger(__name__)
 CHANGE_OVERHEAD_BYTES = 320
 IMAGE_BYTES = 232
 COLUMN_BYTES = 72
-_STATE_MAGIC = b"RCBUFST1"
+_LEGACY_STATE_MAGIC = b"RCBUFST1"  # version 1: a pickle, read once by the migration
+STATE_FORMAT = "replcheck.buffer-state"
+STATE_VERSION = 2
 
 
 class LogOrderError(TerminalError):
@@ -126,6 +136,36 @@ class TransactionState:
         if sum(ref.record_count for ref in self.segments) - len(self.undone) != self.change_count:
             raise SpillCorruptError(f"checkpoint of transaction {self.txid} does not add up")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The open transaction as a checkpoint holds it."""
+        return {
+            "txid": self.txid,
+            "begin_pos": self.begin_pos.to_dict(),
+            "begun_at": to_tagged(self.begun_at),
+            "next_seq": self.next_seq,
+            "change_count": self.change_count,
+            "segments": [ref.to_dict() for ref in self.segments],
+            "undone": sorted(self.undone),
+            "warned": sorted(self.warned),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TransactionState:
+        """The inverse of ``to_dict``."""
+        begun_at = from_tagged(data["begun_at"])
+        if not isinstance(begun_at, datetime):
+            raise SpillCorruptError(f"transaction {data['txid']}: begun_at is not a datetime")
+        return cls(
+            data["txid"],
+            Position.from_dict(data["begin_pos"]),
+            begun_at,
+            data["next_seq"],
+            data["change_count"],
+            tuple(SegmentRef.from_dict(ref) for ref in data["segments"]),
+            frozenset(data["undone"]),
+            frozenset(data["warned"]),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class BufferState:
@@ -147,25 +187,65 @@ class BufferState:
         if (self.high_water is None) != (self.high_water_count == 0):
             raise SpillCorruptError("checkpoint: high_water and high_water_count disagree")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The buffer's state as a checkpoint holds it."""
+        return {
+            "high_water": position_to_dict(self.high_water),
+            "high_water_count": self.high_water_count,
+            "transactions": [txn.to_dict() for txn in self.transactions],
+            "obsolete_segments": list(self.obsolete_segments),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BufferState:
+        """The inverse of ``to_dict``."""
+        return cls(
+            position_from_dict(data["high_water"]),
+            data["high_water_count"],
+            tuple(TransactionState.from_dict(txn) for txn in data["transactions"]),
+            tuple(data["obsolete_segments"]),
+        )
+
     def to_bytes(self) -> bytes:
-        """Serialise, with a checksum (pickle of positions, segment refs and ints)."""
-        payload = pickle.dumps(self, pickle.HIGHEST_PROTOCOL)
-        return _STATE_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
+        """The state on its own, as a checksummed state document (``cdc_core.state_file``)."""
+        return to_state_document(STATE_FORMAT, STATE_VERSION, self.to_dict())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BufferState:
-        """The inverse of ``to_bytes``.
+        """The inverse of ``to_bytes``; a version-1 pickle is read by the migration.
 
         Raises:
-            SpillCorruptError: The bytes are not an intact buffer checkpoint.
+            SpillCorruptError: The bytes are not an intact buffer state.
+            ForbiddenPickleError: A version-1 pickle names a class no state holds.
         """
-        head, crc, payload = data[:8], data[8:12], data[12:]
-        if head != _STATE_MAGIC or zlib.crc32(payload).to_bytes(4, "little") != crc:
-            raise SpillCorruptError("buffer checkpoint is corrupt; restore an older checkpoint")
-        state = pickle.loads(payload)
-        if not isinstance(state, cls):
-            raise SpillCorruptError("buffer checkpoint holds no BufferState")
-        return state
+        if data.startswith(_LEGACY_STATE_MAGIC):
+            return _legacy_state(data)
+        try:
+            return cls.from_dict(from_state_document(data, STATE_FORMAT, STATE_VERSION))
+        except ForbiddenPickleError:
+            raise
+        except (StateFileCorruptError, ValueDecodeError, TerminalError) as exc:
+            raise SpillCorruptError(f"buffer checkpoint is corrupt ({exc}); {_STATE_FIX}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise SpillCorruptError(
+                f"buffer checkpoint is corrupt: it lacks {exc}; {_STATE_FIX}"
+            ) from exc
+
+
+_STATE_FIX = "restore an older checkpoint"
+
+
+def _legacy_state(data: bytes) -> BufferState:
+    payload = data[12:]
+    if zlib.crc32(payload).to_bytes(4, "little") != data[8:12]:
+        raise SpillCorruptError(f"buffer checkpoint is corrupt; {_STATE_FIX}")
+    try:
+        state = load_legacy_pickle(payload)
+    except StateFileCorruptError as exc:
+        raise SpillCorruptError(f"buffer checkpoint is corrupt ({exc}); {_STATE_FIX}") from exc
+    if not isinstance(state, BufferState):
+        raise SpillCorruptError("buffer checkpoint holds no BufferState")
+    return state
 
 
 @dataclass(slots=True)
@@ -193,12 +273,11 @@ class _CommittedChanges:
 
     def __iter__(self) -> Iterator[CommittedChange]:
         txn = self._txn
-        spilled = txn.spill.iter_records() if txn.spill.names() else iter(())
+        spilled = txn.spill.iter_changes(txn.undone) if txn.spill.names() else iter(())
         out = 0
-        for seq, payload in spilled:
-            if seq not in txn.undone:
-                yield CommittedChange(out, decode_change(txn.txid, payload))
-                out += 1
+        for _, change in spilled:
+            yield CommittedChange(out, change)
+            out += 1
         for _, change, _ in txn.memory:  # never undone: an undo removes it from memory
             yield CommittedChange(out, change)
             out += 1

@@ -33,11 +33,9 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
-import marshal
 import math
-import pickle
 from collections.abc import Hashable, Iterator, Mapping
-from datetime import UTC, date, datetime, time, tzinfo
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -46,11 +44,20 @@ from uuid import UUID
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.events import ABSENT, UNAVAILABLE
 from cdc_core.position import MAX_POSITION, Position
+from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
+from cdc_core.value_codec import (
+    PLAIN_TYPES,
+    ValueDecodeError,
+    from_image_values,
+    loads_marshal,
+    to_image_bytes,
+)
 
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ = 2**63 - 1
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 1: rare values pickled; still read (see from_image_bytes)
+_READS_FORMATS = (1, 2)
 _TOMBSTONE = b"\x00"  # a version's value: this byte for a deleted row, else _IMAGE + image
 _IMAGE = b"\x01"
 _VERSION_SUFFIX = 16  # big-endian position (8 bytes) and seq (8 bytes) end every version key
@@ -126,80 +133,60 @@ def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
 
 # -- row image values -------------------------------------------------------------------------
 
-# marshal handles these exactly and in C; everything else gets a kind code (below).
-_PLAIN: frozenset[type] = frozenset({type(None), bool, int, float, str, bytes})
-_MARSHAL_VERSION = 4  # stable since Python 3.4; pinned so the file format does not drift
+# Format 2 stores images as ``cdc_core.value_codec.to_image_bytes``: ``(values, tagged)``
+# with ``tagged`` a tuple. Format 1 stored ``(values, kinds)`` with ``kinds`` a dict of
+# kind codes (or None), and pickled rare values (``_PICKLED``); its versions are still read,
+# the pickles with the restricted unpickler, until retention drops them.
 _DECIMAL, _NAIVE_DATETIME, _UTC_DATETIME, _DATE, _PICKLED = range(5)
+_STORE_FIX = "delete the store directory (state_dir/images) and re-snapshot the tables"
 
 
-def _datetime_fields(value: datetime) -> tuple[int, ...]:
-    return (value.year, value.month, value.day, value.hour, value.minute, value.second,
-            value.microsecond, value.fold)  # fmt: skip
-
-
-def _encode_value(value: object) -> tuple[int, object]:
-    kind = type(value)
-    if kind is Decimal:
-        return _DECIMAL, str(value)
-    if kind is datetime:
-        assert isinstance(value, datetime)  # for mypy: `kind is` does not narrow
-        if value.tzinfo is None:
-            return _NAIVE_DATETIME, _datetime_fields(value)
-        if value.tzinfo is UTC:
-            return _UTC_DATETIME, _datetime_fields(value)
-    if kind is date:
-        assert isinstance(value, date)
-        return _DATE, value.toordinal()
-    if value is ABSENT or value is UNAVAILABLE:  # here, in the loop that runs anyway
-        raise ContractError(f"a stored row image must be full; it has {value!r} columns")
-    # Other zones, times, intervals, UUIDs, JSON documents: rarer, so pickle is fast enough.
-    return _PICKLED, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-
-
-def _decode_value(kind: int, data: Any) -> object:
-    # ``data`` is what marshal gave back for the column: its type follows from ``kind``.
-    if kind == _DECIMAL:
+def _legacy_value(kind: object, data: Any) -> object:
+    if kind == _DECIMAL and type(data) is str:
         return Decimal(data)
-    if kind == _NAIVE_DATETIME:
-        return _datetime_of(data, None)
-    if kind == _UTC_DATETIME:
-        return _datetime_of(data, UTC)
-    if kind == _DATE:
+    if kind in (_NAIVE_DATETIME, _UTC_DATETIME) and type(data) is tuple:
+        year, month, day, hour, minute, second, micro, fold = map(int, data)
+        zone = None if kind == _NAIVE_DATETIME else UTC
+        return datetime(year, month, day, hour, minute, second, micro, zone, fold=fold)
+    if kind == _DATE and type(data) is int:
         return date.fromordinal(data)
-    return pickle.loads(data)
+    if kind == _PICKLED and type(data) is bytes:
+        return load_legacy_pickle(data)
+    raise ValueDecodeError(f"a format-1 row image has an unknown kind {kind!r}")
 
 
-def _datetime_of(fields: tuple[int, ...], zone: tzinfo | None) -> datetime:
-    year, month, day, hour, minute, second, micro, fold = fields
-    return datetime(year, month, day, hour, minute, second, micro, zone, fold=fold)
+def _from_legacy_image(values: Any, kinds: Any) -> dict[str, object]:
+    if type(values) is not dict or not (kinds is None or type(kinds) is dict):
+        raise ValueDecodeError("not a stored row image")
+    plain = {column: value for column, value in values.items() if column not in (kinds or {})}
+    image = from_image_values(plain, ())  # checks every plain value's type
+    for column, kind in (kinds or {}).items():
+        image[column] = _legacy_value(kind, values.get(column))
+    return {column: image[column] for column in values}  # the columns' order
 
 
-def to_image_bytes(image: Mapping[str, object]) -> bytes:
-    """Serialise a row image losslessly (the store's value format).
-
-    Plain values go to ``marshal`` as they are; decimals, naive and UTC datetimes and dates as
-    primitive stand-ins with a kind code per column (several times faster than pickling
-    them); any other value is pickled on its own.
-    """
-    values: dict[str, object] = {}
-    kinds: dict[str, int] | None = None
-    for column, value in image.items():
-        if type(value) in _PLAIN:
-            values[column] = value
-            continue
-        kinds = kinds or {}
-        kinds[column], values[column] = _encode_value(value)
-    return marshal.dumps((values, kinds), _MARSHAL_VERSION)
+def _image_bytes(image: Mapping[str, object]) -> bytes:
+    """``to_image_bytes`` of a full image: the codec stores the sentinels, the store must not."""
+    if not PLAIN_TYPES.issuperset(map(type, image.values())):
+        for value in image.values():
+            if value is ABSENT or value is UNAVAILABLE:
+                raise ContractError(f"a stored row image must be full; it has {value!r} columns")
+    return to_image_bytes(image)
 
 
 def from_image_bytes(data: bytes) -> dict[str, object]:
-    """The inverse of ``to_image_bytes``."""
-    values, kinds = marshal.loads(data)
-    if kinds:
-        for column, kind in kinds.items():
-            values[column] = _decode_value(kind, values[column])
-    result: dict[str, object] = values
-    return result
+    """The inverse of ``to_image_bytes``; also reads the row images of format 1.
+
+    Raises:
+        ValueDecodeError: The bytes are not a stored row image.
+        ForbiddenPickleError: A format-1 image pickles a class no state holds.
+    """
+    found = loads_marshal(data)
+    if type(found) is not tuple or len(found) != 2:
+        raise ValueDecodeError("not a stored row image")
+    if type(found[1]) is not tuple:
+        return _from_legacy_image(*found)
+    return from_image_values(*found)
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -260,6 +247,9 @@ class RowImageStore:
         version = self._meta_int(b"format_version")
         if version is None:
             self._txn.put(b"format_version", _FORMAT_VERSION.to_bytes(8, "big"), db=self._meta)
+        elif version in _READS_FORMATS and version != _FORMAT_VERSION:
+            # Format 2 writes only what this release reads: an older one must refuse it.
+            self._txn.put(b"format_version", _FORMAT_VERSION.to_bytes(8, "big"), db=self._meta)
         elif version != _FORMAT_VERSION:
             self._txn.abort()
             self._env.close()
@@ -309,7 +299,7 @@ class RowImageStore:
         """
         if not 0 <= seq <= _MAX_SEQ:  # inline rather than _check_seq: puts are the hot path
             raise ContractError(f"seq must be in 0..2**63-1, not {seq}")
-        value = _TOMBSTONE if image is None else _IMAGE + to_image_bytes(image)
+        value = _TOMBSTONE if image is None else _IMAGE + _image_bytes(image)
         key = (
             _row_prefix(table, locator) + position.value.to_bytes(8, "big") + seq.to_bytes(8, "big")
         )
@@ -362,7 +352,7 @@ class RowImageStore:
             return None
         if table in self._truncations and self._truncated_after(table, _point_of(found[0]), point):
             return None
-        return from_image_bytes(found[1][1:])
+        return self._image_of(found[1], table)
 
     def stale_rows(self, table: str, before: Position) -> list[tuple[bytes, dict[str, object]]]:
         """Rows of ``table`` whose newest version is a live image older than ``before``.
@@ -380,12 +370,26 @@ class RowImageStore:
                     break
                 newest[key[:-_VERSION_SUFFIX]] = (key, value)
         return [
-            (row, from_image_bytes(value[1:]))
+            (row, self._image_of(value, table))
             for row, (key, value) in newest.items()
             if value != _TOMBSTONE
             and _point_of(key)[0] < before.value
             and not self._truncated_after(table, _point_of(key), (MAX_POSITION, _MAX_SEQ))
         ]
+
+    def _image_of(self, value: bytes, table: str) -> dict[str, object]:
+        """The image a stored version holds; one that does not decode names the store."""
+        try:
+            return from_image_bytes(value[1:])
+        except ForbiddenPickleError as exc:
+            message = f"row image store {self.path}, table {table}: {exc.message}; {_STORE_FIX}"
+            raise ForbiddenPickleError(message, exc.context) from exc
+        except (ValueDecodeError, StateFileCorruptError) as exc:
+            raise TerminalError(
+                f"row image store {self.path} holds a version of table {table} that is not a"
+                f" stored row image ({exc}); {_STORE_FIX}",
+                {"store": str(self.path), "table": table},
+            ) from exc
 
     def bury(self, row: bytes, position: Position, seq: int) -> None:
         """Record a tombstone for a row known by its key prefix (from ``stale_rows``)."""
