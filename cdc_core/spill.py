@@ -32,7 +32,7 @@ import os
 import struct
 import uuid
 import zlib
-from collections.abc import Callable, Container, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +46,10 @@ from cdc_core.value_codec import (
     MARSHAL_VERSION,
     ValueDecodeError,
     from_image_values,
-    from_tagged,
+    from_marshal_node,
     loads_marshal,
     to_image_values,
-    to_tagged,
+    to_marshal_node,
 )
 
 logger = logging.getLogger(__name__)
@@ -101,15 +101,15 @@ def encode_change(change: RowChange) -> bytes:
     """The spill payload of ``change`` (its ``txid`` is kept by the segment, not per record)."""
     position = change.position
     after, before = change.after, change.before
-    record: Any = (  # marshal's plain types only (to_tagged and to_image_values see to it)
+    record: Any = (  # marshal's plain types only (see to_marshal_node, to_image_values)
         position.value,
         position.text,
         change.op,
         change.table,
-        to_tagged(change.locator),
+        to_marshal_node(change.locator),
         None if after is None else to_image_values(after),
         None if before is None else to_image_values(before),
-        to_tagged(change.new_locator),
+        to_marshal_node(change.new_locator),
     )
     return marshal.dumps(record, MARSHAL_VERSION)
 
@@ -124,30 +124,24 @@ def decode_change(txid: str, payload: bytes) -> RowChange:
     if payload[:1] == _PICKLE_PROTO:
         return _legacy_change(txid, payload)
     found = loads_marshal(payload)
-    if type(found) is not tuple or len(found) != 8:
+    if type(found) is not tuple or len(found) != 8 or not _PAIRS.issuperset(map(type, found[5:7])):
         raise ValueDecodeError("a spill record is not a stored change")
     value, text, op, table, locator, after, before, moved_to = found
     if type(text) is not str or type(op) is not str or type(table) is not str:
         raise ValueDecodeError("a spill record's position, op or table is not a str")
-    return RowChange(
-        txid,
-        Position(value, text),
-        cast(Op, op),
-        table,
-        cast(Hashable, from_tagged(locator)),
-        None if after is None else _image(after),
-        None if before is None else _image(before),
-        cast(Hashable | None, from_tagged(moved_to)),
-    )
+    try:
+        after = None if after is None else from_image_values(*after)
+        before = None if before is None else from_image_values(*before)
+    except TypeError as exc:  # an image that is not a pair
+        raise ValueDecodeError("a spill record's row image is not a stored image") from exc
+    position = Position(value, text)
+    locator = from_marshal_node(locator)
+    moved = None if moved_to is None else from_marshal_node(moved_to)
+    return RowChange(txid, position, cast(Op, op), table, locator, after, before, moved)
 
 
 _PICKLE_PROTO = b"\x80"
-
-
-def _image(found: object) -> dict[str, object]:
-    if type(found) is not tuple or len(found) != 2:
-        raise ValueDecodeError("a spill record's row image is not a stored image")
-    return from_image_values(*found)
+_PAIRS = frozenset({tuple, type(None)})  # a record's images: (values, tagged) or None
 
 
 def _legacy_change(txid: str, payload: bytes) -> RowChange:

@@ -272,10 +272,41 @@ def loads_marshal(data: bytes) -> Any:
         raise ValueDecodeError(f"not stored data ({exc})") from exc
 
 
+def to_marshal_node(value: object) -> object:
+    """``to_tagged`` for ``marshal`` data, where a tuple of plain values (a locator, a key)
+    stands for itself: tagged forms are lists, so it is unambiguous (not for JSON)."""
+    kind = type(value)
+    if kind in PLAIN_TYPES:
+        return value
+    if isinstance(value, tuple) and kind is tuple and PLAIN_TYPES.issuperset(map(type, value)):
+        return value
+    return to_tagged(value)
+
+
+def from_marshal_node(node: object) -> object:
+    """The inverse of ``to_marshal_node``, checking the types ``marshal`` gave back.
+
+    Raises:
+        ValueDecodeError: ``node`` is not a stored value.
+    """
+    kind = type(node)
+    if kind is tuple:
+        assert isinstance(node, tuple)  # for mypy: `kind is` does not narrow
+        if PLAIN_TYPES.issuperset(map(type, node)):
+            return node
+        raise ValueDecodeError(f"a stored tuple holds a non-plain item: {_shown(node)}")
+    if kind is bytes:
+        return node
+    return from_tagged(node)
+
+
 def to_image_values(image: Mapping[str, object]) -> tuple[dict[str, object], tuple[str, ...]]:
-    """A row image as ``(values, tagged)`` for ``marshal`` (see the module docstring)."""
+    """A row image as ``(values, tagged)`` for ``marshal`` (see the module docstring).
+
+    ``values`` may be ``image`` itself: marshal it before the image changes.
+    """
     if PLAIN_TYPES.issuperset(map(type, image.values())):  # the common case, in C
-        return dict(image), ()
+        return (image if type(image) is dict else dict(image)), ()
     values: dict[str, object] = {}
     tagged: list[str] = []
     for column, value in image.items():
@@ -293,10 +324,21 @@ def from_image_values(values: Any, tagged: Any) -> dict[str, object]:
     Raises:
         ValueDecodeError: The data is not a stored row image.
     """
-    if type(values) is not dict or type(tagged) is not tuple:
-        raise ValueDecodeError("not a stored row image")
-    if not _STR.issuperset(map(type, values)) or not _STR.issuperset(map(type, tagged)):
-        raise ValueDecodeError("a stored row image has a column name that is not a str")
+    if (
+        tagged == ()
+        and type(values) is dict
+        and _STR.issuperset(map(type, values))
+        and PLAIN_TYPES.issuperset(map(type, values.values()))
+    ):
+        return values  # the common case, checked in C
+    return _from_tagged_image(values, tagged)
+
+
+def _from_tagged_image(values: Any, tagged: Any) -> dict[str, object]:
+    if type(values) is not dict or not _STR.issuperset(map(type, values)):
+        raise ValueDecodeError("not a stored row image (its columns are not named by str)")
+    if type(tagged) is not tuple or not _STR.issuperset(map(type, tagged)):
+        raise ValueDecodeError("a stored row image's tagged columns are not named by str")
     if not _IMAGE_LEAVES.issuperset(map(type, values.values())):
         found = {type(value).__name__ for value in values.values()} - _LEAF_NAMES
         raise ValueDecodeError(f"a stored row image holds a {', '.join(sorted(found))}")
