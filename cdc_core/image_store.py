@@ -35,23 +35,18 @@ import functools
 import logging
 import math
 from collections.abc import Hashable, Iterator, Mapping
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
+from cdc_core import image_codec
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.events import ABSENT, UNAVAILABLE
+from cdc_core.image_codec import to_image_bytes
 from cdc_core.position import MAX_POSITION, Position
 from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
-from cdc_core.value_codec import (
-    PLAIN_TYPES,
-    ValueDecodeError,
-    from_image_values,
-    loads_marshal,
-    to_image_bytes,
-)
+from cdc_core.value_codec import PLAIN_TYPES, ValueDecodeError
 
 logger = logging.getLogger(__name__)
 
@@ -133,36 +128,10 @@ def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
 
 # -- row image values -------------------------------------------------------------------------
 
-# Format 2 stores images as ``cdc_core.value_codec.to_image_bytes``: ``(values, tagged)``
-# with ``tagged`` a tuple. Format 1 stored ``(values, kinds)`` with ``kinds`` a dict of
-# kind codes (or None), and pickled rare values (``_PICKLED``); its versions are still read,
-# the pickles with the restricted unpickler, until retention drops them.
-_DECIMAL, _NAIVE_DATETIME, _UTC_DATETIME, _DATE, _PICKLED = range(5)
+# Format 2 stores images as ``cdc_core.image_codec.to_image_bytes``. Format 1 was the same
+# except that rare values were pickled (kind 4): its versions are still read, the pickles
+# with the restricted unpickler only, until retention drops them.
 _STORE_FIX = "delete the store directory (state_dir/images) and re-snapshot the tables"
-
-
-def _legacy_value(kind: object, data: Any) -> object:
-    if kind == _DECIMAL and type(data) is str:
-        return Decimal(data)
-    if kind in (_NAIVE_DATETIME, _UTC_DATETIME) and type(data) is tuple:
-        year, month, day, hour, minute, second, micro, fold = map(int, data)
-        zone = None if kind == _NAIVE_DATETIME else UTC
-        return datetime(year, month, day, hour, minute, second, micro, zone, fold=fold)
-    if kind == _DATE and type(data) is int:
-        return date.fromordinal(data)
-    if kind == _PICKLED and type(data) is bytes:
-        return load_legacy_pickle(data)
-    raise ValueDecodeError(f"a format-1 row image has an unknown kind {kind!r}")
-
-
-def _from_legacy_image(values: Any, kinds: Any) -> dict[str, object]:
-    if type(values) is not dict or not (kinds is None or type(kinds) is dict):
-        raise ValueDecodeError("not a stored row image")
-    plain = {column: value for column, value in values.items() if column not in (kinds or {})}
-    image = from_image_values(plain, ())  # checks every plain value's type
-    for column, kind in (kinds or {}).items():
-        image[column] = _legacy_value(kind, values.get(column))
-    return {column: image[column] for column in values}  # the columns' order
 
 
 def _image_bytes(image: Mapping[str, object]) -> bytes:
@@ -181,12 +150,7 @@ def from_image_bytes(data: bytes) -> dict[str, object]:
         ValueDecodeError: The bytes are not a stored row image.
         ForbiddenPickleError: A format-1 image pickles a class no state holds.
     """
-    found = loads_marshal(data)
-    if type(found) is not tuple or len(found) != 2:
-        raise ValueDecodeError("not a stored row image")
-    if type(found[1]) is not tuple:
-        return _from_legacy_image(*found)
-    return from_image_values(*found)
+    return image_codec.from_image_bytes(data, load_legacy_pickle)
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -380,7 +344,7 @@ class RowImageStore:
     def _image_of(self, value: bytes, table: str) -> dict[str, object]:
         """The image a stored version holds; one that does not decode names the store."""
         try:
-            return from_image_bytes(value[1:])
+            return image_codec.from_image_bytes(value[1:], load_legacy_pickle)
         except ForbiddenPickleError as exc:
             message = f"row image store {self.path}, table {table}: {exc.message}; {_STORE_FIX}"
             raise ForbiddenPickleError(message, exc.context) from exc

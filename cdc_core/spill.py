@@ -14,13 +14,13 @@ names the file, the offset and the transaction. ``TransactionSpill.iter_records`
 all of a transaction's segments before it yields the first record, so a corrupt spill is
 never half-read.
 
-The payload of a change is ``encode_change``: ``marshal`` of a tuple of plain values,
-with the locators in ``cdc_core.value_codec``'s tagged form and the images as its row
-images, so reading a record builds data only. Version 1 wrote a pickle instead; such a
-record starts with the pickle ``PROTO`` opcode (0x80), which no ``marshal`` tuple starts
-with (0x28/0x29, or 0xA8/0xA9 with marshal's reference flag), and is read with the
-restricted unpickler of ``cdc_core.state_file`` (segments of transactions open across the
-upgrade). Spill files are private to one ``TransactionBuffer`` and are never read by
+The payload of a change is ``encode_change``: ``marshal`` of a tuple of plain values, the
+locators as ``cdc_core.value_codec.to_marshal_node`` and the images as
+``cdc_core.image_codec`` has them, so reading a record builds data only. Version 1 wrote a
+pickle instead; such a record starts with the pickle ``PROTO`` opcode (0x80), which no
+``marshal`` tuple starts with (0x28/0x29, or 0xA8/0xA9 with marshal's reference flag), and
+is read with the restricted unpickler of ``cdc_core.state_file`` (segments of transactions
+open across the upgrade). Spill files are private to one ``TransactionBuffer`` and are never read by
 another program.
 """
 
@@ -40,15 +40,14 @@ from typing import Any, BinaryIO, cast
 
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.events import Op, RowChange
+from cdc_core.image_codec import from_image_values, to_image_values
 from cdc_core.position import Position
 from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
 from cdc_core.value_codec import (
     MARSHAL_VERSION,
     ValueDecodeError,
-    from_image_values,
     from_marshal_node,
     loads_marshal,
-    to_image_values,
     to_marshal_node,
 )
 
@@ -141,7 +140,7 @@ def decode_change(txid: str, payload: bytes) -> RowChange:
 
 
 _PICKLE_PROTO = b"\x80"
-_PAIRS = frozenset({tuple, type(None)})  # a record's images: (values, tagged) or None
+_PAIRS = frozenset({tuple, type(None)})  # a record's images: (values, kinds) or None
 
 
 def _legacy_change(txid: str, payload: bytes) -> RowChange:

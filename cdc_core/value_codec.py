@@ -30,23 +30,21 @@ The tagged form (``to_tagged`` / ``from_tagged``) is a tree of JSON's own types:
   ``A``/``U``  ``ABSENT`` / ``UNAVAILABLE``                      —
   ==========  ================================================  ===========================
 
-  A zone is ``null`` (naive), ``["o", offset_microseconds, name or null]`` (a fixed
-  ``datetime.timezone``; UTC is offset 0) or ``["z", key]`` (a ``zoneinfo.ZoneInfo``).
+  A zone is ``null`` (naive), ``"utc"`` (``datetime.UTC``), ``["o", offset_microseconds,
+  name or null]`` (another fixed ``datetime.timezone``) or ``["z", key]`` (a
+  ``zoneinfo.ZoneInfo``).
 
-Row images (``to_image_bytes``) take a faster path, since one is written for every change:
-``marshal`` of ``(values, tagged)`` where ``values`` maps each column to its value when the
-value is one of ``marshal``'s plain types (``None``, ``bool``, ``int``, ``float``, ``str``,
-``bytes``) and to its tagged form otherwise, and ``tagged`` names the latter columns.
-``marshal.loads`` builds data only, but it can build code objects: the readers here check
-the type of every value they get back, so a code object is refused like any unknown type.
+Row images take a faster path of their own (``cdc_core.image_codec``). ``marshal`` builds
+data only, but it can build code objects: the readers here check the type of every object
+they get back, so a code object is refused like any unknown type.
 """
 
 from __future__ import annotations
 
 import marshal
 import zoneinfo
-from collections.abc import Callable, Mapping
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -58,9 +56,7 @@ MARSHAL_VERSION = 4  # stable since Python 3.4; pinned so the formats do not dri
 # marshal's types that stand for themselves (bool before int: ``type`` tests are exact).
 PLAIN_TYPES: frozenset[type] = frozenset({type(None), bool, int, float, str, bytes})
 _SELF: frozenset[type] = frozenset({type(None), bool, int, float, str})  # tagged form's
-_IMAGE_LEAVES = PLAIN_TYPES | {list}
-_LEAF_NAMES = frozenset(kind.__name__ for kind in _IMAGE_LEAVES)
-_STR = frozenset({str})
+_INT = frozenset({int})
 
 
 class UnknownValueTypeError(ContractError):
@@ -82,9 +78,11 @@ def _unknown(value: object) -> UnknownValueTypeError:
 # -- the tagged form -------------------------------------------------------------------------
 
 
-def _zone(zone: tzinfo | None) -> list[object] | None:
+def _zone(zone: tzinfo | None) -> list[object] | str | None:
     if zone is None:
         return None
+    if zone is UTC:
+        return "utc"  # the commonest zone by far (timestamptz, commit times): no list
     if type(zone) is timezone:
         # The constructor's own arguments: a name only when one was given (pickle's way).
         offset, *name = zone.__getinitargs__()  # type: ignore[attr-defined]
@@ -152,6 +150,8 @@ def to_tagged(value: object) -> object:
 def _of_zone(node: object) -> tzinfo | None:
     if node is None:
         return None
+    if node == "utc":
+        return UTC
     match node:
         case ["o", int(micros), str() | None as name]:
             offset = timedelta(microseconds=micros)
@@ -185,7 +185,7 @@ def _of_dict(node: list[Any]) -> dict[object, object]:
 
 
 def _ints(items: list[Any]) -> list[int]:
-    if not all(type(item) is int for item in items):
+    if not _INT.issuperset(map(type, items)):
         raise ValueDecodeError(f"expected integers, found {_shown(items)}")
     return items
 
@@ -234,7 +234,7 @@ def from_tagged(node: object) -> object:
         return node
     if kind is not list or not node or type(node[0]) is not str:  # type: ignore[index]
         raise ValueDecodeError(f"not a stored value: {type(node).__name__} {_shown(node)}")
-    assert isinstance(node, list)
+    assert isinstance(node, list)  # for mypy: `kind is` does not narrow
     decoder = _DECODERS.get(node[0])
     if decoder is None:
         raise ValueDecodeError(f"unknown value tag {node[0]!r}")
@@ -298,74 +298,3 @@ def from_marshal_node(node: object) -> object:
     if kind is bytes:
         return node
     return from_tagged(node)
-
-
-def to_image_values(image: Mapping[str, object]) -> tuple[dict[str, object], tuple[str, ...]]:
-    """A row image as ``(values, tagged)`` for ``marshal`` (see the module docstring).
-
-    ``values`` may be ``image`` itself: marshal it before the image changes.
-    """
-    if PLAIN_TYPES.issuperset(map(type, image.values())):  # the common case, in C
-        return (image if type(image) is dict else dict(image)), ()
-    values: dict[str, object] = {}
-    tagged: list[str] = []
-    for column, value in image.items():
-        if type(value) in PLAIN_TYPES:
-            values[column] = value
-        else:
-            values[column] = to_tagged(value)
-            tagged.append(column)
-    return values, tuple(tagged)
-
-
-def from_image_values(values: Any, tagged: Any) -> dict[str, object]:
-    """The inverse of ``to_image_values``, checking every type ``marshal`` gave back.
-
-    Raises:
-        ValueDecodeError: The data is not a stored row image.
-    """
-    if (
-        tagged == ()
-        and type(values) is dict
-        and _STR.issuperset(map(type, values))
-        and PLAIN_TYPES.issuperset(map(type, values.values()))
-    ):
-        return values  # the common case, checked in C
-    return _from_tagged_image(values, tagged)
-
-
-def _from_tagged_image(values: Any, tagged: Any) -> dict[str, object]:
-    if type(values) is not dict or not _STR.issuperset(map(type, values)):
-        raise ValueDecodeError("not a stored row image (its columns are not named by str)")
-    if type(tagged) is not tuple or not _STR.issuperset(map(type, tagged)):
-        raise ValueDecodeError("a stored row image's tagged columns are not named by str")
-    if not _IMAGE_LEAVES.issuperset(map(type, values.values())):
-        found = {type(value).__name__ for value in values.values()} - _LEAF_NAMES
-        raise ValueDecodeError(f"a stored row image holds a {', '.join(sorted(found))}")
-    # A list is only ever a tagged column's value: one elsewhere was not written here.
-    lists = list(map(type, values.values())).count(list)
-    if lists != len(tagged) or len(set(tagged)) != len(tagged):
-        raise ValueDecodeError("a stored row image's tagged columns do not match its values")
-    for column in tagged:
-        node = values.get(column)
-        if type(node) is not list:
-            raise ValueDecodeError(f"a stored row image's column {column!r} is not tagged")
-        values[column] = from_tagged(node)
-    return values
-
-
-def to_image_bytes(image: Mapping[str, object]) -> bytes:
-    """Serialise a row image losslessly."""
-    return marshal.dumps(to_image_values(image), MARSHAL_VERSION)
-
-
-def from_image_bytes(data: bytes) -> dict[str, object]:
-    """The inverse of ``to_image_bytes``.
-
-    Raises:
-        ValueDecodeError: The bytes are not a stored row image.
-    """
-    found = loads_marshal(data)
-    if type(found) is not tuple or len(found) != 2:
-        raise ValueDecodeError("not a stored row image")
-    return from_image_values(*found)

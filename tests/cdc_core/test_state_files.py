@@ -137,9 +137,7 @@ def test_a_planted_spill_record_is_refused_naming_the_segment(tmp_path: Path, ma
 def test_a_marshalled_code_object_in_a_spill_record_is_refused(tmp_path: Path) -> None:
     spill = TransactionSpill(tmp_path, "tx-1")
     code = compile("import os", "<planted>", "exec")
-    spill.append(
-        [(0, marshal.dumps((1, "1", "c", "s.t", ["T", 1], ({"a": code}, ()), None, None)))]
-    )
+    spill.append([(0, marshal.dumps((1, "1", "c", "s.t", (1,), ({"a": code}, None), None, None)))])
     with pytest.raises(SpillCorruptError, match=r"is not a stored change.*holds a code"):
         list(spill.iter_changes(()))
 
@@ -172,7 +170,7 @@ def test_a_corrupt_row_image_is_an_error_naming_the_store_and_the_fix(tmp_path: 
     with RowImageStore(path) as store:
         store.put("s.t", (1,), Position.of(1), {"a": 1}, 0)
         store.flush()
-    _replace_values(path, b"\x01" + marshal.dumps(({"a": 1}, ("a",)))[:-3])
+    _replace_values(path, b"\x01" + marshal.dumps(({"a": 1}, {"a": 0}))[:-3])
     with RowImageStore(path) as store, pytest.raises(TerminalError, match="re-snapshot"):
         store.get("s.t", (1,), Position.of(1))
 

@@ -14,12 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cdc_core.events import ABSENT, UNAVAILABLE, Interval
+from cdc_core.image_codec import from_image_bytes, to_image_bytes
 from cdc_core.value_codec import (
     UnknownValueTypeError,
     ValueDecodeError,
-    from_image_bytes,
     from_value_bytes,
-    to_image_bytes,
     to_value_bytes,
 )
 
@@ -159,8 +158,12 @@ def test_truncated_bytes_are_a_decode_error() -> None:
         from_value_bytes(data[:-10])
 
 
-def test_a_list_in_an_untagged_column_is_refused() -> None:
-    with pytest.raises(ValueDecodeError, match="tagged columns"):
-        from_image_bytes(marshal.dumps(({"a": ["D", "1"]}, ())))
-    assert from_image_bytes(marshal.dumps(({"a": ["D", "1"]}, ("a",)))) == {"a": Decimal(1)}
+def test_a_stand_in_in_a_column_without_a_kind_is_refused() -> None:
+    with pytest.raises(ValueDecodeError, match="holds a list"):
+        from_image_bytes(marshal.dumps(({"a": ["D", "1"]}, None)))
+    with pytest.raises(ValueDecodeError, match="holds a tuple"):
+        from_image_bytes(marshal.dumps(({"a": (2024, 1, 1, 0, 0, 0, 0, 0), "b": 1}, {"b": 3})))
+    with pytest.raises(ValueDecodeError, match="unknown kind 4"):  # a pickle: format 1 only
+        from_image_bytes(marshal.dumps(({"a": b"\x80"}, {"a": 4})))
+    assert from_image_bytes(marshal.dumps(({"a": ["D", "1"]}, {"a": 5}))) == {"a": Decimal(1)}
     assert from_image_bytes(to_image_bytes({"a": UUID(int=5)})) == {"a": UUID(int=5)}
