@@ -34,7 +34,10 @@ The tagged form (``to_tagged`` / ``from_tagged``) is a tree of JSON's own types:
   name or null]`` (another fixed ``datetime.timezone``) or ``["z", key]`` (a
   ``zoneinfo.ZoneInfo``).
 
-Row images take a faster path of their own (``cdc_core.image_codec``). ``marshal`` builds
+In ``marshal`` data (not JSON, which has no tuples) ``to_marshal_node`` also lets a tuple of
+plain values, such as a locator, stand for itself: tagged forms are lists, so this is
+unambiguous. Row images take a faster path of their own (``cdc_core.image_codec``).
+``marshal`` builds
 data only, but it can build code objects: the readers here check the type of every object
 they get back, so a code object is refused like any unknown type.
 """

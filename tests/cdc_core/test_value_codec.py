@@ -132,9 +132,10 @@ def test_a_code_object_marshal_builds_is_refused_never_returned() -> None:
     for data in (
         marshal.dumps(code),
         marshal.dumps(["L", code]),
-        marshal.dumps(({"a": code}, ())),
-        marshal.dumps(({code: 1}, ())),
-        marshal.dumps(({"a": ["T", code]}, ("a",))),
+        marshal.dumps(({"a": code}, None)),
+        marshal.dumps(({code: 1}, None)),
+        marshal.dumps(({"a": ["T", code]}, {"a": 5})),
+        marshal.dumps(({"a": 1, "b": code}, {"a": 3})),
     ):
         with pytest.raises(ValueDecodeError):
             from_value_bytes(data)
