@@ -24,7 +24,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cdc_core.buffer import BufferState
+from cdc_core.buffer_state import BufferState
 from cdc_core.errors import TerminalError
 from cdc_core.position import Position, position_from_dict, position_to_dict
 from cdc_core.spill import fsync_directory

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 import lmdb
 import pytest
 
-from cdc_core.buffer import BufferState, TransactionState
+from cdc_core.buffer_state import BufferState, TransactionState
 from cdc_core.checkpoint import (
     FILE_NAME,
     Checkpoint,
@@ -35,7 +35,7 @@ from cdc_core.checkpoint import (
     write_checkpoint,
 )
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RowChange
+from cdc_core.events import ABSENT, Interval, RowChange
 from cdc_core.image_store import RowImageStore, from_image_bytes
 from cdc_core.position import Position
 from cdc_core.spill import SegmentRef, SpillCorruptError, TransactionSpill
@@ -44,6 +44,7 @@ from cdc_core.table_refresh import RefreshState
 from tests.cdc_core.kill_loop import ROOT, write_config
 
 T0 = datetime(2026, 5, 1, 8, 30, tzinfo=UTC)
+DATA = Path(__file__).parent / "data"
 
 
 class _Planted:
@@ -72,8 +73,9 @@ def _version_1(magic: bytes, payload: bytes) -> bytes:
     return magic + zlib.crc32(payload).to_bytes(4, "little") + payload
 
 
-def _checkpoint(tmp_path: Path) -> Checkpoint:
-    segment = SegmentRef(f"{uuid.uuid4().hex}.seg", 2, 120)
+def _checkpoint() -> Checkpoint:
+    """What ``data/checkpoint-v1.bin`` holds (written by the release before, commit dab46c6)."""
+    segment = SegmentRef("0123456789abcdef0123456789abcdef.seg", 2, 120)
     txn = TransactionState(
         "tx-1", Position(5, "bin.1:5"), T0, 3, 1, (segment,), frozenset({0}), frozenset({"age"})
     )
@@ -86,7 +88,7 @@ def _checkpoint(tmp_path: Path) -> Checkpoint:
         40,
         "ALTER TABLE",
         False,
-        ((date(2024, 2, 29), b"\x00"),),
+        ((date(2024, 2, 29), b"\x00", Interval(1, 2, 3)),),
     )
     return Checkpoint(
         "shop",
@@ -197,7 +199,7 @@ def test_cdc_run_refuses_a_planted_checkpoint_and_exits_2(tmp_path: Path, marker
 
 
 def test_a_checkpoint_is_a_checksummed_json_document_that_round_trips(tmp_path: Path) -> None:
-    checkpoint = _checkpoint(tmp_path)
+    checkpoint = _checkpoint()
     write_checkpoint(tmp_path, checkpoint)
     document = json.loads((tmp_path / FILE_NAME).read_text(encoding="utf-8"))
     assert (document["format"], document["version"]) == ("replcheck.checkpoint", 2)
@@ -206,7 +208,7 @@ def test_a_checkpoint_is_a_checksummed_json_document_that_round_trips(tmp_path: 
 
 
 def test_an_edited_checkpoint_fails_its_checksum_naming_the_file(tmp_path: Path) -> None:
-    write_checkpoint(tmp_path, _checkpoint(tmp_path))
+    write_checkpoint(tmp_path, _checkpoint())
     path = tmp_path / FILE_NAME
     path.write_text(path.read_text(encoding="utf-8").replace('"shop"', '"shoq"'), "utf-8")
     with pytest.raises(CheckpointCorruptError, match=f"{path} is corrupt.*checksum"):
@@ -214,13 +216,11 @@ def test_an_edited_checkpoint_fails_its_checksum_naming_the_file(tmp_path: Path)
 
 
 def test_a_pickled_checkpoint_is_migrated_once_and_rewritten(tmp_path: Path) -> None:
-    checkpoint = _checkpoint(tmp_path)
-    payload = pickle.dumps(checkpoint, pickle.HIGHEST_PROTOCOL)  # as format 1 wrote it
-    (tmp_path / FILE_NAME).write_bytes(_version_1(b"RCCKPT01", payload))
+    (tmp_path / FILE_NAME).write_bytes((DATA / "checkpoint-v1.bin").read_bytes())
 
-    assert read_checkpoint(tmp_path) == checkpoint
+    assert read_checkpoint(tmp_path) == _checkpoint()
     assert (tmp_path / FILE_NAME).read_bytes().startswith(b"{")
-    assert read_checkpoint(tmp_path) == checkpoint
+    assert read_checkpoint(tmp_path) == _checkpoint()
 
 
 def test_a_planted_getattr_reaching_past_zoneinfo_is_refused(marker: Path) -> None:
@@ -234,11 +234,9 @@ def test_a_planted_getattr_reaching_past_zoneinfo_is_refused(marker: Path) -> No
         BufferState.from_bytes(_version_1(b"RCBUFST1", payload))
 
 
-def test_a_pickled_buffer_state_is_read(tmp_path: Path) -> None:
-    state = _checkpoint(tmp_path).buffer
-    assert state is not None
-    payload = pickle.dumps(state, pickle.HIGHEST_PROTOCOL)
-    assert BufferState.from_bytes(_version_1(b"RCBUFST1", payload)) == state
+def test_a_pickled_buffer_state_is_read() -> None:
+    state = BufferState.from_bytes((DATA / "buffer-state-v1.bin").read_bytes())
+    assert state == _checkpoint().buffer
 
 
 def test_pickled_spill_records_of_format_1_are_read(tmp_path: Path) -> None:
