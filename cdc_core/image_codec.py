@@ -32,6 +32,8 @@ from decimal import Decimal
 from itertools import chain
 from typing import Any
 
+from cdc_core.errors import ContractError
+from cdc_core.events import ABSENT, UNAVAILABLE
 from cdc_core.value_codec import (
     MARSHAL_VERSION,
     PLAIN_TYPES,
@@ -68,13 +70,21 @@ def _stand_in(value: object) -> tuple[int, object]:
     return TAGGED, to_tagged(value)
 
 
-def to_image_values(image: Mapping[str, object]) -> tuple[dict[str, object], dict[str, int] | None]:
+def to_image_values(
+    image: Mapping[str, object], *, full: bool = False
+) -> tuple[dict[str, object], dict[str, int] | None]:
     """A row image as ``(values, kinds)`` for ``marshal`` (see the module docstring).
 
     ``values`` may be ``image`` itself: marshal it before the image changes.
 
+    Args:
+        image: The row image.
+        full: Refuse ``ABSENT`` and ``UNAVAILABLE`` (a stored image must be full), checked
+            in the loop that runs anyway for values that are not plain.
+
     Raises:
         UnknownValueTypeError: A value has a type the codec does not know.
+        ContractError: ``full`` and the image has ``ABSENT`` or ``UNAVAILABLE`` columns.
     """
     if PLAIN_TYPES.issuperset(map(type, image.values())):  # the common case, in C
         return (image if type(image) is dict else dict(image)), None
@@ -83,6 +93,8 @@ def to_image_values(image: Mapping[str, object]) -> tuple[dict[str, object], dic
     for column, value in image.items():
         if type(value) in PLAIN_TYPES:
             values[column] = value
+        elif full and (value is ABSENT or value is UNAVAILABLE):
+            raise ContractError(f"a stored row image must be full; it has {value!r} columns")
         else:
             kinds[column], values[column] = _stand_in(value)
     return values, kinds
@@ -158,9 +170,9 @@ def _check_plain(values: dict[str, object], kinds: Mapping[str, object]) -> None
         raise ValueDecodeError(f"a stored row image holds a {', '.join(sorted(found))}")
 
 
-def to_image_bytes(image: Mapping[str, object]) -> bytes:
-    """Serialise a row image losslessly."""
-    return marshal.dumps(to_image_values(image), MARSHAL_VERSION)
+def to_image_bytes(image: Mapping[str, object], *, full: bool = False) -> bytes:
+    """Serialise a row image losslessly (``full`` as for ``to_image_values``)."""
+    return marshal.dumps(to_image_values(image, full=full), MARSHAL_VERSION)
 
 
 def from_image_bytes(

@@ -42,11 +42,10 @@ from uuid import UUID
 
 from cdc_core import image_codec
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.events import ABSENT, UNAVAILABLE
 from cdc_core.image_codec import to_image_bytes
 from cdc_core.position import MAX_POSITION, Position
 from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
-from cdc_core.value_codec import PLAIN_TYPES, ValueDecodeError
+from cdc_core.value_codec import ValueDecodeError
 
 logger = logging.getLogger(__name__)
 
@@ -132,15 +131,6 @@ def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
 # except that rare values were pickled (kind 4): its versions are still read, the pickles
 # with the restricted unpickler only, until retention drops them.
 _STORE_FIX = "delete the store directory (state_dir/images) and re-snapshot the tables"
-
-
-def _image_bytes(image: Mapping[str, object]) -> bytes:
-    """``to_image_bytes`` of a full image: the codec stores the sentinels, the store must not."""
-    if not PLAIN_TYPES.issuperset(map(type, image.values())):
-        for value in image.values():
-            if value is ABSENT or value is UNAVAILABLE:
-                raise ContractError(f"a stored row image must be full; it has {value!r} columns")
-    return to_image_bytes(image)
 
 
 def from_image_bytes(data: bytes) -> dict[str, object]:
@@ -263,7 +253,7 @@ class RowImageStore:
         """
         if not 0 <= seq <= _MAX_SEQ:  # inline rather than _check_seq: puts are the hot path
             raise ContractError(f"seq must be in 0..2**63-1, not {seq}")
-        value = _TOMBSTONE if image is None else _IMAGE + _image_bytes(image)
+        value = _TOMBSTONE if image is None else _IMAGE + to_image_bytes(image, full=True)
         key = (
             _row_prefix(table, locator) + position.value.to_bytes(8, "big") + seq.to_bytes(8, "big")
         )
