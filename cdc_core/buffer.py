@@ -18,13 +18,12 @@ the last change fed instead of at the begin of the oldest open transaction.
 from __future__ import annotations
 
 import logging
-import pickle
-import zlib
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from cdc_core.buffer_state import BufferState, TransactionState
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.events import (
     Begin,
@@ -39,8 +38,6 @@ from cdc_core.events import (
 from cdc_core.position import Position
 from cdc_core.spill import (
     SUFFIX,
-    SegmentRef,
-    SpillCorruptError,
     TransactionSpill,
     decode_change,
     encode_change,
@@ -56,7 +53,6 @@ logger = logging.getLogger(__name__)
 CHANGE_OVERHEAD_BYTES = 320
 IMAGE_BYTES = 232
 COLUMN_BYTES = 72
-_STATE_MAGIC = b"RCBUFST1"
 
 
 class LogOrderError(TerminalError):
@@ -109,65 +105,6 @@ class OpenTransactionInfo:
     spilled_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionState:
-    """One open transaction in a checkpoint: everything it holds is in ``segments``."""
-
-    txid: str
-    begin_pos: Position
-    begun_at: datetime
-    next_seq: int
-    change_count: int
-    segments: tuple[SegmentRef, ...]
-    undone: frozenset[int]
-    warned: frozenset[str]
-
-    def __post_init__(self) -> None:
-        if sum(ref.record_count for ref in self.segments) - len(self.undone) != self.change_count:
-            raise SpillCorruptError(f"checkpoint of transaction {self.txid} does not add up")
-
-
-@dataclass(frozen=True, slots=True)
-class BufferState:
-    """A checkpoint of the buffer (see ``TransactionBuffer.checkpoint_state``).
-
-    Args:
-        high_water: The position of the last change fed, ``None`` if none was.
-        high_water_count: How many changes at exactly ``high_water`` were fed.
-        transactions: The open transactions, in begin order.
-        obsolete_segments: Segment files no longer needed once this state is durable.
-    """
-
-    high_water: Position | None
-    high_water_count: int
-    transactions: tuple[TransactionState, ...]
-    obsolete_segments: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if (self.high_water is None) != (self.high_water_count == 0):
-            raise SpillCorruptError("checkpoint: high_water and high_water_count disagree")
-
-    def to_bytes(self) -> bytes:
-        """Serialise, with a checksum (pickle of positions, segment refs and ints)."""
-        payload = pickle.dumps(self, pickle.HIGHEST_PROTOCOL)
-        return _STATE_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> BufferState:
-        """The inverse of ``to_bytes``.
-
-        Raises:
-            SpillCorruptError: The bytes are not an intact buffer checkpoint.
-        """
-        head, crc, payload = data[:8], data[8:12], data[12:]
-        if head != _STATE_MAGIC or zlib.crc32(payload).to_bytes(4, "little") != crc:
-            raise SpillCorruptError("buffer checkpoint is corrupt; restore an older checkpoint")
-        state = pickle.loads(payload)
-        if not isinstance(state, cls):
-            raise SpillCorruptError("buffer checkpoint holds no BufferState")
-        return state
-
-
 @dataclass(slots=True)
 class _OpenTransaction:
     """Mutable bookkeeping of one open transaction (private to the buffer)."""
@@ -193,12 +130,11 @@ class _CommittedChanges:
 
     def __iter__(self) -> Iterator[CommittedChange]:
         txn = self._txn
-        spilled = txn.spill.iter_records() if txn.spill.names() else iter(())
+        spilled = txn.spill.iter_changes(txn.undone) if txn.spill.names() else iter(())
         out = 0
-        for seq, payload in spilled:
-            if seq not in txn.undone:
-                yield CommittedChange(out, decode_change(txn.txid, payload))
-                out += 1
+        for _, change in spilled:
+            yield CommittedChange(out, change)
+            out += 1
         for _, change, _ in txn.memory:  # never undone: an undo removes it from memory
             yield CommittedChange(out, change)
             out += 1

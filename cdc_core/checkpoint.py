@@ -8,25 +8,45 @@ Order of a checkpoint (the invariant of ``TransactionBuffer.checkpoint_state``):
 has committed every emitted transaction, the row image store is flushed, then this file is
 written to a temporary name, fsynced and renamed over the old one. A crash at any point
 leaves the old checkpoint or the new one, never a mix.
+
+The file is a state document (``cdc_core.state_file``: JSON with a version and a SHA-256
+checksum); each type in it has its own ``to_dict``/``from_dict``. A checkpoint of version 1
+(a pickle) is read once with the restricted unpickler and rewritten as version 2.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import pickle
 import zlib
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from cdc_core.buffer import BufferState
+from cdc_core.buffer_state import BufferState
 from cdc_core.errors import TerminalError
-from cdc_core.position import Position
+from cdc_core.position import Position, position_from_dict, position_to_dict
 from cdc_core.spill import fsync_directory
+from cdc_core.state_file import (
+    ForbiddenPickleError,
+    StateFileCorruptError,
+    from_state_document,
+    load_legacy_pickle,
+    to_state_document,
+)
 from cdc_core.table_refresh import RefreshState
 
-_MAGIC = b"RCCKPT01"
+logger = logging.getLogger(__name__)
+
+_LEGACY_MAGIC = b"RCCKPT01"  # version 1: a pickle, read once by the migration
+FORMAT = "replcheck.checkpoint"
+VERSION = 2
 FILE_NAME = "checkpoint"
+_FIX = (
+    "restore it from a backup, or remove the state directory and the pipeline's lake tables"
+    " to start over with a new initial snapshot"
+)
 
 
 class CheckpointCorruptError(TerminalError):
@@ -62,30 +82,91 @@ class Checkpoint:
     stale: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     shapes: dict[str, str] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The checkpoint as its state document's body."""
+        return {
+            "pipeline": self.pipeline,
+            "lake_position": position_to_dict(self.lake_position),
+            "resume_at": position_to_dict(self.resume_at),
+            "buffer": None if self.buffer is None else self.buffer.to_dict(),
+            "loaded": _positions_to_dict(self.loaded),
+            "loading": _positions_to_dict(self.loading),
+            "refreshes": [refresh.to_dict() for refresh in self.refreshes],
+            "ddl_seen": _positions_to_dict(self.ddl_seen),
+            "stale": {table: [list(w) for w in windows] for table, windows in self.stale.items()},
+            "shapes": dict(self.shapes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        """The inverse of ``to_dict``."""
+        buffer = data["buffer"]
+        stale = data["stale"]
+        return cls(
+            data["pipeline"],
+            position_from_dict(data["lake_position"]),
+            position_from_dict(data["resume_at"]),
+            None if buffer is None else BufferState.from_dict(buffer),
+            _positions_from_dict(data["loaded"]),
+            _positions_from_dict(data["loading"]),
+            tuple(RefreshState.from_dict(refresh) for refresh in data["refreshes"]),
+            _positions_from_dict(data["ddl_seen"]),
+            {table: tuple((lo, hi) for lo, hi in windows) for table, windows in stale.items()},
+            {str(table): str(shape) for table, shape in data["shapes"].items()},
+        )
+
     def to_bytes(self) -> bytes:
-        """Serialise, with a checksum."""
-        payload = pickle.dumps(self, pickle.HIGHEST_PROTOCOL)
-        return _MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
+        """Serialise as a state document (JSON with a version and a checksum)."""
+        return to_state_document(FORMAT, VERSION, self.to_dict())
 
     @classmethod
     def from_bytes(cls, data: bytes, path: Path) -> Checkpoint:
-        """The inverse of ``to_bytes``.
+        """The inverse of ``to_bytes``; a version-1 pickle is read by the migration.
 
         Raises:
             CheckpointCorruptError: The bytes are not an intact checkpoint.
+            ForbiddenPickleError: A version-1 pickle names a class no state holds.
         """
-        head, crc, payload = data[:8], data[8:12], data[12:]
-        if head != _MAGIC or zlib.crc32(payload).to_bytes(4, "little") != crc:
-            raise CheckpointCorruptError(
-                f"the checkpoint {path} is corrupt or truncated; restore it from a backup, or"
-                " remove the state directory and the pipeline's lake tables to start over"
-                " with a new initial snapshot",
-                {"path": str(path)},
-            )
-        checkpoint = pickle.loads(payload)
-        if not isinstance(checkpoint, cls):
-            raise CheckpointCorruptError(f"{path} holds no pipeline checkpoint")
-        return _with_defaults(checkpoint)
+        if data.startswith(_LEGACY_MAGIC):
+            return _from_legacy(data, path)
+        try:
+            return cls.from_dict(from_state_document(data, FORMAT, VERSION))
+        except ForbiddenPickleError:
+            raise
+        except StateFileCorruptError as exc:
+            raise _corrupt(path, str(exc)) from exc
+        except (TerminalError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise _corrupt(path, f"a field is missing or wrong ({exc!r})") from exc
+
+
+def _positions_to_dict(positions: Mapping[str, Position]) -> dict[str, Any]:
+    return {table: position.to_dict() for table, position in positions.items()}
+
+
+def _positions_from_dict(data: Mapping[str, Any]) -> dict[str, Position]:
+    return {table: Position.from_dict(position) for table, position in data.items()}
+
+
+def _corrupt(path: Path, what: str) -> CheckpointCorruptError:
+    return CheckpointCorruptError(
+        f"the checkpoint {path} is corrupt or truncated; {_FIX} ({what})", {"path": str(path)}
+    )
+
+
+def _from_legacy(data: bytes, path: Path) -> Checkpoint:
+    """A version-1 checkpoint: CRC-32 checked, then unpickled with only the allowed classes."""
+    payload = data[12:]
+    if zlib.crc32(payload).to_bytes(4, "little") != data[8:12]:
+        raise _corrupt(path, "its checksum does not match its contents")
+    try:
+        checkpoint = load_legacy_pickle(payload)
+    except ForbiddenPickleError as exc:
+        raise ForbiddenPickleError(f"the checkpoint {path}: {exc.message}", exc.context) from exc
+    except StateFileCorruptError as exc:
+        raise _corrupt(path, str(exc)) from exc
+    if not isinstance(checkpoint, Checkpoint):
+        raise _corrupt(path, "it holds no pipeline checkpoint")
+    return _with_defaults(checkpoint)
 
 
 def _with_defaults(checkpoint: Checkpoint) -> Checkpoint:
@@ -105,7 +186,13 @@ def read_checkpoint(state_dir: Path) -> Checkpoint | None:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    return Checkpoint.from_bytes(data, path)
+    checkpoint = Checkpoint.from_bytes(data, path)
+    if data.startswith(_LEGACY_MAGIC):
+        write_checkpoint(state_dir, checkpoint)
+        logger.warning(
+            "checkpoint %s: migrated from a version-1 pickle to version %d", path, VERSION
+        )
+    return checkpoint
 
 
 def write_checkpoint(state_dir: Path, checkpoint: Checkpoint) -> None:

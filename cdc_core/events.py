@@ -76,6 +76,19 @@ unlike ``ABSENT`` it may have changed, so the row image store's value is stale. 
 fetches it from the source as of the change's commit position, or stops; never NULL."""
 
 
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A duration as PostgreSQL keeps it; ``days`` fold into ``micros`` when encoded.
+
+    A row value (Oracle ``INTERVAL YEAR TO MONTH``): it lives here, with the other values
+    of the change model, so the state codec can store it without importing ``merkle``.
+    """
+
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+
 def _check_txid(txid: str) -> None:
     if not isinstance(txid, str) or not txid:
         raise ContractError(f"a transaction id must be a non-empty str, not {txid!r}")

@@ -33,24 +33,25 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
-import marshal
 import math
-import pickle
 from collections.abc import Hashable, Iterator, Mapping
-from datetime import UTC, date, datetime, time, tzinfo
+from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
+from cdc_core import image_codec
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.events import ABSENT, UNAVAILABLE
+from cdc_core.image_codec import to_image_bytes
 from cdc_core.position import MAX_POSITION, Position
+from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
+from cdc_core.value_codec import ValueDecodeError
 
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ = 2**63 - 1
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 1: rare values pickled; still read (see from_image_bytes)
+_READS_FORMATS = (1, 2)
 _TOMBSTONE = b"\x00"  # a version's value: this byte for a deleted row, else _IMAGE + image
 _IMAGE = b"\x01"
 _VERSION_SUFFIX = 16  # big-endian position (8 bytes) and seq (8 bytes) end every version key
@@ -126,80 +127,20 @@ def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
 
 # -- row image values -------------------------------------------------------------------------
 
-# marshal handles these exactly and in C; everything else gets a kind code (below).
-_PLAIN: frozenset[type] = frozenset({type(None), bool, int, float, str, bytes})
-_MARSHAL_VERSION = 4  # stable since Python 3.4; pinned so the file format does not drift
-_DECIMAL, _NAIVE_DATETIME, _UTC_DATETIME, _DATE, _PICKLED = range(5)
-
-
-def _datetime_fields(value: datetime) -> tuple[int, ...]:
-    return (value.year, value.month, value.day, value.hour, value.minute, value.second,
-            value.microsecond, value.fold)  # fmt: skip
-
-
-def _encode_value(value: object) -> tuple[int, object]:
-    kind = type(value)
-    if kind is Decimal:
-        return _DECIMAL, str(value)
-    if kind is datetime:
-        assert isinstance(value, datetime)  # for mypy: `kind is` does not narrow
-        if value.tzinfo is None:
-            return _NAIVE_DATETIME, _datetime_fields(value)
-        if value.tzinfo is UTC:
-            return _UTC_DATETIME, _datetime_fields(value)
-    if kind is date:
-        assert isinstance(value, date)
-        return _DATE, value.toordinal()
-    if value is ABSENT or value is UNAVAILABLE:  # here, in the loop that runs anyway
-        raise ContractError(f"a stored row image must be full; it has {value!r} columns")
-    # Other zones, times, intervals, UUIDs, JSON documents: rarer, so pickle is fast enough.
-    return _PICKLED, pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-
-
-def _decode_value(kind: int, data: Any) -> object:
-    # ``data`` is what marshal gave back for the column: its type follows from ``kind``.
-    if kind == _DECIMAL:
-        return Decimal(data)
-    if kind == _NAIVE_DATETIME:
-        return _datetime_of(data, None)
-    if kind == _UTC_DATETIME:
-        return _datetime_of(data, UTC)
-    if kind == _DATE:
-        return date.fromordinal(data)
-    return pickle.loads(data)
-
-
-def _datetime_of(fields: tuple[int, ...], zone: tzinfo | None) -> datetime:
-    year, month, day, hour, minute, second, micro, fold = fields
-    return datetime(year, month, day, hour, minute, second, micro, zone, fold=fold)
-
-
-def to_image_bytes(image: Mapping[str, object]) -> bytes:
-    """Serialise a row image losslessly (the store's value format).
-
-    Plain values go to ``marshal`` as they are; decimals, naive and UTC datetimes and dates as
-    primitive stand-ins with a kind code per column (several times faster than pickling
-    them); any other value is pickled on its own.
-    """
-    values: dict[str, object] = {}
-    kinds: dict[str, int] | None = None
-    for column, value in image.items():
-        if type(value) in _PLAIN:
-            values[column] = value
-            continue
-        kinds = kinds or {}
-        kinds[column], values[column] = _encode_value(value)
-    return marshal.dumps((values, kinds), _MARSHAL_VERSION)
+# Format 2 stores images as ``cdc_core.image_codec.to_image_bytes``. Format 1 was the same
+# except that rare values were pickled (kind 4): its versions are still read, the pickles
+# with the restricted unpickler only, until retention drops them.
+_STORE_FIX = "delete the store directory (state_dir/images) and re-snapshot the tables"
 
 
 def from_image_bytes(data: bytes) -> dict[str, object]:
-    """The inverse of ``to_image_bytes``."""
-    values, kinds = marshal.loads(data)
-    if kinds:
-        for column, kind in kinds.items():
-            values[column] = _decode_value(kind, values[column])
-    result: dict[str, object] = values
-    return result
+    """The inverse of ``to_image_bytes``; also reads the row images of format 1.
+
+    Raises:
+        ValueDecodeError: The bytes are not a stored row image.
+        ForbiddenPickleError: A format-1 image pickles a class no state holds.
+    """
+    return image_codec.from_image_bytes(data, load_legacy_pickle)
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -260,6 +201,9 @@ class RowImageStore:
         version = self._meta_int(b"format_version")
         if version is None:
             self._txn.put(b"format_version", _FORMAT_VERSION.to_bytes(8, "big"), db=self._meta)
+        elif version in _READS_FORMATS and version != _FORMAT_VERSION:
+            # Format 2 writes only what this release reads: an older one must refuse it.
+            self._txn.put(b"format_version", _FORMAT_VERSION.to_bytes(8, "big"), db=self._meta)
         elif version != _FORMAT_VERSION:
             self._txn.abort()
             self._env.close()
@@ -309,7 +253,7 @@ class RowImageStore:
         """
         if not 0 <= seq <= _MAX_SEQ:  # inline rather than _check_seq: puts are the hot path
             raise ContractError(f"seq must be in 0..2**63-1, not {seq}")
-        value = _TOMBSTONE if image is None else _IMAGE + to_image_bytes(image)
+        value = _TOMBSTONE if image is None else _IMAGE + to_image_bytes(image, full=True)
         key = (
             _row_prefix(table, locator) + position.value.to_bytes(8, "big") + seq.to_bytes(8, "big")
         )
@@ -362,7 +306,7 @@ class RowImageStore:
             return None
         if table in self._truncations and self._truncated_after(table, _point_of(found[0]), point):
             return None
-        return from_image_bytes(found[1][1:])
+        return self._image_of(found[1], table)
 
     def stale_rows(self, table: str, before: Position) -> list[tuple[bytes, dict[str, object]]]:
         """Rows of ``table`` whose newest version is a live image older than ``before``.
@@ -380,12 +324,26 @@ class RowImageStore:
                     break
                 newest[key[:-_VERSION_SUFFIX]] = (key, value)
         return [
-            (row, from_image_bytes(value[1:]))
+            (row, self._image_of(value, table))
             for row, (key, value) in newest.items()
             if value != _TOMBSTONE
             and _point_of(key)[0] < before.value
             and not self._truncated_after(table, _point_of(key), (MAX_POSITION, _MAX_SEQ))
         ]
+
+    def _image_of(self, value: bytes, table: str) -> dict[str, object]:
+        """The image a stored version holds; one that does not decode names the store."""
+        try:
+            return image_codec.from_image_bytes(value[1:], load_legacy_pickle)
+        except ForbiddenPickleError as exc:
+            message = f"row image store {self.path}, table {table}: {exc.message}; {_STORE_FIX}"
+            raise ForbiddenPickleError(message, exc.context) from exc
+        except (ValueDecodeError, StateFileCorruptError) as exc:
+            raise TerminalError(
+                f"row image store {self.path} holds a version of table {table} that is not a"
+                f" stored row image ({exc}); {_STORE_FIX}",
+                {"store": str(self.path), "table": table},
+            ) from exc
 
     def bury(self, row: bytes, position: Position, seq: int) -> None:
         """Record a tombstone for a row known by its key prefix (from ``stale_rows``)."""

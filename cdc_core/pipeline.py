@@ -59,6 +59,7 @@ from cdc_core.source import (
     TableChanged,
     TableDescription,
 )
+from cdc_core.state_lock import StateLock
 from cdc_core.table_refresh import TableRefresher
 
 logger = logging.getLogger(__name__)
@@ -164,15 +165,15 @@ class Pipeline(FollowsDdl):
 
     def _iter_flushes(self, until: Position | None) -> Iterator[Position | None]:
         """The loop; yields the lake position after each durable batch."""
-        self.config.state_dir.mkdir(parents=True, exist_ok=True)
-        checkpoint = read_checkpoint(self.config.state_dir) or Checkpoint(
-            self.config.name, None, None, None
-        )
-        self._check_owner(checkpoint)
-        with RowImageStore(self.config.state_dir / "images") as store:
-            self._store = store
-            checkpoint = load_tables(self._load_context(), checkpoint)
-            yield from self._stream(checkpoint, until)
+        with StateLock(self.config.state_dir, self.config.name):  # one run per state_dir
+            checkpoint = read_checkpoint(self.config.state_dir) or Checkpoint(
+                self.config.name, None, None, None
+            )
+            self._check_owner(checkpoint)
+            with RowImageStore(self.config.state_dir / "images") as store:
+                self._store = store
+                checkpoint = load_tables(self._load_context(), checkpoint)
+                yield from self._stream(checkpoint, until)
 
     def _load_context(self) -> LoadContext:
         return LoadContext(

@@ -7,7 +7,9 @@ orders and identifies a position; the text is for people reading logs and report
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cdc_core.errors import ContractError, TerminalError
 
@@ -35,6 +37,17 @@ class Position:
             raise ContractError(f"a position value must be an int, not {type(self.value)}")
         if not 0 <= self.value <= MAX_POSITION:
             raise ContractError(f"position value {self.value} is outside 0..2**63-1")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The position as a state document holds it."""
+        return {"value": self.value, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Position:
+        """The inverse of ``to_dict`` (a wrong field raises ``ContractError``)."""
+        if not isinstance(data.get("text"), str):
+            raise ContractError(f"a position's text must be a str, not {data.get('text')!r}")
+        return cls(data["value"], data["text"])
 
     @classmethod
     def of(cls, value: int) -> Position:
@@ -64,3 +77,13 @@ class Position:
 
     def __str__(self) -> str:
         return self.text
+
+
+def position_to_dict(position: Position | None) -> dict[str, Any] | None:
+    """``Position.to_dict``, passing ``None`` through."""
+    return None if position is None else position.to_dict()
+
+
+def position_from_dict(data: Mapping[str, Any] | None) -> Position | None:
+    """``Position.from_dict``, passing ``None`` through."""
+    return None if data is None else Position.from_dict(data)

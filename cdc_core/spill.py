@@ -14,27 +14,42 @@ names the file, the offset and the transaction. ``TransactionSpill.iter_records`
 all of a transaction's segments before it yields the first record, so a corrupt spill is
 never half-read.
 
-The payload of a change is ``encode_change``: a pickle of plain values (row values are
-Decimal, datetime, bytes, ``ABSENT``, which pickle round-trips exactly). Spill files are
-private to one ``TransactionBuffer`` and are never read by another program.
+The payload of a change is ``encode_change``: ``marshal`` of a tuple of plain values, the
+locators as ``cdc_core.value_codec.to_marshal_node`` and the images as
+``cdc_core.image_codec`` has them, so reading a record builds data only. Version 1 wrote a
+pickle instead; such a record starts with the pickle ``PROTO`` opcode (0x80), which no
+``marshal`` tuple starts with (0x28/0x29, or 0xA8/0xA9 with marshal's reference flag), and
+is read with the restricted unpickler of ``cdc_core.state_file`` (segments of transactions
+open across the upgrade). Spill files are private to one ``TransactionBuffer`` and are never read by
+another program.
 """
 
 from __future__ import annotations
 
 import logging
+import marshal
 import os
-import pickle
 import struct
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
-from cdc_core.errors import TerminalError
+from cdc_core.errors import ContractError, TerminalError
 from cdc_core.events import Op, RowChange
+from cdc_core.image_codec import from_image_values, to_image_values
 from cdc_core.position import Position
+from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
+from cdc_core.value_codec import (
+    MARSHAL_VERSION,
+    ValueDecodeError,
+    from_marshal_node,
+    loads_marshal,
+    to_marshal_node,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -60,23 +75,79 @@ class SegmentRef:
     size_bytes: int
 
     def __post_init__(self) -> None:
-        if "/" in self.name or not self.name.endswith(SUFFIX):
+        if not isinstance(self.name, str) or "/" in self.name or not self.name.endswith(SUFFIX):
             raise SpillCorruptError(f"not a spill segment name: {self.name!r}")
         if self.record_count < 0 or self.size_bytes < 0:
             raise SpillCorruptError(f"negative count or size for segment {self.name}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The segment as a checkpoint holds it."""
+        return {"name": self.name, "records": self.record_count, "bytes": self.size_bytes}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SegmentRef:
+        """The inverse of ``to_dict``."""
+        return cls(data["name"], _int(data["records"]), _int(data["bytes"]))
+
+
+def _int(value: object) -> int:
+    if type(value) is not int:
+        raise SpillCorruptError(f"expected an integer in a checkpoint, found {value!r}")
+    return value
 
 
 def encode_change(change: RowChange) -> bytes:
     """The spill payload of ``change`` (its ``txid`` is kept by the segment, not per record)."""
     position = change.position
-    values = (position.value, position.text, change.op, change.table, change.locator)
-    images = (change.after, change.before, change.new_locator)
-    return pickle.dumps((*values, *images), pickle.HIGHEST_PROTOCOL)
+    after, before = change.after, change.before
+    record: Any = (  # marshal's plain types only (see to_marshal_node, to_image_values)
+        position.value,
+        position.text,
+        change.op,
+        change.table,
+        to_marshal_node(change.locator),
+        None if after is None else to_image_values(after),
+        None if before is None else to_image_values(before),
+        to_marshal_node(change.new_locator),
+    )
+    return marshal.dumps(record, MARSHAL_VERSION)
 
 
 def decode_change(txid: str, payload: bytes) -> RowChange:
-    """The inverse of ``encode_change``."""
-    value, text, op, table, locator, after, before, moved_to = pickle.loads(payload)
+    """The inverse of ``encode_change`` (a version-1 pickle is read by the migration).
+
+    Raises:
+        ValueDecodeError: The payload is not a stored change.
+        ForbiddenPickleError: A version-1 payload names a class no state holds.
+    """
+    if payload[:1] == _PICKLE_PROTO:
+        return _legacy_change(txid, payload)
+    found = loads_marshal(payload)
+    if type(found) is not tuple or len(found) != 8 or not _PAIRS.issuperset(map(type, found[5:7])):
+        raise ValueDecodeError("a spill record is not a stored change")
+    value, text, op, table, locator, after, before, moved_to = found
+    if type(text) is not str or type(op) is not str or type(table) is not str:
+        raise ValueDecodeError("a spill record's position, op or table is not a str")
+    try:
+        after = None if after is None else from_image_values(*after)
+        before = None if before is None else from_image_values(*before)
+    except TypeError as exc:  # an image that is not a pair
+        raise ValueDecodeError("a spill record's row image is not a stored image") from exc
+    position = Position(value, text)
+    locator = from_marshal_node(locator)
+    moved = None if moved_to is None else from_marshal_node(moved_to)
+    return RowChange(txid, position, cast(Op, op), table, locator, after, before, moved)
+
+
+_PICKLE_PROTO = b"\x80"
+_PAIRS = frozenset({tuple, type(None)})  # a record's images: (values, kinds) or None
+
+
+def _legacy_change(txid: str, payload: bytes) -> RowChange:
+    found = load_legacy_pickle(payload)
+    if type(found) is not tuple or len(found) != 8:
+        raise ValueDecodeError("a version-1 spill record is not a stored change")
+    value, text, op, table, locator, after, before, moved_to = found
     position = Position(value, text)
     return RowChange(txid, position, cast(Op, op), table, locator, after, before, moved_to)
 
@@ -162,6 +233,18 @@ def _check_footer(
         raise _corrupt(path, offset, txid, found)
     if handle.read(1):
         raise _corrupt(path, handle.tell() - 1, txid, "bytes after the footer")
+
+
+@contextmanager
+def _decoding(path: Path, txid: str) -> Iterator[None]:
+    """Name the segment in the error of a record that does not decode."""
+    try:
+        yield
+    except ForbiddenPickleError as exc:
+        message = f"spill segment {path} of transaction {txid}: {exc.message}; {_FIX}"
+        raise ForbiddenPickleError(message, {"file": str(path), **exc.context}) from exc
+    except (ValueDecodeError, StateFileCorruptError, ContractError) as exc:
+        raise _corrupt(path, 0, txid, f"a record is not a stored change ({exc})") from exc
 
 
 def fsync_directory(directory: Path) -> None:
@@ -305,6 +388,22 @@ class TransactionSpill:
         for ref in list(self._sealed):
             yield from iter_segment(self.spill_dir / ref.name, self.txid, ref.record_count)
 
+    def iter_changes(self, skipped: Container[int]) -> Iterator[tuple[int, RowChange]]:
+        """Every ``(seq, change)`` whose seq is not ``skipped``, in order, after verifying
+        all segments first.
+
+        Raises:
+            SpillCorruptError: A segment is corrupt, or a record is not a stored change.
+            ForbiddenPickleError: A version-1 record names a class no state holds.
+        """
+        self.verify()
+        for ref in list(self._sealed):
+            path = self.spill_dir / ref.name
+            with _decoding(path, self.txid):
+                for seq, payload in iter_segment(path, self.txid, ref.record_count):
+                    if seq not in skipped:
+                        yield seq, decode_change(self.txid, payload)
+
     def find_latest(self, wanted: Callable[[int, bytes], bool]) -> int | None:
         """The seq of the newest spilled record for which ``wanted(seq, payload)`` holds.
 
@@ -314,11 +413,11 @@ class TransactionSpill:
         for ref in reversed(self._sealed):
             self._check_size(ref)
             found = None
-            for seq, payload in iter_segment(
-                self.spill_dir / ref.name, self.txid, ref.record_count
-            ):
-                if wanted(seq, payload):
-                    found = seq
+            path = self.spill_dir / ref.name
+            with _decoding(path, self.txid):
+                for seq, payload in iter_segment(path, self.txid, ref.record_count):
+                    if wanted(seq, payload):
+                        found = seq
             if found is not None:
                 return found
         return None

@@ -29,10 +29,10 @@ validation never compares a half-refreshed table.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ContractError
 from cdc_core.position import Position
@@ -44,6 +44,7 @@ from cdc_core.source import (
     TableChunk,
     TableSnapshot,
 )
+from cdc_core.value_codec import from_tagged, to_tagged
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,6 +83,36 @@ class RefreshState:
     def __post_init__(self) -> None:
         if self.rows < 0:
             raise ContractError(f"a refresh's row count must be >= 0, not {self.rows}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The refresh as a checkpoint holds it (key values in the tagged form)."""
+        return {
+            "table": self.table,
+            "since": self.since.to_dict(),
+            "loading": self.loading,
+            "after": to_tagged(self.after),
+            "rows": self.rows,
+            "reason": self.reason,
+            "scanned": self.scanned,
+            "pending": to_tagged(self.pending),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RefreshState:
+        """The inverse of ``to_dict``."""
+        after, pending = from_tagged(data["after"]), from_tagged(data["pending"])
+        if not (after is None or isinstance(after, tuple)) or not isinstance(pending, tuple):
+            raise ContractError(f"refresh of {data['table']}: keys must be tuples")
+        return cls(
+            data["table"],
+            Position.from_dict(data["since"]),
+            bool(data["loading"]),
+            after,
+            data["rows"],
+            data["reason"],
+            bool(data["scanned"]),
+            pending,
+        )
 
 
 @dataclass(frozen=True, slots=True)

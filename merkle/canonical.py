@@ -101,11 +101,11 @@ import math
 import struct
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import singledispatch
 from typing import Any
 
 from cdc_core.errors import ContractError
+from cdc_core.events import Interval
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
     TIME_TZ_FIELDS,
@@ -136,15 +136,6 @@ _ONE_MICRO = dt.timedelta(microseconds=1)
 
 PayloadEncoder = Callable[[Any], bytes | None]
 """Turns one non-NULL value into its payload, or None when the options make it NULL."""
-
-
-@dataclass(frozen=True, slots=True)
-class Interval:
-    """A duration as PostgreSQL keeps it; ``days`` fold into ``micros`` when encoded."""
-
-    months: int = 0
-    days: int = 0
-    micros: int = 0
 
 
 def to_field(payload: bytes | None) -> bytes:
