@@ -63,9 +63,9 @@ def under_spark_submit() -> bool:
 
 def jdbc_jars() -> list[str]:
     """JDBC driver jars to put on Spark's classpath: the system's jar of every product that
-    reads over JDBC (``connectors.registry.jdbc_drivers``) where installed, and those listed in ``REPLCHECK_JDBC_JARS`` (comma-separated:
-    drivers installed elsewhere; a JDBC read is used where the connector describes one and
-    its driver's jar file name is among these)."""
+    reads over JDBC (``connectors.registry.jdbc_drivers``) where installed, and those listed
+    in ``REPLCHECK_JDBC_JARS`` (comma-separated: drivers installed elsewhere; a JDBC read is
+    used where the connector describes one and its driver's jar file name is among these)."""
     from connectors.registry import jdbc_drivers
 
     found = [str(jar) for driver in jdbc_drivers() if (jar := driver.system_jar())]
