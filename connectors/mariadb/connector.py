@@ -154,16 +154,16 @@ class MariaDBConnector(Connector):
 
     def qualified(self, table: str) -> str:
         """The quoted ``schema.table`` of a table (the URL's database by default)."""
-        schema, name = split_table(table, self._database())
+        schema, name = split_table(table, self.database())
         return f"{quote(schema)}.{quote(name)}"
 
-    def _database(self) -> str:
+    def database(self) -> str:
         from sqlalchemy.engine import make_url
 
         return make_url(self.url).database or ""
 
     def reflect(self, table: str) -> TableSchema:
-        schema, name = split_table(table, self._database())
+        schema, name = split_table(table, self.database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
@@ -208,7 +208,7 @@ class MariaDBConnector(Connector):
         return found
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
-        schema, name = split_table(table, self._database())
+        schema, name = split_table(table, self.database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT MIN({quote(column)}), MAX({quote(column)})"
@@ -266,11 +266,11 @@ class MariaDBConnector(Connector):
         import pymysql.cursors
 
         schema = self.arrow_schema(table, columns)
-        sql, params = self._select(table, columns, partition)
+        sql, params = self.select_sql(table, columns, partition)
         with connection.cursor(pymysql.cursors.SSCursor) as cursor:
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(BATCH_ROWS):
-                yield self._batch(rows, table, columns, schema, position)
+                yield self.to_batch(rows, table, columns, schema, position)
 
     @staticmethod
     def begin_snapshot(connection: Any) -> int | None:
@@ -288,17 +288,17 @@ class MariaDBConnector(Connector):
             return None  # binlog off: the snapshot is consistent but has no position
         return to_position(str(log_file), int(offset or 0))
 
-    def _select(
+    def select_sql(
         self, table: TableSchema, columns: Sequence[str], partition: Partition
     ) -> tuple[str, list[int]]:
-        schema, name = split_table(table.table, self._database())
-        select = ", ".join(self._select_expression(table.column(c)) for c in columns)
+        schema, name = split_table(table.table, self.database())
+        select = ", ".join(self.select_expression(table.column(c)) for c in columns)
         sql = f"SELECT {select} FROM {quote(schema)}.{quote(name)}"
         where, params = partition.predicate(quote, "%s")
         return sql + where, params
 
     @staticmethod
-    def _select_expression(column: SourceColumn) -> str:
+    def select_expression(column: SourceColumn) -> str:
         quoted = quote(column.name)
         native = column.native_type.lower()
         if native.startswith("bit"):
@@ -310,7 +310,7 @@ class MariaDBConnector(Connector):
         return quoted
 
     @staticmethod
-    def _batch(
+    def to_batch(
         rows: Sequence[tuple[Any, ...]],
         table: TableSchema,
         columns: Sequence[str],

@@ -7,7 +7,7 @@ its one SELECT reads inside that snapshot, and the SELECT reads ``Binlog_snapsho
 ``Binlog_snapshot_position`` from ``information_schema.SESSION_STATUS`` as the position,
 exactly as ``SHOW STATUS`` gives it to the Python reader. MySQL keeps these elsewhere or
 not at all, so only MariaDB servers are read this way. Values travel as the Python reader
-reads them (``connector._select_expression``), times as exact microsecond counts. The
+reads them (``connector.select_expression``), times as exact microsecond counts. The
 driver never reads a date (Connector/J's ``zeroDateTimeBehavior`` plays no part): the
 SELECT sends NULL for a zero date and a marker for one the Python reader refuses, so Spark
 refuses it with the same message (``connectors.jdbc.Refusal``, ``zero_dates``).

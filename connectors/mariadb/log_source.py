@@ -105,7 +105,7 @@ def list_tables(config: MariaDBSourceConfig) -> list[str]:
 
     password = config.password.reveal() if config.password is not None else None
     connector = MariaDBConnector(config.url, password)
-    database = connector._database()
+    database = connector.database()
     sql = (
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES"
         " WHERE TABLE_TYPE = 'BASE TABLE'"

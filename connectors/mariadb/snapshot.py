@@ -134,11 +134,11 @@ class MariaDBSnapshotReader:
         schema = replace(self.connector.reflect(description.table), primary_key=description.key)
         columns = list(description.schema.names)
         arrow = self.connector.arrow_schema(schema, columns)
-        sql, params = self.connector._select(schema, columns, partition)
+        sql, params = self.connector.select_sql(schema, columns, partition)
         with connection.cursor(pymysql.cursors.SSCursor) as cursor:
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(BATCH_ROWS):
-                batch = self.connector._batch(rows, schema, columns, arrow, None)
+                batch = self.connector.to_batch(rows, schema, columns, arrow, None)
                 yield batch.drop_columns([POSITION_COLUMN])
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
@@ -184,7 +184,7 @@ class MariaDBSnapshotReader:
         columns = list(description.schema.names)
         key = list(description.key)
         select = columns + [k for k in key if k not in columns]
-        sql, selected = self.connector._select(schema, select, Partition(0))
+        sql, selected = self.connector.select_sql(schema, select, Partition(0))
         params: list[object] = list(selected)
         quoted = ", ".join(quote(k) for k in key)
         if after is not None:
@@ -196,7 +196,7 @@ class MariaDBSnapshotReader:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
         arrow = self.connector.arrow_schema(schema, columns)
-        batch = self.connector._batch(
+        batch = self.connector.to_batch(
             [row[: len(columns)] for row in rows], schema, columns, arrow, None
         )
         batch = batch.drop_columns([POSITION_COLUMN])

@@ -132,7 +132,7 @@ class PostgresConnector(Connector):
                 f"not a Postgres URL (postgresql://user@host:port/db): {exc}"
             ) from exc
 
-    def _conninfo(self) -> str:
+    def conninfo(self) -> str:
         with driver_import("the Postgres connector"):
             import psycopg
             from psycopg.conninfo import make_conninfo
@@ -160,18 +160,18 @@ class PostgresConnector(Connector):
                 {"source": self.where},
             ) from exc
 
-    def _connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
+    def connect(self, autocommit: bool = True) -> psycopg.Connection[Any]:
         with driver_import("the Postgres connector"):
             import psycopg
         try:
-            return psycopg.connect(self._conninfo(), autocommit=autocommit)
+            return psycopg.connect(self.conninfo(), autocommit=autocommit)
         except psycopg.OperationalError as exc:
             where = self.where
             raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
 
     def reflect(self, table: str) -> TableSchema:
         schema, name = split_table(table)
-        with self._connect() as connection:
+        with self.connect() as connection:
             rows = connection.execute(_COLUMNS_SQL, (schema, name)).fetchall()
             if not rows:
                 raise missing_table(table, self.where)
@@ -186,7 +186,7 @@ class PostgresConnector(Connector):
         import psycopg
 
         sql = f"SELECT min({quote(column)}), max({quote(column)}) FROM {_qualified(table)}"
-        with self._connect() as connection:
+        with self.connect() as connection:
             try:
                 low, high = connection.execute(sql).fetchone() or (None, None)
             except psycopg.errors.UndefinedTable as exc:
@@ -277,7 +277,7 @@ class PostgresConnector(Connector):
         """PostgreSQL 14 or later in a UTF8 database (see ``connectors.postgres.pushdown``)."""
         from connectors.postgres.pushdown import PostgresDigestDialect
 
-        with self._connect() as connection:
+        with self.connect() as connection:
             row = connection.execute(
                 "SELECT current_setting('server_version_num')::int,"
                 " current_setting('server_encoding')"
@@ -298,7 +298,7 @@ class PostgresConnector(Connector):
         """A read-only REPEATABLE READ transaction, in ``snapshot`` when given."""
         from psycopg import IsolationLevel
 
-        with self._connect(autocommit=False) as connection:
+        with self.connect(autocommit=False) as connection:
             connection.isolation_level = IsolationLevel.REPEATABLE_READ
             connection.read_only = True
             if snapshot is not None and snapshot.token is not None:
@@ -309,7 +309,7 @@ class PostgresConnector(Connector):
     @contextlib.contextmanager
     def shared_snapshot(self) -> Iterator[Snapshot | None]:
         """One exported snapshot at an exact LSN, held until the block ends."""
-        with exported_snapshot(self._conninfo(), self.where) as snapshot:
+        with exported_snapshot(self.conninfo(), self.where) as snapshot:
             yield snapshot
 
 

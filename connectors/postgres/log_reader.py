@@ -172,7 +172,7 @@ class PostgresLogReader:
     def table_shape(self, table: str) -> str:
         """The table's columns, types and defaults as the catalog has them now: logical
         decoding shows no DDL, only a new shape with the table's next change (``OmitsDdl``)."""
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             row = connection.execute(_SHAPE_SQL, split_table(table)).fetchone()
         return str(row[0]) if row and row[0] is not None else ""
 
@@ -194,7 +194,7 @@ class PostgresLogReader:
         waits until the flush position passes the insert position of the call, or for two
         WAL writer delays at most (https://www.postgresql.org/docs/current/wal-async-commit.html).
         """
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             insert = _lsn(connection, "pg_current_wal_insert_lsn()")
             delay_ms = _milliseconds(connection, "wal_writer_delay")
             deadline = time.monotonic() + 2 * delay_ms / 1000
@@ -222,7 +222,7 @@ class PostgresLogReader:
             TerminalError: The user lacks the REPLICATION attribute.
         """
         where = self.connector.where
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
             confirmed = ensure_slot(connection, self.config, where, create=start is None)
@@ -267,7 +267,7 @@ class PostgresLogReader:
 
     def lookup_type(self, type_oid: int) -> Any:
         """What a non-builtin type is (from the catalog)."""
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             return lookup_type(connection, type_oid)
 
     def key_of(self, table: str) -> tuple[str, ...]:

@@ -126,7 +126,7 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
             "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN"
             " ('pg_catalog', 'information_schema') ORDER BY 1, 2"
         )
-        with contextlib.closing(connector._connect()) as connection:
+        with contextlib.closing(connector.connect()) as connection:
             return [format_table(*row) for row in connection.execute(query).fetchall()]
 
     captured = resolve_tables(tables, list_tables)

@@ -44,7 +44,7 @@ def open_stream_connection(config: PostgresSourceConfig, connector: PostgresConn
     with driver_import("the Postgres connector"):
         from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    params = conninfo_to_dict(connector._conninfo())
+    params = conninfo_to_dict(connector.conninfo())
     if config.decoding_work_mem is not None:
         extra = f"-c logical_decoding_work_mem={config.decoding_work_mem}"
         params["options"] = f"{params.get('options', '')} {extra}".strip()

@@ -159,7 +159,7 @@ def describe_table(
         TerminalError: The table does not exist, or its configured key does not fit.
     """
     schema = connector.reflect(table)
-    with connector._connect() as connection:
+    with connector.connect() as connection:
         row = connection.execute(_IDENTITY_SQL, split_table(table)).fetchone()
     identity, index = (row[0], row[1] or []) if row else ("d", [])
     key = choose_key(schema, identity, index, keys.get(table))
@@ -207,7 +207,7 @@ class PostgresSnapshotReader:
     @contextlib.contextmanager
     def _exported(self) -> Iterator[Snapshot]:
         where, slot = self.connector.where, self.config.slot
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
             state = slot_state(connection, slot)
@@ -218,7 +218,7 @@ class PostgresSnapshotReader:
                 yield snapshot
             return
         confirmed = check_slot(state, slot, where)
-        with exported_snapshot(self.connector._conninfo(), where) as snapshot:
+        with exported_snapshot(self.connector.conninfo(), where) as snapshot:
             assert snapshot.position is not None
             if confirmed > snapshot.position:
                 text = str(snapshot.position_text)
@@ -261,7 +261,7 @@ class PostgresSnapshotReader:
 
     def _estimated_rows(self, table: str) -> int | None:
         """The planner's statistics of a table's rows, for progress (None: never analysed)."""
-        with self.connector._connect() as connection:
+        with self.connector.connect() as connection:
             found = connection.execute(
                 "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)",
                 (self.connector.qualified(table),),
