@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.generative.sql.runner import Run, check_seed  # noqa: E402
-from tests.generative.sql.workload import SIZE, SOURCES  # noqa: E402
-from tests.private_servers import running_mariadb, running_postgres  # noqa: E402
+from tests.generative.sql.runner import Run, check_seed
+from tests.generative.sql.workload import SIZE, SOURCES
+from tests.private_servers import running_mariadb, running_postgres
 
 
 @contextlib.contextmanager
@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         seeds = range(args.start, args.start + args.seeds)
         for seed in seeds:
             clock = time.monotonic()
-            failure = check_seed(seed, args.source, run, size=args.size, minimize=not args.no_shrink)
+            failure = check_seed(
+                seed, args.source, run, size=args.size, minimize=not args.no_shrink
+            )
             outcome = "ok" if failure is None else "FAILED"
             print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
             if failure is not None:

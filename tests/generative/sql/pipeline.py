@@ -78,7 +78,9 @@ class PipelineProcess:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not all(log.exists() for log in logs):
             if self.process.poll() is not None:
-                raise AssertionError(f"cdc run exited with {self.process.returncode}: {self.tail()}")
+                raise AssertionError(
+                    f"cdc run exited with {self.process.returncode}: {self.tail()}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"cdc run loaded no tables in {READY_TIMEOUT_S} s")
             time.sleep(0.05)

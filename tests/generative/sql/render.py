@@ -53,7 +53,9 @@ class Dialect(ABC):
     def temporal(self, value: object) -> str:
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             return self.string(value.strftime("%Y-%m-%d %H:%M:%S.%f+00:00"))
-        return self.string(value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value))
+        return self.string(
+            value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value)
+        )
 
     def column_sql(self, column: Column) -> str:
         null = "" if column.nullable else " NOT NULL"
@@ -61,7 +63,8 @@ class Dialect(ABC):
 
     def create_table(self, table: Table) -> str:
         columns = ", ".join(self.column_sql(c) for c in table.columns)
-        return f"CREATE TABLE {self.quote(table.name)} ({columns}, PRIMARY KEY ({self.quote(table.key)}))"
+        key = f"PRIMARY KEY ({self.quote(table.key)})"
+        return f"CREATE TABLE {self.quote(table.name)} ({columns}, {key})"
 
     def insert(self, table: Table, rows: Sequence[Mapping[str, object]]) -> str:
         names = list(rows[0])
@@ -124,9 +127,11 @@ class Dialect(ABC):
 
 class MariaDB(Dialect):
     product = "mariadb"
-    types = {"int": "INT", "bigint": "BIGINT", "dec": "DECIMAL(18,4)", "dbl": "DOUBLE",
+    types: Mapping[str, str] = {
+             "int": "INT", "bigint": "BIGINT", "dec": "DECIMAL(18,4)", "dbl": "DOUBLE",
              "str": "VARCHAR(40)", "text": "LONGTEXT", "blob": "LONGBLOB", "date": "DATE",
-             "dt": "DATETIME(6)", "ts": "TIMESTAMP(6) NULL DEFAULT NULL", "time": "TIME(6)"}  # fmt: skip
+             "dt": "DATETIME(6)", "ts": "TIMESTAMP(6) NULL DEFAULT NULL", "time": "TIME(6)",
+    }  # fmt: skip
 
     def quote(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
@@ -164,7 +169,8 @@ class MariaDB(Dialect):
     def join_delete(self, a: Table, b: Table, low: int, high: int) -> str:
         on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
         where = f"x.{self.quote(a.key)} BETWEEN {low} AND {high}"
-        return f"DELETE x FROM {self.quote(a.name)} x JOIN {self.quote(b.name)} y ON {on} WHERE {where}"
+        joined = f"{self.quote(a.name)} x JOIN {self.quote(b.name)} y ON {on}"
+        return f"DELETE x FROM {joined} WHERE {where}"
 
     def begin(self) -> str:
         return "START TRANSACTION"
@@ -188,7 +194,9 @@ class MariaDB(Dialect):
         out = {
             "add_default": [f"ALTER TABLE {t} ADD COLUMN {n} VARCHAR(40) DEFAULT 'dflt'"],
             "add_not_null": [f"ALTER TABLE {t} ADD COLUMN {n} INT NOT NULL"],
-            "add_volatile": [f"ALTER TABLE {t} ADD COLUMN {n} DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)"],
+            "add_volatile": [
+                f"ALTER TABLE {t} ADD COLUMN {n} DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)"
+            ],
             "add_nullable": [f"ALTER TABLE {t} ADD COLUMN {n} INT"],
             "drop": [f"ALTER TABLE {t} DROP COLUMN {c}"],
             "rename": [f"ALTER TABLE {t} RENAME COLUMN {c} TO {n}"],
@@ -201,9 +209,10 @@ class MariaDB(Dialect):
 
 class Postgres(Dialect):
     product = "postgres"
-    types = {"int": "integer", "bigint": "bigint", "dec": "numeric(18,4)",
+    types: Mapping[str, str] = {"int": "integer", "bigint": "bigint", "dec": "numeric(18,4)",
              "dbl": "double precision", "str": "varchar(40)", "text": "text", "blob": "bytea",
-             "date": "date", "dt": "timestamp(6)", "ts": "timestamptz(6)", "time": "time(6)"}  # fmt: skip
+             "date": "date", "dt": "timestamp(6)", "ts": "timestamptz(6)", "time": "time(6)",
+    }  # fmt: skip
 
     def quote(self, name: str) -> str:
         return '"' + name.replace('"', '""') + '"'
@@ -224,7 +233,10 @@ class Postgres(Dialect):
         if variant == 0 or not values:
             return self.insert(table, [row]) + f" ON CONFLICT ({self.quote(table.key)}) DO NOTHING"
         sets = ", ".join(f"{self.quote(n)} = EXCLUDED.{self.quote(n)}" for n in values)
-        return self.insert(table, [row]) + f" ON CONFLICT ({self.quote(table.key)}) DO UPDATE SET {sets}"
+        return (
+            self.insert(table, [row])
+            + f" ON CONFLICT ({self.quote(table.key)}) DO UPDATE SET {sets}"
+        )
 
     def key_shift(self, table: Table) -> list[str]:
         # A non-deferrable key is checked row by row: negate (no clash), then shift back.
@@ -240,7 +252,8 @@ class Postgres(Dialect):
     def join_delete(self, a: Table, b: Table, low: int, high: int) -> str:
         on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
         where = f"x.{self.quote(a.key)} BETWEEN {low} AND {high}"
-        return f"DELETE FROM {self.quote(a.name)} x USING {self.quote(b.name)} y WHERE {on} AND {where}"
+        using = f"{self.quote(a.name)} x USING {self.quote(b.name)} y"
+        return f"DELETE FROM {using} WHERE {on} AND {where}"
 
     def begin(self) -> str:
         return "BEGIN"
@@ -263,7 +276,9 @@ class Postgres(Dialect):
         out = {
             "add_default": [f"ALTER TABLE {t} ADD COLUMN {n} varchar(40) DEFAULT 'dflt'"],
             "add_not_null": [f"ALTER TABLE {t} ADD COLUMN {n} integer NOT NULL DEFAULT 0"],
-            "add_volatile": [f"ALTER TABLE {t} ADD COLUMN {n} timestamptz DEFAULT clock_timestamp()"],
+            "add_volatile": [
+                f"ALTER TABLE {t} ADD COLUMN {n} timestamptz DEFAULT clock_timestamp()"
+            ],
             "add_nullable": [f"ALTER TABLE {t} ADD COLUMN {n} integer"],
             "drop": [f"ALTER TABLE {t} DROP COLUMN {c}"],
             "rename": [f"ALTER TABLE {t} RENAME COLUMN {c} TO {n}"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import tempfile
+import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
@@ -78,20 +79,20 @@ def _run(
         if item.kind != "late":
             _execute(item, database, pipeline)
     database.close()
+    lake = work / "lake"
+    problems = []
+    if run.spark is not None:
+        # The validator compares at its own snapshot's position, waiting for the running
+        # pipeline to bring the lake there (as in production).
+        clock = time.monotonic()
+        problems += validate(run.spark, database, database.plain_url(), lake, work)
+        run.totals["validate_ms"] += int((time.monotonic() - clock) * 1000)
     pipeline.finish()
     for item in workload.items:
         if item.kind == "late":  # after the pipeline stopped: the judges' own test
             _execute(item, database, pipeline)
     database.close()
-    lake = work / "lake"
-    problems = compare_all(database, lake)
-    if run.spark is not None:
-        # The validator compares at the source's position of its own snapshot and waits
-        # for the lake to reach it: a pipeline must be running, as in production.
-        pipeline.start()
-        problems += validate(run.spark, database, database.plain_url(), lake, work)
-        pipeline.close()
-    return problems
+    return problems + compare_all(database, lake)
 
 
 def _execute(item: Item, database: SeedDatabase, pipeline: PipelineProcess) -> None:
@@ -192,8 +193,9 @@ def tally(workload: Workload) -> Counter[str]:
     for item in workload.items:
         found["kill_items"] += item.kind == "kill"
         found["ddl"] += item.kind in ("ddl", "create")
-        found["transactions"] += sum(step.sql in OPENINGS or step.sql.startswith("XA START")
-                                     for step in item.steps) + (item.kind == "autocommit")
+        found["transactions"] += sum(
+            step.sql in OPENINGS or step.sql.startswith("XA START") for step in item.steps
+        ) + (item.kind == "autocommit")
     return found
 
 

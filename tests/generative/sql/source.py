@@ -151,7 +151,9 @@ class MariaDBDatabase(SeedDatabase):
     def rows(self, table: str) -> list[dict[str, Any]]:
         names = self.columns(table)
         quoted = DIALECTS["mariadb"].quote(table)
-        return [dict(zip(names, row, strict=True)) for row in self._query(f"SELECT * FROM {quoted}")]
+        return [
+            dict(zip(names, row, strict=True)) for row in self._query(f"SELECT * FROM {quoted}")
+        ]
 
     def _leftover_prepared(self, cursor: Any) -> list[str]:
         cursor.execute("XA RECOVER")
@@ -159,7 +161,10 @@ class MariaDBDatabase(SeedDatabase):
 
     def drop(self) -> None:
         self.close()
-        with contextlib.closing(self.server.connect(None)) as connection, connection.cursor() as cur:
+        with (
+            contextlib.closing(self.server.connect(None)) as connection,
+            connection.cursor() as cur,
+        ):
             cur.execute(f"DROP DATABASE IF EXISTS `{self.name}`")
 
 
@@ -196,7 +201,8 @@ class PostgresDatabase(SeedDatabase):
     def tables(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for table, column in self._query(
-            "SELECT c.relname, a.attname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            "SELECT c.relname, a.attname FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
             " LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary"
             " LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)"
             " WHERE n.nspname = 'public' AND c.relkind = 'r'"
@@ -212,7 +218,9 @@ class PostgresDatabase(SeedDatabase):
     def rows(self, table: str) -> list[dict[str, Any]]:
         names = self.columns(table)
         quoted = DIALECTS["postgres"].quote(table)
-        return [dict(zip(names, row, strict=True)) for row in self._query(f"SELECT * FROM {quoted}")]
+        return [
+            dict(zip(names, row, strict=True)) for row in self._query(f"SELECT * FROM {quoted}")
+        ]
 
     def _leftover_prepared(self, cursor: Any) -> list[str]:
         cursor.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
@@ -223,7 +231,9 @@ class PostgresDatabase(SeedDatabase):
         drop_postgres_database(self.server, self.name)
 
 
-def open_database(kind: SourceKind, server: MariaDBServer | PostgresServer, name: str) -> SeedDatabase:
+def open_database(
+    kind: SourceKind, server: MariaDBServer | PostgresServer, name: str
+) -> SeedDatabase:
     """A fresh database ``name`` on ``server`` for a seed of source kind ``kind``."""
     if isinstance(server, MariaDBServer):
         return MariaDBDatabase(kind, server, name)

@@ -51,7 +51,9 @@ class Table:
     def free_name(self, rng: random.Random) -> str:
         """A column name not in the table (case-insensitively: Delta ignores case)."""
         taken = {c.name.lower() for c in self.columns}
-        candidates = [n for n in (*AWKWARD, *(f"c{i}" for i in range(40))) if n.lower() not in taken]
+        candidates = [
+            n for n in (*AWKWARD, *(f"c{i}" for i in range(40))) if n.lower() not in taken
+        ]
         return rng.choice(candidates[: len(AWKWARD) + 3])
 
 

@@ -184,7 +184,9 @@ class _Generator:
         ending = self.rng.choices(("commit", "rollback", "savepoint", "2pc"), (10, 2, 3, 3))[0]
         if ending == "2pc":
             self.gids += 1
-            opening, closing = self.sql.two_phase(f"g{self.seed}_{self.gids}", self.rng.random() < 0.8)
+            opening, closing = self.sql.two_phase(
+                f"g{self.seed}_{self.gids}", self.rng.random() < 0.8
+            )
             return _wrap(session, opening, body, closing)
         if ending == "savepoint" and len(body) > 1:
             cut = self.rng.randint(1, len(body) - 1)
@@ -242,7 +244,7 @@ def _with_zeros(statement: str, columns: list[Column], sql: Dialect) -> str:
     head, select = statement.split(") SELECT ", 1)
     names = "".join(f", {sql.quote(c.name)}" for c in columns)
     zeros = "".join(", 0" for _ in columns)
-    first, rest = (select.split(" FROM ", 1) + [""])[:2]
+    first, rest = [*select.split(" FROM ", 1), ""][:2]
     return f"{head}{names}) SELECT {first}{zeros} FROM {rest}"
 
 
@@ -262,7 +264,9 @@ def _follow(table: Table, ddl: str, column: Column, name: str, product: str) -> 
     elif ddl == "rename":
         table.columns[index] = Column(name, column.kind, column.nullable)
     elif ddl == "modify":
-        table.columns[index] = Column(column.name, "bigint" if column.kind == "int" else column.kind)
+        table.columns[index] = Column(
+            column.name, "bigint" if column.kind == "int" else column.kind
+        )
 
 
 def generate(seed: int, source: str, size: int = SIZE, kills: bool = True) -> Workload:
@@ -280,4 +284,6 @@ def generate(seed: int, source: str, size: int = SIZE, kills: bool = True) -> Wo
         for _ in range(generator.rng.randint(1, 2)):
             items.insert(generator.rng.randrange(len(items) + 1), Item("kill"))
     budget = generator.rng.choice((0.05, 0.05, 64.0))
-    return Workload(source, seed, tuple(setup), tuple(i for i in items if i.steps or i.kind == "kill"), budget)
+    return Workload(
+        source, seed, tuple(setup), tuple(i for i in items if i.steps or i.kind == "kill"), budget
+    )
