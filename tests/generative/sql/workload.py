@@ -21,6 +21,10 @@ from tests.generative.sql.render import DIALECTS, Dialect
 from tests.generative.sql.tables import AWKWARD, KEY_BASE, Column, Table, new_table
 
 SIZE = 24  # items per workload
+# A table created while the pipeline runs and left empty gets no lake tables, so the
+# validator cannot compare it (open bug, strict xfail in test_sql_generative.py): new tables
+# get a row until it is fixed.
+EMPTY_NEW_TABLES = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -208,7 +212,10 @@ class _Generator:
     def ddl(self) -> Item:
         table = self.rng.choice(self.tables)
         if self.rng.random() < 0.25 and len(self.tables) < 5:
-            return Item("create", tuple(Step(0, sql, True) for sql in self.create()))
+            created = self.create()
+            if not EMPTY_NEW_TABLES:
+                created.append(self.sql.insert(self.tables[-1], [self.row(self.tables[-1])]))
+            return Item("create", tuple(Step(0, sql, True) for sql in created))
         columns = table.value_columns()
         if not columns:
             return Item("ddl", ())
