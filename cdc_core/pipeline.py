@@ -172,7 +172,7 @@ class Pipeline(FollowsDdl):
             self._check_owner(checkpoint)
             with RowImageStore(self.config.state_dir / "images") as store:
                 self._store = store
-                checkpoint = load_tables(self._load_context(), checkpoint)
+                checkpoint = load_tables(self._load_context(), self._shapes_before_load(checkpoint))
                 yield from self._stream(checkpoint, until)
 
     def _load_context(self) -> LoadContext:
@@ -186,6 +186,16 @@ class Pipeline(FollowsDdl):
             self.describe,
             self._metrics,
         )
+
+    def _shapes_before_load(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Record the shape of each table not loaded yet *before* its snapshot: a DDL right
+        after the snapshot would otherwise be in the recorded shape, and a quiet log would
+        never show it (a DDL before the snapshot only costs one needless refresh)."""
+        self._checkpoint = checkpoint
+        for table in self.tables:
+            if table not in checkpoint.shapes and table not in checkpoint.loaded:
+                self._record_shape(table)
+        return self._checkpoint
 
     def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
         for table in self.tables:

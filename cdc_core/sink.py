@@ -277,7 +277,9 @@ class LakeSink:
         properties = self._properties(position, last_seq=last_seq)
         reached = _Written(position.value, last_seq, None, -1)
         events = self._unwritten(target.changelog, batch.events)
-        if events:
+        # A table with nothing to write yet (an empty table added while running) still gets
+        # its lake tables, empty: a reader must find it, not an error.
+        if events or not _is_delta(target.changelog):
             data = self._arrow(target.changelog, batch.description, [e.to_record() for e in events])
             self._write(target.changelog, data, properties)
             self._marks[target.changelog] = reached
@@ -285,6 +287,11 @@ class LakeSink:
             mirror_events = self._unwritten(target.mirror, batch.events)
             if mirror_events:
                 self._merge_mirror(target.mirror, batch.description, mirror_events, properties)
+                self._marks[target.mirror] = reached
+            elif not _is_delta(target.mirror):
+                self._write(
+                    target.mirror, self._arrow(target.mirror, batch.description, []), properties
+                )
                 self._marks[target.mirror] = reached
         return len(events)
 
@@ -571,3 +578,8 @@ def _same_type(source: pa.DataType, lake: pa.DataType) -> bool:
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(lake):
         return source.unit == lake.unit and (source.tz is None) == (lake.tz is None)
     return False
+
+
+def _is_delta(path: Path) -> bool:
+    """Whether a Delta table exists at ``path`` (its log has a commit)."""
+    return (path / "_delta_log").is_dir()

@@ -104,7 +104,9 @@ class JdbcRead:
         whole table); the bounds are integers, written into the text."""
         if partition.key_columns:
             raise ValueError("JDBC reads cover key ranges, not key sets")
-        if partition.column is None:
-            return "1 = 1"
         where, params = replace(partition, column=PARTITION_KEY).predicate(self.quote, "{}")
+        # A partition open at both ends (one partition for a small table) has no bounds:
+        # Spark would send "WHERE " with nothing after it.
+        if partition.column is None or not where:
+            return "1 = 1"
         return where.removeprefix(" WHERE ").format(*(int(p) for p in params))

@@ -459,6 +459,8 @@ _POSTGRES_SETTINGS = {
     "wal_level": "logical",
     "max_replication_slots": "10",
     "max_wal_senders": "10",
+    # PREPARE TRANSACTION (two-phase commits of the generative tests) needs slots for them.
+    "max_prepared_transactions": "10",
     "TimeZone": SERVER_TIME_ZONE,
     # Durability does not matter for a throwaway cluster; speed does.
     "fsync": "off",

@@ -1,0 +1,87 @@
+"""Soak the generative differential tester on one source kind: many seeds, one private
+server, one warm Spark session, a fresh database per seed.
+
+    PYTHONPATH=. python bench/soak_differential.py --source mariadb-full --seeds 200 [--start 0]
+        [--size 24] [--no-validator] [--no-shrink]
+
+Prints each failure (seed, problems, shrunk SQL) as it happens, then a summary: seeds run
+and failed, statements, transactions, DDL statements, kills, statements the server refused,
+and seconds per seed. Exits 1 if any seed failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.generative.sql.runner import Run, check_seed
+from tests.generative.sql.workload import SIZE, SOURCES
+from tests.private_servers import running_mariadb, running_postgres
+
+
+@contextlib.contextmanager
+def _server(source: str) -> Iterator[Any]:
+    kind = SOURCES[source]
+    if kind.product == "postgres":
+        with running_postgres() as server:
+            yield server
+    else:
+        with running_mariadb(kind.row_image) as server:
+            yield server
+
+
+def _spark(enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from validator.engines.spark.session import build_spark_session
+
+    return build_spark_session(app_name="replcheck-soak", master="local[2]")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", choices=sorted(SOURCES), required=True)
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--size", type=int, default=SIZE, help="items per workload")
+    parser.add_argument("--no-validator", action="store_true", help="independent judge only")
+    parser.add_argument("--no-shrink", action="store_true")
+    args = parser.parse_args(argv)
+    failed: list[int] = []
+    started = time.monotonic()
+    spark = _spark(not args.no_validator)
+    with _server(args.source) as server, tempfile.TemporaryDirectory() as root:
+        run = Run(server, spark, Path(root))
+        seeds = range(args.start, args.start + args.seeds)
+        for seed in seeds:
+            clock = time.monotonic()
+            failure = check_seed(
+                seed, args.source, run, size=args.size, minimize=not args.no_shrink
+            )
+            outcome = "ok" if failure is None else "FAILED"
+            print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
+            if failure is not None:
+                failed.append(seed)
+                print(failure.report(), flush=True)
+    elapsed, totals = time.monotonic() - started, run.totals
+    print(
+        f"{args.source} seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of"
+        f" {len(seeds)} passed; {totals['statements']} statements, {totals['transactions']}"
+        f" transactions, {totals['ddl']} DDL statements, {totals['kills']} kills,"
+        f" {totals['errors']} statements refused by the server; {elapsed:.0f} s in all,"
+        f" {elapsed / max(1, len(seeds)):.1f} s per seed; failed seeds: {failed or 'none'}",
+        flush=True,
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The two oracles of a run: the source read with plain SQL against the lake mirror read with
+``deltalake`` (normalised per type), and the product's own validator.
+
+The independent comparison shares no code with the product's readers: pymysql/psycopg on
+one side, the Delta table's Arrow rows on the other, and a normalisation that only states
+how each side spells the same value (times as microseconds, instants in UTC, bytes as
+``bytes``). The one product rule it applies is documented policy: MariaDB's zero date
+reads as NULL (README, "MariaDB/MySQL source").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.names import format_part, format_table
+from tests.generative.sql.source import SeedDatabase
+
+VALIDATE_ATTEMPTS = 3
+Rows = dict[tuple[Any, ...], dict[str, Any]]
+
+
+def normalize(value: Any) -> Any:
+    """One spelling per value, whichever side read it."""
+    if isinstance(value, str) and value.startswith("0000-00-00"):
+        return None  # pymysql returns a zero date as text; the product's policy: NULL
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, memoryview | bytearray):
+        return bytes(value)
+    if isinstance(value, dt.timedelta):
+        return value // dt.timedelta(microseconds=1)
+    if isinstance(value, dt.time):
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
+def _keyed(rows: list[dict[str, Any]], key: list[str], where: str) -> tuple[Rows, list[str]]:
+    found: Rows = {}
+    problems = []
+    for row in rows:
+        locator = tuple(normalize(row[k]) for k in key)
+        if locator in found:
+            problems.append(f"{where}: key {locator} twice")
+        found[locator] = {c: normalize(v) for c, v in row.items() if c not in META_COLUMNS}
+    return found, problems
+
+
+def compare_table(database: SeedDatabase, lake: Path, table: str, key: list[str]) -> list[str]:
+    """The differences between the source table and its lake mirror (empty: equal)."""
+    from deltalake import DeltaTable
+
+    name = format_table(database.schema(), table)
+    mirror = LakeTable(lake, name).mirror
+    if not mirror.exists():
+        return [f"{name}: no mirror in the lake"]
+    source, problems = _keyed(database.rows(table), key, f"{name} source")
+    rows = DeltaTable(str(mirror)).to_pyarrow_table().to_pylist()
+    target, twice = _keyed(rows, key, f"{name} mirror")
+    problems += twice
+    columns = database.columns(table)
+    for locator in sorted(source.keys() | target.keys(), key=repr):
+        problems += _row_problems(name, locator, source.get(locator), target.get(locator), columns)
+    return problems[:20]
+
+
+def _row_problems(
+    name: str, locator: tuple[Any, ...], source: dict[str, Any] | None,
+    target: dict[str, Any] | None, columns: list[str],
+) -> list[str]:  # fmt: skip
+    if source is None:
+        return [f"{name} {locator}: extra in the mirror"]
+    if target is None:
+        return [f"{name} {locator}: missing in the mirror"]
+    problems = [
+        f"{name} {locator} {column!r}: source {source[column]!r},"
+        f" mirror {target.get(column, '<no column>')!r}"
+        for column in columns
+        if column not in target or target[column] != source[column]
+    ]
+    # A column dropped at the source stays in the lake, NULL from the drop on (README).
+    dropped = [c for c in target if c not in source and target[c] is not None]
+    return problems + [f"{name} {locator}: dropped columns {dropped} not NULL"] * bool(dropped)
+
+
+def compare_all(database: SeedDatabase, lake: Path) -> list[str]:
+    """Differences of every table of the seed's database (keyed tables only)."""
+    problems = []
+    for table, key in sorted(database.tables().items()):
+        if not key:
+            problems.append(f"{table}: generated without a key")
+            continue
+        problems += compare_table(database, lake, table, key)
+    return problems
+
+
+def _lake_name(database: SeedDatabase, table: str) -> str:
+    return format_table(database.schema(), table)
+
+
+def validator_config(
+    database: SeedDatabase, url: str, lake: Path, path: Path, wait_s: float = 60.0
+) -> Path:
+    """A validator config comparing every table of the database with the lake."""
+    comparisons = "".join(
+        f"  - name: c{i}\n"
+        f"    source: {{connection: src, table: {json.dumps(format_part(table))}}}\n"
+        f"    target: {{connection: lake, table: {json.dumps(_lake_name(database, table))}}}\n"
+        for i, table in enumerate(sorted(database.tables()))
+    )
+    path.write_text(
+        "connections:\n"
+        f"  src: {{url: {json.dumps(url)}}}\n"
+        f"  lake: {{lake: {json.dumps(str(lake))}}}\n"
+        f"comparisons:\n{comparisons}"
+        f"validation: {{lake_wait_timeout_s: {wait_s}}}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def validate(
+    spark: Any, database: SeedDatabase, url: str, lake: Path, work: Path, wait_s: float = 60.0
+) -> list[str]:
+    """What the product's validator reports that is not in sync (empty: all in sync).
+
+    A snapshot that falls inside a table refresh's inexact window is refused with "validate
+    again" (README, "Table refresh"): the validation is repeated, as the message asks."""
+    from validator.config import load_validator_config
+    from validator.job import validate as run
+
+    path = validator_config(database, url, lake, work / "v.yaml", wait_s)
+    config = load_validator_config(path, environ={})
+    for _ in range(VALIDATE_ATTEMPTS):
+        comparisons = run(spark, config)["comparisons"]
+        if not any("validate again" in (c.get("error") or "") for c in comparisons):
+            break
+    return [
+        f"validate {c['target']}: {c['status']} {c.get('error') or c.get('counts_by_kind')}"
+        f" {_sample(c)}"
+        for c in comparisons
+        if c["status"] != "in_sync"
+    ]
+
+
+def _sample(comparison: dict[str, Any]) -> str:
+    shown = comparison.get("differences") or comparison.get("rows") or []
+    return json.dumps(shown[:3], default=str)[:600]
+
+
+Judge = Callable[[SeedDatabase, Path, Path], list[str]]

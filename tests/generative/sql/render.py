@@ -1,0 +1,293 @@
+"""SQL of each product: identifiers, native types, literals, and the statements whose
+spelling differs (upserts, key shifts, multi-table DML, two-phase commit, DDL).
+
+Every statement is plain text a person can paste into ``mariadb`` or ``psql``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+from tests.generative.sql.columns import Special, ZeroDate
+from tests.generative.sql.tables import Column, Table
+
+
+class Dialect(ABC):
+    """How one product writes the generated statements."""
+
+    product: str
+    types: Mapping[str, str]
+
+    @abstractmethod
+    def quote(self, name: str) -> str:
+        """A quoted identifier."""
+
+    @abstractmethod
+    def string(self, text: str) -> str:
+        """A string literal."""
+
+    @abstractmethod
+    def blob(self, data: bytes) -> str:
+        """A binary literal."""
+
+    def literal(self, value: object) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, ZeroDate):
+            return self.string(value)
+        if isinstance(value, Special):
+            return f"'{value}'"
+        if isinstance(value, bytes):
+            return self.blob(value)
+        if isinstance(value, str):
+            return self.string(value)
+        if isinstance(value, float):
+            return repr(value) if value == value else "NULL"
+        if isinstance(value, int | Decimal):
+            return str(value)
+        return self.temporal(value)
+
+    def temporal(self, value: object) -> str:
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            return self.string(value.strftime("%Y-%m-%d %H:%M:%S.%f+00:00"))
+        return self.string(
+            value.isoformat(sep=" ") if isinstance(value, dt.datetime) else str(value)
+        )
+
+    def column_sql(self, column: Column) -> str:
+        null = "" if column.nullable else " NOT NULL"
+        return f"{self.quote(column.name)} {self.types[column.kind]}{null}"
+
+    def create_table(self, table: Table) -> str:
+        columns = ", ".join(self.column_sql(c) for c in table.columns)
+        key = f"PRIMARY KEY ({self.quote(table.key)})"
+        return f"CREATE TABLE {self.quote(table.name)} ({columns}, {key})"
+
+    def insert(self, table: Table, rows: Sequence[Mapping[str, object]]) -> str:
+        names = list(rows[0])
+        values = ", ".join("(" + ", ".join(self.literal(r[n]) for n in names) + ")" for r in rows)
+        return f"INSERT INTO {self.quote(table.name)} ({self.names(names)}) VALUES {values}"
+
+    def names(self, names: Sequence[str]) -> str:
+        return ", ".join(self.quote(n) for n in names)
+
+    def assignments(self, values: Mapping[str, object], prefix: str = "") -> str:
+        return ", ".join(f"{prefix}{self.quote(n)} = {self.literal(v)}" for n, v in values.items())
+
+    def where_key(self, table: Table, low: int, high: int | None = None) -> str:
+        key = self.quote(table.key)
+        return f"{key} = {low}" if high is None else f"{key} BETWEEN {low} AND {high}"
+
+    def update(self, table: Table, values: Mapping[str, object], where: str) -> str:
+        return f"UPDATE {self.quote(table.name)} SET {self.assignments(values)} WHERE {where}"
+
+    def delete(self, table: Table, where: str) -> str:
+        return f"DELETE FROM {self.quote(table.name)} WHERE {where}"
+
+    def change_key(self, table: Table, old: int, new: int) -> str:
+        return self.update(table, {table.key: new}, self.where_key(table, old))
+
+    @abstractmethod
+    def upsert(self, table: Table, row: Mapping[str, object], variant: int) -> str:
+        """Insert or replace/update the row on a key clash."""
+
+    @abstractmethod
+    def key_shift(self, table: Table) -> list[str]:
+        """Statements moving every row's key up by one."""
+
+    @abstractmethod
+    def join_update(self, a: Table, b: Table, column: Column, value: object) -> str:
+        """An UPDATE of ``a`` joined with ``b`` on the key."""
+
+    @abstractmethod
+    def join_delete(self, a: Table, b: Table, low: int, high: int) -> str:
+        """A DELETE of ``a``'s rows in a key range whose key is also in ``b``."""
+
+    @abstractmethod
+    def begin(self) -> str: ...
+
+    @abstractmethod
+    def two_phase(self, gid: str, commit: bool) -> tuple[list[str], list[str]]:
+        """(statements opening, statements ending) a two-phase transaction."""
+
+    @abstractmethod
+    def big_insert(self, table: Table, first: int, count: int) -> str:
+        """A set-based insert of ``count`` keys from ``first`` with large text values."""
+
+    @abstractmethod
+    def ddl_variants(self, table: Table, column: Column, new_name: str) -> dict[str, list[str]]:
+        """DDL kinds → statements, given an existing non-key column and a free name."""
+
+    def setup_session(self) -> list[str]:
+        return []
+
+
+class MariaDB(Dialect):
+    product = "mariadb"
+    types: Mapping[str, str] = {
+             "int": "INT", "bigint": "BIGINT", "dec": "DECIMAL(18,4)", "dbl": "DOUBLE",
+             "str": "VARCHAR(40)", "text": "LONGTEXT", "blob": "LONGBLOB", "date": "DATE",
+             "dt": "DATETIME(6)", "ts": "TIMESTAMP(6) NULL DEFAULT NULL", "time": "TIME(6)",
+    }  # fmt: skip
+
+    def quote(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    def string(self, text: str) -> str:
+        return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    def blob(self, data: bytes) -> str:
+        return f"X'{data.hex()}'"
+
+    def temporal(self, value: object) -> str:
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:
+            # The sessions run in UTC (setup_session), so a TIMESTAMP literal is a UTC instant.
+            return self.string(value.strftime("%Y-%m-%d %H:%M:%S.%f"))
+        return super().temporal(value)
+
+    def setup_session(self) -> list[str]:
+        return ["SET time_zone = '+00:00'", "SET innodb_lock_wait_timeout = 10"]
+
+    def upsert(self, table: Table, row: Mapping[str, object], variant: int) -> str:
+        if variant == 0:
+            return "REPLACE" + self.insert(table, [row])[len("INSERT") :]
+        values = {n: v for n, v in row.items() if n != table.key}
+        return self.insert(table, [row]) + f" ON DUPLICATE KEY UPDATE {self.assignments(values)}"
+
+    def key_shift(self, table: Table) -> list[str]:
+        key = self.quote(table.key)
+        return [f"UPDATE {self.quote(table.name)} SET {key} = {key} + 1 ORDER BY {key} DESC"]
+
+    def join_update(self, a: Table, b: Table, column: Column, value: object) -> str:
+        on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
+        sets = f"x.{self.quote(column.name)} = {self.literal(value)}"
+        return f"UPDATE {self.quote(a.name)} x JOIN {self.quote(b.name)} y ON {on} SET {sets}"
+
+    def join_delete(self, a: Table, b: Table, low: int, high: int) -> str:
+        on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
+        where = f"x.{self.quote(a.key)} BETWEEN {low} AND {high}"
+        joined = f"{self.quote(a.name)} x JOIN {self.quote(b.name)} y ON {on}"
+        return f"DELETE x FROM {joined} WHERE {where}"
+
+    def begin(self) -> str:
+        return "START TRANSACTION"
+
+    def two_phase(self, gid: str, commit: bool) -> tuple[list[str], list[str]]:
+        end = f"XA COMMIT '{gid}'" if commit else f"XA ROLLBACK '{gid}'"
+        return [f"XA START '{gid}'"], [f"XA END '{gid}'", f"XA PREPARE '{gid}'", end]
+
+    def big_insert(self, table: Table, first: int, count: int) -> str:
+        text = next((c for c in table.value_columns() if c.kind in ("str", "text")), None)
+        extra = f", {self.quote(text.name)}" if text else ""
+        pad = ", REPEAT('x', 40)" if text else ""
+        return (
+            f"INSERT INTO {self.quote(table.name)} ({self.quote(table.key)}{extra})"
+            f" SELECT {first} + seq{pad} FROM seq_0_to_{count - 1}"
+        )
+
+    def ddl_variants(self, table: Table, column: Column, new_name: str) -> dict[str, list[str]]:
+        t, c, n = self.quote(table.name), self.quote(column.name), self.quote(new_name)
+        widened = {"int": "BIGINT", "str": "VARCHAR(80)", "dec": "DECIMAL(20,4)"}
+        out = {
+            "add_default": [f"ALTER TABLE {t} ADD COLUMN {n} VARCHAR(40) DEFAULT 'dflt'"],
+            "add_not_null": [f"ALTER TABLE {t} ADD COLUMN {n} INT NOT NULL"],
+            "add_volatile": [
+                f"ALTER TABLE {t} ADD COLUMN {n} DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6)"
+            ],
+            "add_nullable": [f"ALTER TABLE {t} ADD COLUMN {n} INT"],
+            "drop": [f"ALTER TABLE {t} DROP COLUMN {c}"],
+            "rename": [f"ALTER TABLE {t} RENAME COLUMN {c} TO {n}"],
+            "convert": [f"ALTER TABLE {t} CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"],
+        }  # fmt: skip
+        if column.kind in widened:
+            out["modify"] = [f"ALTER TABLE {t} MODIFY {c} {widened[column.kind]}"]
+        return out
+
+
+class Postgres(Dialect):
+    product = "postgres"
+    types: Mapping[str, str] = {"int": "integer", "bigint": "bigint", "dec": "numeric(18,4)",
+             "dbl": "double precision", "str": "varchar(40)", "text": "text", "blob": "bytea",
+             "date": "date", "dt": "timestamp(6)", "ts": "timestamptz(6)", "time": "time(6)",
+    }  # fmt: skip
+
+    def quote(self, name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    def string(self, text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    def blob(self, data: bytes) -> str:
+        return f"'\\x{data.hex()}'::bytea"
+
+    def setup_session(self) -> list[str]:
+        # The cluster runs with synchronous_commit = off; commits flush the WAL here so the
+        # stream sees them at once. lock_timeout turns a generator mistake into an error.
+        return ["SET synchronous_commit = on", "SET lock_timeout = '10s'"]
+
+    def upsert(self, table: Table, row: Mapping[str, object], variant: int) -> str:
+        values = [n for n in row if n != table.key]
+        if variant == 0 or not values:
+            return self.insert(table, [row]) + f" ON CONFLICT ({self.quote(table.key)}) DO NOTHING"
+        sets = ", ".join(f"{self.quote(n)} = EXCLUDED.{self.quote(n)}" for n in values)
+        return (
+            self.insert(table, [row])
+            + f" ON CONFLICT ({self.quote(table.key)}) DO UPDATE SET {sets}"
+        )
+
+    def key_shift(self, table: Table) -> list[str]:
+        # A non-deferrable key is checked row by row: negate (no clash), then shift back.
+        t, key = self.quote(table.name), self.quote(table.key)
+        return [f"UPDATE {t} SET {key} = -{key} WHERE {key} > 0",
+                f"UPDATE {t} SET {key} = -{key} + 1 WHERE {key} < 0"]  # fmt: skip
+
+    def join_update(self, a: Table, b: Table, column: Column, value: object) -> str:
+        on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
+        sets = f"{self.quote(column.name)} = {self.literal(value)}"
+        return f"UPDATE {self.quote(a.name)} x SET {sets} FROM {self.quote(b.name)} y WHERE {on}"
+
+    def join_delete(self, a: Table, b: Table, low: int, high: int) -> str:
+        on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
+        where = f"x.{self.quote(a.key)} BETWEEN {low} AND {high}"
+        using = f"{self.quote(a.name)} x USING {self.quote(b.name)} y"
+        return f"DELETE FROM {using} WHERE {on} AND {where}"
+
+    def begin(self) -> str:
+        return "BEGIN"
+
+    def two_phase(self, gid: str, commit: bool) -> tuple[list[str], list[str]]:
+        end = f"COMMIT PREPARED '{gid}'" if commit else f"ROLLBACK PREPARED '{gid}'"
+        return ["BEGIN"], [f"PREPARE TRANSACTION '{gid}'", end]
+
+    def big_insert(self, table: Table, first: int, count: int) -> str:
+        text = next((c for c in table.value_columns() if c.kind == "text"), None)
+        extra = f", {self.quote(text.name)}" if text else ""
+        pad = ", repeat('x', 200)" if text else ""
+        return (
+            f"INSERT INTO {self.quote(table.name)} ({self.quote(table.key)}{extra})"
+            f" SELECT {first} + g{pad} FROM generate_series(0, {count - 1}) AS g"
+        )
+
+    def ddl_variants(self, table: Table, column: Column, new_name: str) -> dict[str, list[str]]:
+        t, c, n = self.quote(table.name), self.quote(column.name), self.quote(new_name)
+        out = {
+            "add_default": [f"ALTER TABLE {t} ADD COLUMN {n} varchar(40) DEFAULT 'dflt'"],
+            "add_not_null": [f"ALTER TABLE {t} ADD COLUMN {n} integer NOT NULL DEFAULT 0"],
+            "add_volatile": [
+                f"ALTER TABLE {t} ADD COLUMN {n} timestamptz DEFAULT clock_timestamp()"
+            ],
+            "add_nullable": [f"ALTER TABLE {t} ADD COLUMN {n} integer"],
+            "drop": [f"ALTER TABLE {t} DROP COLUMN {c}"],
+            "rename": [f"ALTER TABLE {t} RENAME COLUMN {c} TO {n}"],
+        }  # fmt: skip
+        if column.kind == "int":
+            out["modify"] = [f"ALTER TABLE {t} ALTER COLUMN {c} TYPE bigint USING {c} * 2"]
+        elif column.kind == "str":
+            out["modify"] = [f"ALTER TABLE {t} ALTER COLUMN {c} TYPE text USING upper({c})"]
+        return out
+
+
+DIALECTS: dict[str, Dialect] = {"mariadb": MariaDB(), "postgres": Postgres()}
