@@ -352,13 +352,27 @@ def cdc_run(
 def _configure_logging() -> None:
     """Warnings from everything; progress (comparison and phase) from replcheck itself."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    progress = logging.StreamHandler()
+    progress = _StandardError()
     progress.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
     for name in PROGRESS_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
+        # Replaced, not added: run() may be called many times in one process.
+        logger.handlers = [h for h in logger.handlers if not isinstance(h, _StandardError)]
         logger.addHandler(progress)
         logger.propagate = False
+
+
+class _StandardError(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record comes (not when it was made)."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass  # StreamHandler's constructor sets it; the property decides
 
 
 @app.command()
