@@ -37,7 +37,13 @@ from urllib.parse import quote
 
 import pytest
 
-from connectors.mariadb.embedded_server import server_arguments
+from connectors.mariadb.embedded_server import (
+    MariaDBNotInstalledError,
+    bootstrap_arguments,
+    find_programs,
+    install_arguments,
+    server_arguments,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -338,14 +344,18 @@ def _start_on_free_port(factory: Callable[[], _PrivateServer], attempts: int = 3
 # --- MariaDB ----------------------------------------------------------------------------
 
 
+def _mariadb_programs() -> dict[str, str]:
+    """The product's own search for the server's programs (embedded_server.py), failing the
+    test with the install hint when they are missing."""
+    try:
+        return find_programs()
+    except MariaDBNotInstalledError as exc:
+        pytest.fail(f"{exc.message}: {INSTALL_HINT}", pytrace=False)
+
+
 def _mariadb_program(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
     return _require(found, f"MariaDB's {name}")
-
-
-def _current_user_flag() -> list[str]:
-    # mariadbd refuses to run as root unless told so explicitly.
-    return ["--user=root"] if os.geteuid() == 0 else []
 
 
 class _MariaDBProcess(_PrivateServer):
@@ -355,8 +365,8 @@ class _MariaDBProcess(_PrivateServer):
     def __init__(self, binlog_row_image: str) -> None:
         if binlog_row_image not in ROW_IMAGES:
             raise ValueError(f"binlog_row_image must be one of {ROW_IMAGES}")
-        self.mariadbd = _mariadb_program("mariadbd")
-        self.install_db = _mariadb_program("mariadb-install-db")
+        programs = _mariadb_programs()
+        self.mariadbd, self.install_db = programs["mariadbd"], programs["mariadb-install-db"]
         self.tzinfo_to_sql = _mariadb_program("mariadb-tzinfo-to-sql")
         super().__init__(run_as=None)
         self.binlog_row_image = binlog_row_image
@@ -364,31 +374,12 @@ class _MariaDBProcess(_PrivateServer):
         self.socket = self.root / "mariadb.sock"
 
     def _initialize(self) -> None:
-        _run(
-            [
-                self.install_db,
-                "--no-defaults",
-                f"--datadir={self.datadir}",
-                *_current_user_flag(),
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-                "--innodb-log-file-size=16M",
-            ],
-            self.log_path,
-            self.root,
-        )
+        _run([self.install_db, *install_arguments(self.datadir)], self.log_path, self.root)
         # --default-time-zone needs the zone in the time zone tables before the server
         # starts: load just the zones we use, in bootstrap mode (much faster than loading
         # all of /usr/share/zoneinfo).
         _run(
-            [
-                self.mariadbd,
-                "--no-defaults",
-                "--bootstrap",
-                f"--datadir={self.datadir}",
-                *_current_user_flag(),
-                "--innodb-log-file-size=16M",
-            ],
+            [self.mariadbd, *bootstrap_arguments(self.datadir)],
             self.log_path,
             self.root,
             input_bytes=self._time_zone_sql(),

@@ -30,6 +30,7 @@ from cdc_core.errors import ConfigError, TransientError
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+INNODB_LOG_FILE_SIZE = "--innodb-log-file-size=16M"  # the same at install, bootstrap and start
 PROGRAMS = ("mariadbd", "mariadb-install-db")
 BIN_VARIABLE = "REPLCHECK_MARIADB_BIN"  # a directory holding the programs, if not on PATH
 INSTALL_HINT = (
@@ -93,10 +94,9 @@ def find_programs() -> dict[str, str]:
 
 def server_arguments(datadir: Path, port: int, binlog_row_image: str) -> list[str]:
     """The server's options: loopback only, a binlog the CDC pipeline can read, small and fast."""
-    user = ["--user=root"] if os.geteuid() == 0 else []  # mariadbd refuses root unless told
     return [
         "--no-defaults",
-        *user,
+        *_user(),
         f"--datadir={datadir}",
         f"--socket={datadir.parent / 'mariadb.sock'}",
         f"--pid-file={datadir.parent / 'mariadbd.pid'}",
@@ -112,7 +112,7 @@ def server_arguments(datadir: Path, port: int, binlog_row_image: str) -> list[st
         "--character-set-server=utf8mb4",
         "--collation-server=utf8mb4_general_ci",
         "--innodb-buffer-pool-size=64M",
-        "--innodb-log-file-size=16M",
+        INNODB_LOG_FILE_SIZE,
         "--innodb-flush-log-at-trx-commit=2",  # a throwaway server: speed over durability
     ]
 
@@ -145,16 +145,30 @@ def running_server(binlog_row_image: str = "MINIMAL") -> Iterator[EmbeddedServer
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _install(install_db: str, server: EmbeddedServer) -> None:
-    user = ["--user=root"] if os.geteuid() == 0 else []
-    argv = [
-        install_db,
+def _user() -> list[str]:
+    return ["--user=root"] if os.geteuid() == 0 else []  # mariadbd refuses root unless told
+
+
+def install_arguments(datadir: Path) -> list[str]:
+    """``mariadb-install-db``'s options for a private server's data directory."""
+    return [
         "--no-defaults",
-        f"--datadir={server.root / 'data'}",
-        *user,
+        f"--datadir={datadir}",
+        *_user(),
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
+        INNODB_LOG_FILE_SIZE,
     ]
+
+
+def bootstrap_arguments(datadir: Path) -> list[str]:
+    """``mariadbd --bootstrap``'s options (SQL on stdin before the first start, e.g. the
+    time zone tables a ``--default-time-zone`` needs)."""
+    return ["--no-defaults", "--bootstrap", f"--datadir={datadir}", *_user(), INNODB_LOG_FILE_SIZE]
+
+
+def _install(install_db: str, server: EmbeddedServer) -> None:
+    argv = [install_db, *install_arguments(server.root / "data")]
     with server.log_path.open("ab") as log:
         result = subprocess.run(
             argv, stdout=log, stderr=subprocess.STDOUT, timeout=START_TIMEOUT_S, check=False
