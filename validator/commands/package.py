@@ -32,7 +32,9 @@ class Bundle:
 
 def build_bundle(out_dir: Path) -> Bundle:
     """Write ``replcheck.zip`` (the packages with their data files) and the launcher."""
-    root = Path(__file__).resolve().parents[1]
+    import validator
+
+    root = Path(validator.__file__).resolve().parents[1]  # the folder holding the packages
     out_dir.mkdir(parents=True, exist_ok=True)
     archive = out_dir / "replcheck.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
