@@ -76,7 +76,18 @@ class FollowsDdl:
             if seen is not None and seen != self.reader.table_shape(table):
                 self._start_refresh(table, since, "its definition changed at the source")
                 changed = True
+        # A table created since, with no row yet, shows nowhere in such a log: any row it
+        # had up to here would have come through the log and made it known.
+        for table in self._created_without_rows(self.reader):
+            self._start_refresh(table, idle.position, "created at the source")
+            changed = True
         return changed
+
+    def _created_without_rows(self, reader: OmitsDdl) -> list[str]:
+        known = set(self.tables)
+        return [
+            t for t in reader.source_tables() if t not in known and self.config.tables.captures(t)
+        ]
 
     def _record_shape(self, table: str) -> None:
         """Remember the table's shape as the lake now follows it (``OmitsDdl`` logs)."""

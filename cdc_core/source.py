@@ -268,9 +268,14 @@ class OmitsDdl(Protocol):
     decoding describes a table's new columns only with its next change, and never a default
     written into existing rows): while the log is quiet, and before a run that stops by
     itself ends, the pipeline compares each table's shape with the one it last saw and
-    refreshes a table whose shape changed."""
+    refreshes a table whose shape changed, and loads a captured table created meanwhile."""
 
     def table_shape(self, table: str) -> str:
         """The table's definition as text (columns, their types and defaults): equal texts
         mean no DDL changed the table in between."""
+        ...
+
+    def source_tables(self) -> list[str]:
+        """Every table the source has now (``schema.table``): a table created without rows
+        shows nowhere in such a log, so the pipeline looks for new captured ones."""
         ...

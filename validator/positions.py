@@ -1,4 +1,5 @@
-"""The source positions a comparison agrees on, and waiting for the lake to reach them.
+"""The source positions a comparison agrees on, and waiting for the lake to reach them
+(and, for a table created at the source while a pipeline runs, for the lake to have it).
 
 Each source partition was read in a snapshot at a log position (one shared position for
 products that can share a snapshot). Every key is compared with the target as of the
@@ -15,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdc_core.errors import TransientError
-from cdc_core.lake import LakeTable, read_marks
+from cdc_core.errors import TerminalError, TransientError
+from cdc_core.lake import LakeTable, read_marks, read_progress
 from connectors.model import POSITION_COLUMN, Partition
 
 if TYPE_CHECKING:
@@ -130,6 +131,53 @@ def wait_for_lake(
                 position,
                 reached,
                 left,
+            )
+        sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
+def wait_for_lake_table(
+    table: LakeTable,
+    timeout_s: float,
+    poll_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Wait until the lake has ``table``'s changelog, when a pipeline writes to the lake.
+
+    A table created at the source while a pipeline runs reaches the lake when the pipeline
+    reaches its creation, as its rows do: the validation waits for it as it waits for a lake
+    behind its position. A lake no pipeline has written to will not get it: refused at once.
+
+    Raises:
+        TerminalError: No pipeline writes to the lake and the table is not in it.
+        TransientError: It did not appear within ``timeout_s``.
+    """
+    if table.exists():
+        return
+    if not read_progress(table.lake):
+        raise TerminalError(
+            f"lake table {table.table} has no changelog at {table.changelog} and no CDC"
+            " pipeline has written to the lake: check the comparison's target table, or run"
+            " the CDC pipeline first",
+            {"table": table.table},
+        )
+    deadline = time.monotonic() + timeout_s
+    said = -PROGRESS_EVERY_S
+    while not table.exists():
+        if time.monotonic() >= deadline:
+            raise TransientError(
+                f"lake table {table.table} is not in the lake after waiting {timeout_s:.0f} s"
+                " although a CDC pipeline writes to it: check that the pipeline's tables"
+                " capture it and the comparison's target table names it, or raise"
+                " validation.lake_wait_timeout_s",
+                {"table": table.table},
+            )
+        if time.monotonic() - said >= PROGRESS_EVERY_S:
+            said = time.monotonic()
+            log.info(
+                "waiting for lake table %s: the source has it, the lake not yet (the CDC"
+                " pipeline creates it when it reaches the table's creation); %.0f s left",
+                table.table,
+                deadline - said,
             )
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
 

@@ -15,6 +15,7 @@ from connectors.base import Connector
 from connectors.model import TableSchema
 from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
+from validator.positions import wait_for_lake_table
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 
 
@@ -92,7 +93,7 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},
-        _target_types(target_connection, comparison.target.table, target),
+        _target_types(target_connection, comparison.target.table, target, config),
         key,
         rules.rename,
         rules.exclude,
@@ -107,10 +108,15 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
 
 
 def _target_types(
-    connection: ConnectionConfig, table: str, target: tuple[Connector, TableSchema] | None
+    connection: ConnectionConfig,
+    table: str,
+    target: tuple[Connector, TableSchema] | None,
+    config: ValidatorConfig,
 ) -> dict[str, Any]:
     if target is not None:
         return {c.name: c.ltype for c in target[1].columns}
     assert connection.lake is not None
-    _, schema = changelog_files(LakeTable(connection.lake, table))
+    lake_table = LakeTable(connection.lake, table)
+    wait_for_lake_table(lake_table, config.validation.lake_wait_timeout_s)
+    _, schema = changelog_files(lake_table)
     return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}

@@ -169,6 +169,15 @@ class PostgresConnector(Connector):
             where = self.where
             raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
 
+    def table_names(self) -> list[str]:
+        """Every table outside the system schemas, as ``schema.table``, in order."""
+        query = (
+            "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN"
+            " ('pg_catalog', 'information_schema') ORDER BY 1, 2"
+        )
+        with contextlib.closing(self.connect()) as connection:
+            return [names.format_table(*row) for row in connection.execute(query).fetchall()]
+
     def reflect(self, table: str) -> TableSchema:
         schema, name = split_table(table)
         with self.connect() as connection:

@@ -176,6 +176,11 @@ class PostgresLogReader:
             row = connection.execute(_SHAPE_SQL, split_table(table)).fetchone()
         return str(row[0]) if row and row[0] is not None else ""
 
+    def source_tables(self) -> list[str]:
+        """Every table the source has now: one created without rows shows nowhere in the
+        log (``OmitsDdl``)."""
+        return self.connector.table_names()
+
     def resume_transactions(self, txids: Iterable[str]) -> None:
         """Name the transactions the caller's buffer holds open (restored from a checkpoint):
         the next ``iter_changes`` rolls them back first, as the server sends them whole again."""

@@ -25,7 +25,6 @@ resolved against the database's tables when the pipeline starts.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
@@ -34,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
-from cdc_core.names import format_table, is_glob
+from cdc_core.names import is_glob
 from connectors.model import LogSource
 from connectors.postgres.connector import qualified_name
 from connectors.postgres.log_reader import PostgresLogReader
@@ -121,19 +120,13 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     probe = source_config(url, password, ("probe",))  # the URL's settings, before any table
     connector = connector_of(probe)
 
-    def list_tables() -> list[str]:
-        query = (
-            "SELECT schemaname, tablename FROM pg_tables WHERE schemaname NOT IN"
-            " ('pg_catalog', 'information_schema') ORDER BY 1, 2"
-        )
-        with contextlib.closing(connector.connect()) as connection:
-            return [format_table(*row) for row in connection.execute(query).fetchall()]
-
-    captured = resolve_tables(tables, list_tables)
+    captured = resolve_tables(tables, connector.table_names)
     if not captured:
         raise ConfigError(f"no table of {connector.where} matches {list(tables)}")
     config = replace(probe, tables=tuple(captured))
-    return LogSource(PostgresLogReader(config), PostgresSnapshotReader(config), list_tables)
+    return LogSource(
+        PostgresLogReader(config), PostgresSnapshotReader(config), connector.table_names
+    )
 
 
 register_log_source(("postgresql", "postgres"), open_source, is_log_parameter)

@@ -7,10 +7,17 @@ from typing import Any
 
 import pytest
 
-from cdc_core.errors import TransientError
+from cdc_core.errors import TerminalError, TransientError
+from cdc_core.lake import LakeTable, write_progress
+from cdc_core.position import Position
 from connectors.registry import connector_for
 from validator.engines.spark.sources import plan_partitions
-from validator.positions import PartitionPosition, SourcePositions, wait_for_lake
+from validator.positions import (
+    PartitionPosition,
+    SourcePositions,
+    wait_for_lake,
+    wait_for_lake_table,
+)
 
 
 def test_waiting_ends_when_the_lake_reaches_the_position() -> None:
@@ -107,3 +114,30 @@ def test_a_wait_for_the_lake_says_what_it_waits_for(caplog: pytest.LogCaptureFix
     said = caplog.text
     assert "shop.t" in said and "position 20" in said and "high-water mark is None" in said
     assert "a CDC pipeline must be running" in said
+
+
+def test_a_table_a_running_pipeline_has_not_created_yet_is_waited_for(tmp_path: Path) -> None:
+    write_progress(tmp_path, "p", Position(5, "5"), ["shop.t"])
+    table = LakeTable(tmp_path, "shop.new")
+    polls: list[float] = []
+
+    def pipeline_catches_up(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 3:  # the pipeline reaches the table's creation
+            (table.changelog / "_delta_log").mkdir(parents=True)
+
+    wait_for_lake_table(table, 60, sleep=pipeline_catches_up)
+    assert len(polls) == 3 and table.exists()
+
+
+def test_a_table_missing_from_a_lake_no_pipeline_writes_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(TerminalError, match=r"shop\.new.*no CDC pipeline"):
+        wait_for_lake_table(LakeTable(tmp_path, "shop.new"), 60, sleep=pytest.fail)
+
+
+def test_a_table_that_never_appears_names_the_pipelines_tables(tmp_path: Path) -> None:
+    write_progress(tmp_path, "p", Position(5, "5"), ["shop.t"])
+    with pytest.raises(TransientError, match=r"shop\.new.*pipeline's tables capture it"):
+        wait_for_lake_table(LakeTable(tmp_path, "shop.new"), 0.05, poll_s=0.01)
