@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError, TransientError
@@ -145,7 +146,8 @@ def wait_for_lake_table(
 
     A table created at the source while a pipeline runs reaches the lake when the pipeline
     reaches its creation, as its rows do: the validation waits for it as it waits for a lake
-    behind its position. A lake no pipeline has written to will not get it: refused at once.
+    behind its position. A lake no pipeline has written to (no table, no progress) will not
+    get it: refused at once.
 
     Raises:
         TerminalError: No pipeline writes to the lake and the table is not in it.
@@ -153,7 +155,7 @@ def wait_for_lake_table(
     """
     if table.exists():
         return
-    if not read_progress(table.lake):
+    if not _written_by_a_pipeline(table.lake):
         raise TerminalError(
             f"lake table {table.table} has no changelog at {table.changelog} and no CDC"
             " pipeline has written to the lake: check the comparison's target table, or run"
@@ -180,6 +182,12 @@ def wait_for_lake_table(
                 deadline - said,
             )
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
+def _written_by_a_pipeline(lake: Path) -> bool:
+    """Whether a pipeline has written to ``lake``: its progress, or a table of its initial
+    load (a pipeline records progress with its first batch after the load)."""
+    return bool(read_progress(lake)) or (lake.is_dir() and any(lake.iterdir()))
 
 
 def check_exact(table: LakeTable, positions: Sequence[int]) -> None:

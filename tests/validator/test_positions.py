@@ -141,3 +141,16 @@ def test_a_table_that_never_appears_names_the_pipelines_tables(tmp_path: Path) -
     write_progress(tmp_path, "p", Position(5, "5"), ["shop.t"])
     with pytest.raises(TransientError, match=r"shop\.new.*pipeline's tables capture it"):
         wait_for_lake_table(LakeTable(tmp_path, "shop.new"), 0.05, poll_s=0.01)
+
+
+def test_a_lake_a_pipeline_is_loading_counts_as_fed(tmp_path: Path) -> None:
+    """Soak seeds 1011 (postgres-default), 1015 and 1019 (mariadb-full): validation started
+    while the pipeline had only loaded tables (no progress yet); it must wait, not refuse."""
+    (LakeTable(tmp_path, "shop.t").changelog / "_delta_log").mkdir(parents=True)
+    table = LakeTable(tmp_path, "shop.new")
+
+    def created(_seconds: float) -> None:
+        (table.changelog / "_delta_log").mkdir(parents=True)
+
+    wait_for_lake_table(table, 60, sleep=created)
+    assert table.exists()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
     """Every event of the changelog (an empty frame with the right schema if none)."""
+    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     files, schema = changelog_files(table)
@@ -29,7 +30,14 @@ def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
         return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=True))
     # Files written before a column was added lack it: merge every file's schema, or Spark
     # takes one file's and the column may vanish (the pipeline adds columns by schema merge).
-    return spark.read.option("mergeSchema", "true").parquet(*files)
+    frame = spark.read.option("mergeSchema", "true").parquet(*files)
+    # A column the table's schema has but no file yet (added by a DDL, no event since) is
+    # NULL in every row, as at the source.
+    wanted = from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    for field in wanted.fields:
+        if field.name not in frame.columns:
+            frame = frame.withColumn(field.name, F.lit(None).cast(field.dataType))
+    return frame
 
 
 def lake_state_at(

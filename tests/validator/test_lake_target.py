@@ -1,0 +1,37 @@
+"""A lake table's state at a position, as the Spark engine reads it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from cdc_core.lake import LakeTable
+from cdc_core.position import Position
+from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.source import TableDescription
+from validator.engines.spark.lake_target import lake_state_at
+
+pytestmark = pytest.mark.spark
+
+
+def test_a_column_added_with_no_event_since_reads_as_null(spark: Any, tmp_path: Path) -> None:
+    """Soak seed 1013 (mariadb-full): ``ALTER TABLE t4 ADD COLUMN back`tick INT`` was the
+    last statement; the table's schema had the column, no data file did, and the validator
+    could not resolve it."""
+    before = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]), ("id",))
+    after = TableDescription(
+        "s.t", before.schema.append(pa.field("back`tick", pa.int64())), ("id",)
+    )
+    sink = LakeSink(tmp_path, "p")
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    rows = [LakeEvent("c", {"id": 1, "v": 2}, 5, 0, "x", at)]
+    sink.write([TableBatch(before, rows)], Position.of(5), ["s.t"])
+    sink.follow_schema(after, Position.of(6))
+
+    state = lake_state_at(spark, LakeTable(tmp_path, "s.t"), ("id",), 6)
+
+    assert [tuple(r) for r in state.select("id", "v", "`back``tick`").collect()] == [(1, 2, None)]
