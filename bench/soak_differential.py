@@ -2,7 +2,7 @@
 server, one warm Spark session, a fresh database per seed.
 
     PYTHONPATH=. python bench/soak_differential.py --source mariadb-full --seeds 200 [--start 0]
-        [--size 24] [--no-validator] [--no-shrink]
+        [--size 24] [--no-validator] [--no-shrink] [--keep DIR]
 
 Prints each failure (seed, problems, shrunk SQL) as it happens, then a summary: seeds run
 and failed, statements, transactions, DDL statements, kills, statements the server refused,
@@ -54,12 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=SIZE, help="items per workload")
     parser.add_argument("--no-validator", action="store_true", help="independent judge only")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--keep", type=Path, help="copy each failing run's directory here")
     args = parser.parse_args(argv)
     failed: list[int] = []
     started = time.monotonic()
     spark = _spark(not args.no_validator)
     with _server(args.source) as server, tempfile.TemporaryDirectory() as root:
-        run = Run(server, spark, Path(root))
+        run = Run(server, spark, Path(root), keep=args.keep)
         seeds = range(args.start, args.start + args.seeds)
         for seed in seeds:
             clock = time.monotonic()

@@ -20,7 +20,7 @@ from cdc_core.image_store import RowImageStore
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
 from cdc_core.rebuild import RebuildConfig, Rebuilder
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.sink import LakeEvent, Sink, TableBatch
 from cdc_core.source import (
     CapturesTables,
     Idle,
@@ -45,7 +45,7 @@ class FollowsDdl:
     tables: list[str]
     _checkpoint: Checkpoint
     _descriptions: TableDescriptions
-    _sink: LakeSink
+    _sink: Sink
     _store: RowImageStore
     _refresher: TableRefresher
     _rebuilder: Rebuilder
@@ -149,7 +149,7 @@ class FollowsDdl:
         self._record_shape(table)
         moved_key = before is not None and before.key != description.key
         retire = moved_key or not self._sink.holds(description)
-        loading = retire or not self._sink.table(table).exists()
+        loading = retire or not self._sink.exists(table)
         if loading:
             self._store.truncate(table, since, 0)  # images of another lake generation
             loaded = {**self._checkpoint.loaded, table: since}

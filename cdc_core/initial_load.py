@@ -21,7 +21,7 @@ from cdc_core.image_store import RowImageStore
 from cdc_core.metrics import MetricsTracker
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink
+from cdc_core.sink import LakeEvent, Sink
 from cdc_core.source import (
     LOCATOR_COLUMN,
     LogReader,
@@ -39,7 +39,7 @@ class LoadContext:
     reader: LogReader
     snapshots: SnapshotReader | None
     tables: Sequence[str]
-    sink: LakeSink
+    sink: Sink
     store: RowImageStore
     describe: Callable[[str], TableDescription]
     metrics: MetricsTracker
@@ -93,8 +93,7 @@ def _settle_unfinished(context: LoadContext, checkpoint: Checkpoint) -> Checkpoi
     """Tables whose load a crash interrupted: finished (app transaction) or removed."""
     loaded = dict(checkpoint.loaded)
     for table, position in checkpoint.loading.items():
-        lake_table = context.sink.table(table)
-        if context.sink.written_position(lake_table.changelog) == position.value:
+        if context.sink.load_position(table) == position.value:
             loaded[table] = position
             continue
         logger.warning("removing the unfinished initial load of %s to start it over", table)
@@ -113,12 +112,11 @@ def _settle_unfinished(context: LoadContext, checkpoint: Checkpoint) -> Checkpoi
 
 def _refuse_foreign_tables(context: LoadContext, tables: list[str]) -> None:
     for table in tables:
-        lake_table = context.sink.table(table)
-        if lake_table.exists():
+        if context.sink.exists(table):
             raise LakeTableInUseError(
-                f"lake table {table} already exists at {lake_table.root} but pipeline"
-                f" {context.config.name} has not loaded it; remove that directory or use"
-                " another lake",
+                f"table {table} already exists at {context.sink.where(table)} but pipeline"
+                f" {context.config.name} has not loaded it; remove it there or write to"
+                " another lake or schema",
                 {"table": table},
             )
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -48,7 +49,7 @@ from cdc_core.rebuild import (
     RebuildConfig,
     Rebuilder,
 )
-from cdc_core.sink import LakeEvent, LakeSink, StaleDescriptionError, TableBatch
+from cdc_core.sink import LakeEvent, LakeSink, Sink, StaleDescriptionError, TableBatch
 from cdc_core.source import (
     AcknowledgesPositions,
     Idle,
@@ -92,6 +93,7 @@ class Pipeline(FollowsDdl):
         tables: The captured tables (``None``: the filter's accept patterns; a pipeline
             with the ``accept`` policy needs the source's table list here).
         on_transaction: Called with each transaction once it is durable in the lake.
+        sink: Where it writes (default: the lake of ``config.lake``).
     """
 
     def __init__(
@@ -102,6 +104,7 @@ class Pipeline(FollowsDdl):
         *,
         tables: list[str] | None = None,
         on_transaction: TransactionCallback | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.config = config
         self.reader = reader
@@ -110,7 +113,7 @@ class Pipeline(FollowsDdl):
         self._callbacks = [on_transaction] if on_transaction else []
         self._stop = threading.Event()
         self._metrics = MetricsTracker()
-        self._sink = LakeSink(config.lake, config.name)
+        self._sink = sink if sink is not None else LakeSink(_lake_of(config), config.name)
         self._descriptions = TableDescriptions(reader, config.tables.ignore_columns)
         self._pending: dict[str, TableBatch] = {}
         self._pending_transactions: list[EmittedTransaction] = []
@@ -503,6 +506,12 @@ class Pipeline(FollowsDdl):
                 f" {checkpoint.pipeline!r}, not {self.config.name!r}; give each pipeline its"
                 " own state_dir"
             )
+
+
+def _lake_of(config: PipelineConfig) -> Path:
+    if config.lake is None:
+        raise ConfigError(f"pipeline {config.name} writes to a database: pass its sink")
+    return config.lake
 
 
 def _listed(config: PipelineConfig) -> list[str]:

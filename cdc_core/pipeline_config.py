@@ -7,7 +7,9 @@ connections:
 pipelines:
   - name: shop
     source: shop_src                  # a connection with a url
-    target: lake                      # a connection with a lake
+    target: lake                      # a connection with a lake, or a database (url):
+    # target_schema: replica            # database target: the schema every table goes to
+    # conflicts: stop                   # database target: stop | overwrite (README)
     tables: [shop.orders, shop.customers]
     # or, instead of tables, a policy (globs over schema.table):
     # filter: {policy: accept, drop: ["shop.audit_*"]}
@@ -42,8 +44,9 @@ class PipelineConfig:
     """One pipeline's section of the configuration.
 
     Args:
-        name: Names the pipeline's app transactions and progress file in the lake.
-        lake: The lake's root directory.
+        name: Names the pipeline's app transactions and progress file in the lake (or its
+            rows in a database target's progress table).
+        lake: The lake's root directory (None: the target is a database).
         state_dir: Checkpoints, spill segments and the row image store (one pipeline's).
         tables: Which tables are captured and which columns ignored.
         memory_budget_bytes: The transaction buffer's memory budget.
@@ -58,7 +61,7 @@ class PipelineConfig:
     """
 
     name: str
-    lake: Path
+    lake: Path | None
     state_dir: Path
     tables: TableFilter
     memory_budget_bytes: int = 256 << 20
@@ -90,9 +93,30 @@ _PIPELINE_KEYS = (
     "buffer",
     "batch",
     "refresh",
+    "target_schema",
+    "conflicts",
 )
 
 _BUFFER_KEYS = ("memory_budget_mb", "max_transaction_age_s", "max_transaction_changes")
+
+
+CONFLICT_POLICIES = ("stop", "overwrite")
+"""What a database target does with a delete of an absent row or an insert of a present
+one: stop naming the table and key, or apply the change anyway and count it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetOptions:
+    """How a pipeline writes to a database target.
+
+    Attributes:
+        schema: The target schema (database) every captured table goes to (None: a schema
+            named as the source table's).
+        conflicts: One of ``CONFLICT_POLICIES``.
+    """
+
+    schema: str | None = None
+    conflicts: str = "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +125,8 @@ class PipelineSetup:
 
     config: PipelineConfig
     source: ConnectionConfig
+    target: ConnectionConfig
+    target_options: TargetOptions = field(default_factory=lambda: TargetOptions())
 
 
 def load_pipeline_config(
@@ -124,8 +150,12 @@ def load_pipeline_config(
 
 def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]) -> PipelineSetup:
     source = _connection(section, "source", connections, lake=False)
-    target = _connection(section, "target", connections, lake=True)
-    assert target.lake is not None
+    target = _connection(section, "target", connections, lake=None)
+    if target.url is not None and target.url == source.url:
+        raise section.error(
+            "target", "is the pipeline's source: write to a lake or another database"
+        )
+    options = _target_options(section, target)
     buffer = _numbers(section, "buffer", _BUFFER_KEYS)
     batch = _numbers(section, "batch", ("max_events", "max_seconds"))
     refresh = _numbers(section, "refresh", ("chunk_rows",))
@@ -142,17 +172,27 @@ def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]
         max_transaction_changes=_optional_int(buffer.get("max_transaction_changes")),
         refresh_chunk_rows=int(refresh.get("chunk_rows", 10_000)),
     )
-    return PipelineSetup(config, source)
+    return PipelineSetup(config, source, target, options)
+
+
+def _target_options(section: Section, target: ConnectionConfig) -> TargetOptions:
+    schema = section.get("target_schema", str)
+    conflicts = section.get("conflicts", str, "stop") or "stop"
+    if target.is_lake and (schema is not None or "conflicts" in section.data):
+        raise section.error("target_schema", "and conflicts apply to a database target only")
+    if conflicts not in CONFLICT_POLICIES:
+        raise section.error("conflicts", f"must be one of {list(CONFLICT_POLICIES)}")
+    return TargetOptions(schema, conflicts)
 
 
 def _connection(
-    section: Section, key: str, connections: Mapping[str, ConnectionConfig], *, lake: bool
+    section: Section, key: str, connections: Mapping[str, ConnectionConfig], *, lake: bool | None
 ) -> ConnectionConfig:
     name = section.require(key, str)
     if name not in connections:
         raise section.error(key, f"names connection {name!r}, which is not in 'connections'")
     connection = connections[name]
-    if connection.is_lake != lake:
+    if lake is not None and connection.is_lake != lake:
         wanted = "a lake connection ({lake: PATH})" if lake else "a database connection (url)"
         raise section.error(key, f"must be {wanted}; {name!r} is not")
     return connection

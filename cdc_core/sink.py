@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_core.errors import TerminalError
 from cdc_core.events import CommittedTransaction, RowChange
@@ -123,8 +123,8 @@ class TableBatch:
 
 
 @dataclass(frozen=True, slots=True)
-class _Written:
-    """How far a pipeline's commits to one Delta table reached: every event up to (``done``,
+class Written:
+    """How far a pipeline's commits to one table reached: every event up to (``done``,
     ``seq``), and of the transaction at ``part_pos``, its events up to ``part_seq``."""
 
     done: int | None
@@ -133,9 +133,81 @@ class _Written:
     part_seq: int
 
 
+def unwritten(mark: Written, events: list[LakeEvent]) -> list[LakeEvent]:
+    """The events a table whose writes reached ``mark`` does not hold yet: after its
+    position (and, at that very position, after the last seq written there: a table
+    refresh's chunks can share a position), and after the last part written of a
+    transaction too big for one batch."""
+    return [
+        event
+        for event in events
+        if (mark.done is None or (event.commit_pos, event.seq) > (mark.done, mark.seq))
+        and not (event.commit_pos == mark.part_pos and event.seq <= mark.part_seq)
+    ]
+
+
 def app_id_of(pipeline: str) -> str:
     """The Delta app transaction id of a pipeline's commits."""
     return f"replcheck.pipeline.{pipeline}"
+
+
+class Sink(Protocol):
+    """Where a pipeline writes: the lake (``LakeSink``) or a database
+    (``connectors.database_target``). Exactly once: whatever a sink has recorded as written
+    (per table, up to a position and a seq there, or a part of a big transaction) it skips
+    when a restarted pipeline hands it again."""
+
+    def exists(self, table: str) -> bool:
+        """Whether the sink holds a table for source table ``table``."""
+        ...
+
+    def where(self, table: str) -> str:
+        """Where ``table`` lives, for messages."""
+        ...
+
+    def load_position(self, table: str) -> int | None:
+        """The position the sink's writes to ``table`` reached (None: none finished)."""
+        ...
+
+    def remove_table(self, table: str) -> None:
+        """Drop a table whose initial load did not finish."""
+        ...
+
+    def holds(self, description: TableDescription) -> bool:
+        """Whether the table can hold every value of the described columns."""
+        ...
+
+    def follow_schema(self, description: TableDescription, position: Position) -> None:
+        """Add columns new at the source (existing rows hold NULL there)."""
+        ...
+
+    def retire_table(self, name: str, position: Position) -> object | None:
+        """Move a table aside to load it again with another schema; where it went."""
+        ...
+
+    def write_snapshot(
+        self, description: TableDescription, events: list[LakeEvent], position: Position
+    ) -> None:
+        """Write one chunk of a table's initial load."""
+        ...
+
+    def finish_snapshot(self, description: TableDescription, position: Position) -> None:
+        """Record a table's initial load complete at ``position``."""
+        ...
+
+    def write(
+        self,
+        batches: Iterable[TableBatch],
+        position: Position,
+        tables: Sequence[str],
+        marks: RefreshMarks | None = None,
+    ) -> int:
+        """Write whole transactions reaching ``position``; the events written."""
+        ...
+
+    def write_part(self, batches: Iterable[TableBatch], commit_pos: Position) -> int:
+        """Write part of a transaction too big for one batch; the events written."""
+        ...
 
 
 class LakeSink:
@@ -151,11 +223,23 @@ class LakeSink:
         self.pipeline = pipeline
         self.app_id = app_id_of(pipeline)
         self._tables: dict[Path, DeltaTable] = {}
-        self._marks: dict[Path, _Written] = {}
+        self._marks: dict[Path, Written] = {}
 
     def table(self, name: str) -> LakeTable:
         """Where source table ``name`` lives in this lake."""
         return LakeTable(self.lake, name)
+
+    def exists(self, table: str) -> bool:
+        """Whether the lake has ``table``'s changelog."""
+        return self.table(table).exists()
+
+    def where(self, table: str) -> str:
+        """The lake directory of ``table``."""
+        return str(self.table(table).root)
+
+    def load_position(self, table: str) -> int | None:
+        """The position this pipeline's commits to ``table``'s changelog reached."""
+        return self.written_position(self.table(table).changelog)
 
     def remove_table(self, name: str) -> None:
         """Delete a table's changelog and mirror (an initial load that did not finish)."""
@@ -259,7 +343,7 @@ class LakeSink:
         properties = self._properties(position, last_seq=REFRESH_SEQ_BASE - 1)
         for path in paths:  # the changelog's mark last: it is what a restart checks
             self._write(path, empty, properties)
-            self._marks[path] = _Written(position.value, REFRESH_SEQ_BASE - 1, None, -1)
+            self._marks[path] = Written(position.value, REFRESH_SEQ_BASE - 1, None, -1)
 
     def _write(self, path: Path, data: pa.Table, properties: Any) -> None:
         from deltalake import write_deltalake
@@ -275,7 +359,7 @@ class LakeSink:
         target = self.table(batch.description.table)
         last_seq = max((e.seq for e in batch.events if e.commit_pos == position.value), default=-1)
         properties = self._properties(position, last_seq=last_seq)
-        reached = _Written(position.value, last_seq, None, -1)
+        reached = Written(position.value, last_seq, None, -1)
         events = self._unwritten(target.changelog, batch.events)
         # A table with nothing to write yet (an empty table added while running) still gets
         # its lake tables, empty: a reader must find it, not an error.
@@ -296,19 +380,10 @@ class LakeSink:
         return len(events)
 
     def _unwritten(self, path: Path, events: list[LakeEvent]) -> list[LakeEvent]:
-        """The events not in the Delta table yet: after its app transaction version (and,
-        at that very position, after the last seq written there: a table refresh's chunks
-        can share a position), and after the last part written of a transaction too big
-        for one batch."""
-        mark = self._written(path)
-        return [
-            event
-            for event in events
-            if (mark.done is None or (event.commit_pos, event.seq) > (mark.done, mark.seq))
-            and not (event.commit_pos == mark.part_pos and event.seq <= mark.part_seq)
-        ]
+        """The events not in the Delta table yet (``unwritten``)."""
+        return unwritten(self._written(path), events)
 
-    def _written(self, path: Path) -> _Written:
+    def _written(self, path: Path) -> Written:
         """How far this pipeline's commits to ``path`` reached: read from the Delta log once,
         then kept up to date by the sink's own writes (nobody else writes these marks)."""
         mark = self._marks.get(path)
@@ -316,10 +391,10 @@ class LakeSink:
             mark = self._marks[path] = self._read_mark(path)
         return mark
 
-    def _read_mark(self, path: Path) -> _Written:
+    def _read_mark(self, path: Path) -> Written:
         delta = self._open(path)
         if delta is None:
-            return _Written(None, -1, None, -1)
+            return Written(None, -1, None, -1)
         done = delta.transaction_version(self.app_id)
         history = delta.history(limit=SEQ_HISTORY)
         part_pos, part_seq = None, -1
@@ -330,7 +405,7 @@ class LakeSink:
             (int(c.get(SEQ_KEY, MAX_SEQ)) for c in history if c.get(POSITION_KEY) == str(done)),
             MAX_SEQ,
         )
-        return _Written(done, seq, part_pos, part_seq)
+        return Written(done, seq, part_pos, part_seq)
 
     def write_part(self, batches: Iterable[TableBatch], commit_pos: Position) -> int:
         """Write part of one transaction too big for a batch (its events in seq order).
@@ -361,7 +436,7 @@ class LakeSink:
                 else:
                     self._merge_mirror(path, batch.description, events, properties)
                 mark = self._written(path)
-                self._marks[path] = _Written(mark.done, mark.seq, commit_pos.value, events[-1].seq)
+                self._marks[path] = Written(mark.done, mark.seq, commit_pos.value, events[-1].seq)
         return written
 
     def _allow_types(self, path: Path, schema: pa.Schema) -> None:

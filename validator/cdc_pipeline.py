@@ -16,11 +16,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_core.files import check_output_dir
 from cdc_core.pipeline import Pipeline, TransactionCallback
-from cdc_core.pipeline_config import load_pipeline_config
-from connectors.registry import log_source_for
+from cdc_core.pipeline_config import PipelineSetup, load_pipeline_config
+from connectors.registry import connector_for, log_source_for
+
+if TYPE_CHECKING:
+    from connectors.database_target.sink import DatabaseSink
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +46,8 @@ def open_pipeline(
         on_transaction: Called with each transaction once it is durable in the lake.
     """
     setup = load_pipeline_config(config_path, name, overrides)
-    check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
+    if setup.config.lake is not None:
+        check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
     check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
     connection = setup.source
     password = connection.password.reveal() if connection.password else None
@@ -57,10 +62,40 @@ def open_pipeline(
         fetch_missing={**source.fetch_missing},
         fetch_unavailable={**source.fetch_unavailable},
     )
-    logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.config.lake)
+    logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.target.display())
+    sink = None if setup.target.is_lake else database_sink(setup, password)
     try:
         yield Pipeline(
-            config, source.reader, source.snapshots, tables=listed, on_transaction=on_transaction
+            config,
+            source.reader,
+            source.snapshots,
+            tables=listed,
+            on_transaction=on_transaction,
+            sink=sink,
         )
     finally:
         source.reader.close()
+        if sink is not None:
+            sink.engine.dispose()
+
+
+def database_sink(setup: PipelineSetup, source_password: str | None) -> DatabaseSink:
+    """The sink of a pipeline whose target is a database: its tables get the types of the
+    source columns' logical types (the source's connector reflects them)."""
+    from connectors.database_target.sink import DatabaseSink
+    from connectors.sql_target import build_engine
+
+    target, source = setup.target, setup.source
+    assert target.url is not None and source.url is not None
+    target_password = target.password.reveal() if target.password else None
+    dialect = connector_for(target.url, target_password).repair
+    engine = build_engine(target.url, target_password, dialect)
+    source_connector = connector_for(source.url, source_password)
+    return DatabaseSink(
+        engine,
+        dialect,
+        setup.config.name,
+        source_connector.reflect,
+        setup.target_options,
+        target.display(),
+    )

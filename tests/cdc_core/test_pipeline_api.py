@@ -235,7 +235,7 @@ def test_existing_lake_table_of_someone_else_is_refused(tmp_path: Path) -> None:
         "p2", config.lake, tmp_path / "other-state", config.tables, batch_max_events=10
     )
 
-    with pytest.raises(LakeTableInUseError, match="has not loaded it; remove that directory"):
+    with pytest.raises(LakeTableInUseError, match="has not loaded it; remove it there"):
         Pipeline(other, source, source).run_until_caught_up()
 
 

@@ -75,7 +75,10 @@ def test_overrides_from_the_environment_and_flags(tmp_path: Path) -> None:
             ("tables: [shop.orders, shop.customers]", "tabels: [shop.orders]"),
             r"tabels: unknown key",
         ),
-        (("    target: lake\n    tables", "    target: shop_src\n    tables"), "must be a lake"),
+        (
+            ("    target: lake\n    tables", "    target: shop_src\n    tables"),
+            "is the pipeline's source",
+        ),
         (
             (
                 "    source: shop_src\n    target: lake\n    tables",

@@ -8,17 +8,11 @@ review file the same statements are compiled with literal values in the target's
 values of sensitive columns are never rendered -- they appear as a ``:name`` placeholder
 with a comment saying which column to bind.
 
-Values arrive as the connectors read them (``merkle``'s logical-typed Python values) and
-are adapted to the target column's SQLAlchemy type: integers into booleans (MariaDB keeps
-BOOLEAN as TINYINT(1), https://mariadb.com/kb/en/boolean/), microseconds into times, text
-into UUIDs, JSON text cast to the JSON type. Sessions run in UTC, so timestamps written as
-UTC wall clocks mean the same instant on every server.
+Values are adapted to the target column's type by ``connectors.sql_target``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +21,8 @@ from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
 from connectors.model import RepairDialect
-from connectors.registry import connector_for, without_log_parameters
+from connectors.registry import connector_for
+from connectors.sql_target import build_engine, to_target_value, unescaped_backticks
 from validator.resync.keys import TypedKey
 
 if TYPE_CHECKING:
@@ -78,29 +73,6 @@ class RepairTarget:
     dialect: RepairDialect = field(default_factory=RepairDialect)
 
 
-def build_engine(connection: ConnectionConfig, dialect: RepairDialect) -> Engine:
-    """An engine for a database connection; its sessions read and write UTC timestamps."""
-    import sqlalchemy as sa
-    from sqlalchemy.engine import make_url
-
-    assert connection.url is not None  # reflect_target refused a lake
-    url = make_url(without_log_parameters(connection.url))
-    if connection.password is not None:
-        url = url.set(password=connection.password.reveal())
-    engine = sa.create_engine(url, pool_pre_ping=True)
-    statement = dialect.utc_session
-    if statement is not None:
-
-        @sa.event.listens_for(engine, "connect")
-        def _utc(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            cursor.execute(statement)
-            cursor.close()
-            dbapi_connection.commit()
-
-    return engine
-
-
 def reflect_target(
     connection: ConnectionConfig, table: str, key: Sequence[str], sensitive: frozenset[str]
 ) -> RepairTarget:
@@ -115,7 +87,8 @@ def reflect_target(
     if connection.url is None:
         raise ConfigError(f"connection {connection.name} is a lake, not a database")
     dialect = connector_for(connection.url).repair
-    engine = build_engine(connection, dialect)
+    password = connection.password.reveal() if connection.password else None
+    engine = build_engine(connection.url, password, dialect)
     name = parse_table(table)
     try:
         reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
@@ -130,30 +103,11 @@ def reflect_target(
             f"cannot reach {connection.display()}: {type(exc.orig).__name__}", {"table": table}
         ) from exc
     if dialect.doubled_backticks:
-        reflected = _unescaped_backticks(reflected)
+        reflected = unescaped_backticks(reflected)
     missing = [k for k in key if k not in reflected.c]
     if missing:
         raise TerminalError(f"target table {table!r} has no key columns {missing}")
     return RepairTarget(engine, reflected, tuple(key), sensitive, dialect)
-
-
-def _unescaped_backticks(table: sa.Table) -> sa.Table:
-    """The table with its column names as the server stores them.
-
-    SQLAlchemy's MySQL reflection reads names from ``SHOW CREATE TABLE`` and keeps a
-    backtick of a name doubled, as the statement escapes it (seen with SQLAlchemy 2.1:
-    column ``q`c`` reflects as ``q``c``); MySQL's identifier rules
-    (https://mariadb.com/kb/en/identifier-names/) make the doubling the only escape.
-    """
-    import sqlalchemy as sa
-
-    if not any("``" in column.name for column in table.columns):
-        return table
-    columns = [
-        sa.Column(c.name.replace("``", "`"), c.type, primary_key=c.primary_key, nullable=c.nullable)
-        for c in table.columns
-    ]
-    return sa.Table(table.name, sa.MetaData(), *columns, schema=table.schema)
 
 
 def statement_of(target: RepairTarget, action: RepairAction, *, review: int | None = None) -> Any:
@@ -201,38 +155,6 @@ def _value(target: RepairTarget, name: str, value: object, review: int | None) -
     if isinstance(column.type, sa.JSON):
         return sa.cast(sa.literal(value, sa.Text()), column.type)
     return sa.literal(value, column.type)
-
-
-def to_target_value(value: object, sa_type: Any, dialect: RepairDialect) -> object:
-    """A connector's value adapted to the target column's type (module docstring)."""
-    import sqlalchemy as sa
-
-    if isinstance(sa_type, sa.Boolean) and isinstance(value, int):
-        return bool(value)
-    if isinstance(sa_type, sa.Integer) and isinstance(value, bool):
-        return int(value)
-    if isinstance(sa_type, sa.Time) and isinstance(value, int):
-        return _time_of(value)
-    if isinstance(sa_type, sa.Uuid) and isinstance(value, str) and sa_type.as_uuid:
-        return uuid.UUID(value)
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return _utc_datetime(value, sa_type, dialect)
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    return value
-
-
-def _time_of(micros: int) -> dt.time | dt.timedelta:
-    if 0 <= micros < 86_400_000_000:
-        return (dt.datetime.min + dt.timedelta(microseconds=micros)).time()
-    return dt.timedelta(microseconds=micros)  # MySQL TIME is a duration beyond a day
-
-
-def _utc_datetime(value: dt.datetime, sa_type: Any, dialect: RepairDialect) -> dt.datetime:
-    utc = value.astimezone(dt.UTC)
-    # Drivers that drop the offset get UTC wall clocks: the session runs in UTC.
-    keeps_zone = dialect.keeps_time_zone and getattr(sa_type, "timezone", False)
-    return utc if keeps_zone else utc.replace(tzinfo=None)
 
 
 def render_statement(target: RepairTarget, action: RepairAction, number: int) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import shutil
 import tempfile
 import time
 import traceback
@@ -43,6 +44,7 @@ class Run:
     spark: Any
     root: Path
     totals: Counter[str] = dataclasses.field(default_factory=Counter)
+    keep: Path | None = None  # where a failing run's directory (log, configs, lake) is copied
 
 
 def check(workload: Workload, run: Run) -> list[str]:
@@ -57,7 +59,10 @@ def check(workload: Workload, run: Run) -> list[str]:
         )
         pipeline = PipelineProcess(config, work / "cdc.log")
         try:
-            return _run(workload, database, pipeline, run, work)
+            problems = _run(workload, database, pipeline, run, work)
+            if problems and run.keep is not None:
+                shutil.copytree(work, run.keep / name, dirs_exist_ok=True)
+            return problems
         except Exception as exc:  # the pipeline failing is a finding, not a crash of the tester
             where = traceback.extract_tb(exc.__traceback__)[-1]
             return [f"{type(exc).__name__} at {where.filename}:{where.lineno}: {exc}"]

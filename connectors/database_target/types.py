@@ -1,0 +1,95 @@
+"""The column types a database target's tables are created with: one map from the
+source column's logical type (``merkle.types``, as the validator hashes it) to an
+SQLAlchemy type, with the variants each target product needs.
+
+The map keeps every value exactly and lets the validator compare source and target with
+no rule: integers as BIGINT (MariaDB's BIGINT UNSIGNED as NUMERIC(20)), decimals with their
+precision and scale, times and timestamps with microseconds, instants as TIMESTAMPTZ
+(MariaDB has no zoned type: DATETIME(6) holding UTC, the session being in UTC), JSON as
+JSON, UUIDs as UUID (CHAR(36) on MariaDB). Key columns of a text or binary type get a
+bounded length on MariaDB, which cannot index an unbounded one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.errors import TerminalError
+from connectors.model import SourceColumn
+from merkle import types as lt
+
+if TYPE_CHECKING:
+    from sqlalchemy.types import TypeEngine
+
+KEY_LENGTH = 255  # characters (or bytes) of a text or binary key column on MariaDB
+MYSQL = ("mysql", "mariadb")
+
+
+def column_type(column: SourceColumn, table: str, dialect: str, key: bool) -> TypeEngine[Any]:
+    """The target type of ``column`` of source table ``table`` on a ``dialect`` target.
+
+    Raises:
+        TerminalError: The column has no logical type, or the target cannot hold it (names
+            the table, the column, its type and the fix).
+    """
+    ltype = column.ltype
+    found = None if ltype is None else _mapped(ltype, column.native_type, dialect, key)
+    if found is None:
+        raise TerminalError(
+            f"column {column.name} of table {table} ({column.native_type}) has no type in a"
+            f" {dialect} target that holds its values exactly; leave it out with"
+            " ignore_columns, or replicate the table into a lake",
+            {"table": table, "column": column.name},
+        )
+    return found
+
+
+def _mapped(ltype: lt.LogicalType, native: str, dialect: str, key: bool) -> Any:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql, postgresql
+
+    on_mysql = dialect in MYSQL
+    if isinstance(ltype, lt.IntegerType):
+        unsigned_big = "bigint" in native.lower() and "unsigned" in native.lower()
+        return sa.Numeric(20, 0) if unsigned_big else sa.BigInteger()
+    if isinstance(ltype, lt.DecimalType):
+        if ltype.precision is None:
+            return mysql.DECIMAL(65, 30) if on_mysql else sa.Numeric()
+        return sa.Numeric(ltype.precision, ltype.scale or 0)
+    if isinstance(ltype, lt.FloatType):
+        return sa.REAL() if ltype.bits == 32 else sa.Double()
+    if isinstance(ltype, lt.StringType):
+        if on_mysql:
+            return sa.String(KEY_LENGTH) if key else mysql.LONGTEXT()
+        return sa.Text()
+    if isinstance(ltype, lt.BytesType):
+        if on_mysql:
+            return sa.VARBINARY(KEY_LENGTH) if key else mysql.LONGBLOB()
+        return postgresql.BYTEA()
+    simple: dict[type, Any] = {
+        lt.BooleanType: sa.Boolean(),
+        lt.DateType: sa.Date(),
+        lt.JsonType: sa.JSON(),
+    }
+    if type(ltype) in simple:
+        return simple[type(ltype)]
+    return _temporal(ltype, on_mysql)
+
+
+def _temporal(ltype: lt.LogicalType, on_mysql: bool) -> Any:
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql, postgresql
+
+    if isinstance(ltype, lt.TimeType):
+        return mysql.TIME(fsp=6) if on_mysql else postgresql.TIME(precision=6)
+    if isinstance(ltype, lt.TimestampType):
+        return mysql.DATETIME(fsp=6) if on_mysql else postgresql.TIMESTAMP(precision=6)
+    if isinstance(ltype, lt.TimestampTzType):
+        if on_mysql:
+            return mysql.DATETIME(fsp=6)
+        return postgresql.TIMESTAMP(timezone=True, precision=6)
+    if isinstance(ltype, lt.UuidType):
+        return sa.CHAR(36) if on_mysql else sa.Uuid(as_uuid=False)
+    if isinstance(ltype, lt.IntervalType) and not on_mysql:
+        return postgresql.INTERVAL()
+    return None  # time with zone, arrays, intervals on MariaDB: no exact target type here
