@@ -126,3 +126,41 @@ def test_mistakes_name_the_key_and_line(
 def test_an_unknown_pipeline_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"no pipeline named 'nope' \(it has \['shop', 'crm'\]\)"):
         load_pipeline_config(_write(tmp_path, GOOD), "nope", environ={})
+
+
+DATABASE_TARGET = """\
+connections:
+  shop_src: {url: "mysql+pymysql://repl@db1:3306/shop?server_id=7001"}
+  replica:  {url: "postgresql+psycopg://app@db2:5432/reporting"}
+  lake:     {lake: /data/lake}
+pipelines:
+  - name: shop_to_pg
+    source: shop_src
+    target: replica
+    tables: ["shop.*"]
+    state_dir: /var/lib/replcheck/shop_to_pg
+    target_schema: shop
+    conflicts: overwrite
+"""
+
+
+def test_a_database_target_loads_with_its_options(tmp_path: Path) -> None:
+    setup = load_pipeline_config(_write(tmp_path, DATABASE_TARGET), "shop_to_pg")
+
+    assert setup.config.lake is None and setup.target.name == "replica"
+    assert (setup.target_options.schema, setup.target_options.conflicts) == ("shop", "overwrite")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("conflicts: overwrite", "conflicts: ignore"), r"conflicts: must be one of"),
+        (("target: replica", "target: lake"), r"target_schema: and conflicts apply to a database"),
+    ],
+)
+def test_database_target_mistakes_are_named(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    path = _write(tmp_path, DATABASE_TARGET.replace(*change))
+    with pytest.raises(ConfigError, match=message):
+        load_pipeline_config(path, "shop_to_pg")
