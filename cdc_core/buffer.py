@@ -18,6 +18,7 @@ the last change fed instead of at the begin of the oldest open transaction.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -119,6 +120,10 @@ class _OpenTransaction:
     memory_bytes: int = 0
     undone: set[int] = field(default_factory=set)
     warned: set[str] = field(default_factory=set)
+    # Undos that found no change in memory, resolved against the spill in one pass (before
+    # the next spill of this transaction, its commit or a checkpoint): a savepoint rollback
+    # of k spilled changes reads the spill once, not k times.
+    pending_undos: list[PartialRollback] = field(default_factory=list)
 
 
 class _CommittedChanges:
@@ -157,9 +162,14 @@ def estimated_bytes(change: RowChange) -> int:
     return size
 
 
-def _same_row(payload: bytes, table: str, locator: Hashable) -> bool:
-    change = decode_change("-", payload)
-    return change.table == table and change.locator == locator
+def _unmatched(change: PartialRollback) -> None:
+    # The undone change predates what we hold (e.g. mining began mid-transaction).
+    logger.warning(
+        "partial rollback in transaction %s at %s matches no change of table %s",
+        change.txid,
+        change.position,
+        change.table,
+    )
 
 
 class TransactionBuffer:
@@ -268,6 +278,7 @@ class TransactionBuffer:
             self._spill(largest)
 
     def _spill(self, txn: _OpenTransaction) -> None:
+        self._resolve_undos(txn)  # before newer records join the spill
         written = txn.spill.append([(seq, encode_change(change)) for seq, change, _ in txn.memory])
         logger.debug(
             "spilled %s changes (%s bytes) of transaction %s", len(txn.memory), written, txn.txid
@@ -278,18 +289,12 @@ class TransactionBuffer:
 
     def _undo(self, change: PartialRollback) -> None:
         txn = self._open.get(change.txid)
-        if txn is not None and (
-            self._undo_in_memory(txn, change) or self._undo_spilled(txn, change)
-        ):
+        if txn is not None and self._undo_in_memory(txn, change):
             txn.change_count -= 1
-            return
-        # The undone change predates what we hold (e.g. mining began mid-transaction).
-        logger.warning(
-            "partial rollback in transaction %s at %s matches no change of table %s",
-            change.txid,
-            change.position,
-            change.table,
-        )
+        elif txn is not None and txn.spill.names():
+            txn.pending_undos.append(change)
+        else:
+            _unmatched(change)
 
     def _undo_in_memory(self, txn: _OpenTransaction, change: PartialRollback) -> bool:
         for index in range(len(txn.memory) - 1, -1, -1):
@@ -301,16 +306,33 @@ class TransactionBuffer:
                 return True
         return False
 
-    def _undo_spilled(self, txn: _OpenTransaction, change: PartialRollback) -> bool:
-        # Spilled records are immutable: remember the undone seq and skip it when reading.
-        def wanted(seq: int, payload: bytes) -> bool:
-            return seq not in txn.undone and _same_row(payload, change.table, change.locator)
+    def _resolve_undos(self, txn: _OpenTransaction) -> None:
+        """Each pending undo takes the newest spilled change of its row not undone yet.
 
-        seq = txn.spill.find_latest(wanted) if txn.spill.names() else None
-        if seq is None:
-            return False
-        txn.undone.add(seq)
-        return True
+        Spilled records are immutable: the undone seqs are remembered and skipped when read.
+        """
+        if not txn.pending_undos:
+            return
+        wanted = Counter((undo.table, undo.locator) for undo in txn.pending_undos)
+        found: dict[tuple[str, Hashable], list[int]] = {key: [] for key in wanted}
+        for seq, payload in txn.spill.iter_records():
+            if seq in txn.undone:
+                continue
+            change = decode_change(txn.txid, payload)
+            seqs = found.get((change.table, change.locator))
+            if seqs is not None:
+                seqs.append(seq)
+        unmatched = Counter[tuple[str, Hashable]]()
+        for key, count in wanted.items():
+            newest = sorted(found[key])[-count:]
+            txn.undone.update(newest)
+            txn.change_count -= len(newest)
+            unmatched[key] = count - len(newest)
+        for undo in txn.pending_undos:
+            if unmatched[(undo.table, undo.locator)] > 0:
+                unmatched[(undo.table, undo.locator)] -= 1
+                _unmatched(undo)
+        txn.pending_undos = []
 
     def _rollback(self, change: Rollback) -> None:
         txn = self._open.pop(change.txid, None)
@@ -324,6 +346,7 @@ class TransactionBuffer:
         if txn is None:
             # A transaction with no row changes still moves the lake's position forward.
             return CommittedTransaction(change.txid, None, change.position, change.commit_ts, 0, ())
+        self._resolve_undos(txn)
         self._memory_bytes -= txn.memory_bytes
         changes = _CommittedChanges(txn, self._retire)
         return CommittedTransaction(
@@ -406,6 +429,7 @@ class TransactionBuffer:
         ``release_checkpoint`` with it.
         """
         for txn in self._open.values():
+            self._resolve_undos(txn)
             if txn.memory:
                 self._spill(txn)
             txn.spill.sync()

@@ -32,7 +32,7 @@ import os
 import struct
 import uuid
 import zlib
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -403,24 +403,6 @@ class TransactionSpill:
                 for seq, payload in iter_segment(path, self.txid, ref.record_count):
                     if seq not in skipped:
                         yield seq, decode_change(self.txid, payload)
-
-    def find_latest(self, wanted: Callable[[int, bytes], bool]) -> int | None:
-        """The seq of the newest spilled record for which ``wanted(seq, payload)`` holds.
-
-        Segments are searched newest first, each read forward, so memory stays constant.
-        """
-        self.seal()
-        for ref in reversed(self._sealed):
-            self._check_size(ref)
-            found = None
-            path = self.spill_dir / ref.name
-            with _decoding(path, self.txid):
-                for seq, payload in iter_segment(path, self.txid, ref.record_count):
-                    if wanted(seq, payload):
-                        found = seq
-            if found is not None:
-                return found
-        return None
 
     def check_files(self) -> None:
         """Check that every sealed segment exists with the size it was written with."""

@@ -6,7 +6,9 @@ Exit codes: 0 in sync (or the command succeeded), 1 differences found, 2 could n
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -391,7 +393,10 @@ def package(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. ``kill -USR1 <pid>`` prints every thread's stack to
+    stderr (where a long run is stuck), and the run goes on."""
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     sys.exit(run(sys.argv[1:]))
 
 

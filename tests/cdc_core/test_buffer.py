@@ -29,7 +29,7 @@ from cdc_core.events import (
     RowChange,
 )
 from cdc_core.position import Position
-from cdc_core.spill import SpillCorruptError
+from cdc_core.spill import SpillCorruptError, TransactionSpill
 
 T0 = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
 SECRET = "s3cret-row-value"
@@ -168,6 +168,29 @@ def test_a_partial_rollback_reaches_changes_already_spilled(tmp_path: Path, budg
     buffer = TransactionBuffer(config(tmp_path, budget, segment_max_bytes=150))
     kept = [(k % 3, f"v{k}") for k in range(9) if k not in (3, 6, 8)]
     assert run(buffer, changes) == [("A", [(i, *row) for i, row in enumerate(kept)])]
+
+
+def test_a_savepoint_rollback_of_spilled_changes_reads_the_spill_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Soak seed 2004 (postgres-default): undoing 741 spilled rows one search each took
+    minutes (quadratic); a run of undos is resolved in one pass over the spill."""
+    log = Log()
+    changes: list[RawChange] = [log.begin("A"), *[log.ins("A", k, f"v{k}") for k in range(300)]]
+    changes += [log.undo("A", k) for k in range(100, 300)]
+    changes += [log.ins("A", 1000, "after"), log.undo("A", 1000), log.commit("A")]
+    reads = []
+    original = TransactionSpill.iter_records
+
+    def counted(spill: TransactionSpill) -> Any:
+        reads.append(spill.txid)
+        return original(spill)
+
+    monkeypatch.setattr(TransactionSpill, "iter_records", counted)
+    buffer = TransactionBuffer(config(tmp_path, 0, segment_max_bytes=4096))
+
+    assert run(buffer, changes) == [("A", [(k, k, f"v{k}") for k in range(100)])]
+    assert reads == ["A", "A"]  # one pass per run of undos (200, then 1), not per undo
 
 
 def test_a_commit_without_changes_is_emitted_empty(tmp_path: Path) -> None:

@@ -56,15 +56,6 @@ def test_records_stream_back_in_order_across_segments(tmp_path: Path) -> None:
     assert spill.size_bytes == sum(p.stat().st_size for p in tmp_path.iterdir())
 
 
-def test_find_latest_searches_newest_first(tmp_path: Path) -> None:
-    spill = TransactionSpill(tmp_path, "tx-1", segment_max_bytes=60)
-    spill.append([(0, b"a"), (1, b"b"), (2, b"a")])
-    spill.append([(3, b"b"), (4, b"c")])
-    assert spill.find_latest(lambda seq, payload: payload == b"a") == 2
-    assert spill.find_latest(lambda seq, payload: payload == b"b") == 3
-    assert spill.find_latest(lambda seq, payload: payload == b"z") is None
-
-
 def sealed_spill(tmp_path: Path) -> tuple[TransactionSpill, Path]:
     spill = TransactionSpill(tmp_path, "tx-9")
     spill.append(records(5))
