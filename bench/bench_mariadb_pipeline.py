@@ -44,7 +44,7 @@ def _pipeline(server: MariaDBServer, table: str, work: Path) -> tuple[Pipeline, 
     source = log_source_for(server.url("bench") + "?heartbeat_s=0.2", None, [table])
     tables = TableFilter.of_tables([table])
     config = PipelineConfig("bench", work / "lake", work / "state", tables)
-    config = replace(config, fetch_missing=dict(source.fetch_missing))
+    config = replace(config, fetch_missing=source.fetch_missing)
     return Pipeline(config, source.reader, source.snapshots), source
 
 

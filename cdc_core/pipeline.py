@@ -330,7 +330,7 @@ class Pipeline(FollowsDdl):
         keys = self._descriptions.keys()
         return RebuildConfig(
             key_columns=keys,
-            fetch_missing_by_table=self.config.fetch_missing,
+            fetch_missing=self.config.fetch_missing,
             fetch_unavailable_by_table=self.config.fetch_unavailable,
         )
 

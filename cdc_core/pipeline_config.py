@@ -54,7 +54,7 @@ class PipelineConfig:
         batch_max_seconds: ...or once it is this old.
         max_transaction_age: Warn about a transaction open longer (never drops it).
         max_transaction_changes: Warn about a transaction with more changes.
-        fetch_missing: Per table, a hook reading a row the image store does not know.
+        fetch_missing: The hook reading a row the image store does not know (any table).
         fetch_unavailable: Per table, a hook reading columns the log could not render, as
             of a transaction's commit (``cdc_core.events.UNAVAILABLE``).
         refresh_chunk_rows: Rows per snapshot chunk of a table refresh.
@@ -69,7 +69,7 @@ class PipelineConfig:
     batch_max_seconds: float = 2.0
     max_transaction_age: timedelta | None = None
     max_transaction_changes: int | None = None
-    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_missing: FetchMissing | None = None
     fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
     refresh_chunk_rows: int = 10_000
 

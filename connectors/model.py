@@ -125,8 +125,9 @@ class Partition:
 class LogSource:
     """A source's log reader, its snapshot reader (if it has one) and its tables.
 
-    ``fetch_missing`` holds, per table, the hook completing columns the log leaves out
-    (``PipelineConfig.fetch_missing``), for products whose log can omit them;
+    ``fetch_missing`` is the hook completing columns the log leaves out, for every table
+    (``PipelineConfig.fetch_missing``: tables created while running too), for products whose
+    log can omit them;
     ``fetch_unavailable``, per table, the hook reading new values the log cannot render as
     of their commit (``RebuildConfig.fetch_unavailable_by_table``).
     """
@@ -134,7 +135,7 @@ class LogSource:
     reader: LogReader
     snapshots: SnapshotReader | None
     tables: Callable[[], list[str]]  # every table the source has now (schema.table)
-    fetch_missing: Mapping[str, FetchMissing] = field(default_factory=dict)
+    fetch_missing: FetchMissing | None = None
     fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
 
 

@@ -59,7 +59,7 @@ def open_pipeline(
     listed = source.tables() if tables.policy == "accept" or globs else None
     config = replace(
         setup.config,
-        fetch_missing={**source.fetch_missing},
+        fetch_missing=source.fetch_missing,
         fetch_unavailable={**source.fetch_unavailable},
     )
     logger.info("pipeline %s: %s -> %s", name, connection.display(), setup.target.display())

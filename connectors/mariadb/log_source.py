@@ -161,9 +161,8 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     config = source_config(url, password, captured)
     reader = MariaDBLogReader(config)
     snapshots = MariaDBSnapshotReader(config)
-    missing = MissingColumns(snapshots)
-    hooks = {table: missing.fetch for table in reader.tables}
-    return LogSource(reader, snapshots, existing, fetch_missing=hooks)
+    missing = MissingColumns(snapshots)  # for every table: those created while running too
+    return LogSource(reader, snapshots, existing, fetch_missing=missing.fetch)
 
 
 register_log_source(("mysql", "mariadb"), open_log_source, is_log_parameter)

@@ -37,7 +37,7 @@ def mariadb_pipeline(
         TableFilter.of_tables(qualified),
         **{"batch_max_events": 500, **settings},
     )
-    config = replace(config, fetch_missing=dict(source.fetch_missing))
+    config = replace(config, fetch_missing=source.fetch_missing)
     try:
         yield Pipeline(config, source.reader, source.snapshots), source
     finally:

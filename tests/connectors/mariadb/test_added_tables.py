@@ -41,7 +41,7 @@ def _pipeline(server: MariaDBServer, database: str, tmp_path: Path, pattern: str
         TableFilter.of_tables([f"{database}.{pattern}"]),
         refresh_chunk_rows=25,
     )
-    config = replace(config, fetch_missing=dict(source.fetch_missing))
+    config = replace(config, fetch_missing=source.fetch_missing)
     tables = source.tables()
     return Pipeline(config, source.reader, source.snapshots, tables=tables)
 

@@ -115,3 +115,20 @@ def test_an_empty_table_created_while_running_is_in_the_lake(
     create, *setup = EMPTY_TABLE[source]
     item = Item("create", (Step(0, create, True),))
     assert check(Workload(source, 901, tuple(setup), (item,)), run) == []
+
+
+def test_a_table_created_while_running_gets_its_defaults_from_minimal_images(
+    request: pytest.FixtureRequest, spark: Any, tmp_path: Path
+) -> None:
+    """Soak seeds 1021, 1023, 1030 (mariadb-minimal): a MINIMAL insert omits defaulted
+    columns, and the hook completing them was given only to the tables captured at start,
+    so the pipeline stopped on the first insert into a table created while it ran."""
+    run = _run(request, "mariadb-minimal", spark, tmp_path)
+    create = "CREATE TABLE `t8` (`id` BIGINT PRIMARY KEY, `v` INT DEFAULT 7, `w` TEXT)"
+    items = (
+        Item("create", (Step(0, create, True),)),
+        Item("autocommit", (Step(0, "INSERT INTO `t8` (`id`) VALUES (1), (2)"),)),
+        Item("autocommit", (Step(0, "UPDATE `t8` SET `w` = 'x' WHERE `id` = 2"),)),
+    )
+    setup = ("CREATE TABLE `t` (`id` BIGINT PRIMARY KEY)", "INSERT INTO `t` VALUES (1)")
+    assert check(Workload("mariadb-minimal", 902, setup, items), run) == []
