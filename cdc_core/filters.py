@@ -19,6 +19,7 @@ from typing import Literal
 
 from cdc_core.errors import ConfigError
 from cdc_core.events import RowChange
+from cdc_core.names import parse_table
 
 Policy = Literal["accept", "drop"]
 
@@ -51,6 +52,24 @@ class TableFilter:
     def of_tables(cls, tables: Sequence[str]) -> TableFilter:
         """Capture exactly ``tables``."""
         return cls("drop", accept=tuple(tables))
+
+    def as_logged(self, captured: Sequence[str]) -> TableFilter:
+        """This filter with each plain name given without a schema (``orders``) spelled as
+        the log names the table (``shop.orders``, from ``captured``): a change of
+        ``shop.orders`` must match it, or the table is loaded and its changes dropped."""
+        by_name = {parse_table(table).name: table for table in captured}
+        renamed = {
+            pattern: by_name[pattern]
+            for pattern in self.accept
+            if pattern in by_name and parse_table(pattern).schema is None
+        }
+        if not renamed:
+            return self
+        return replace(
+            self,
+            accept=tuple(renamed.get(p, p) for p in self.accept),
+            ignore_columns={renamed.get(t, t): c for t, c in self.ignore_columns.items()},
+        )
 
     def captures(self, table: str) -> bool:
         """True when changes of ``table`` go to the lake."""

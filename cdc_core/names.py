@@ -108,6 +108,14 @@ def parse_table(text: str) -> TableName:
     return TableName(parts[-1], parts[0] if len(parts) == 2 else None)
 
 
+def same_table(one: str, other: str) -> bool:
+    """Whether two canonical names name one table, a name without a schema standing for
+    the table of that name in the default schema (``t`` and ``shop.t``)."""
+    first, second = parse_table(one), parse_table(other)
+    schemas = {first.schema, second.schema} - {None}
+    return first.name == second.name and len(schemas) <= 1
+
+
 def split_table(text: str, default_schema: str) -> tuple[str, str]:
     """``(schema, table)`` of a canonical name; an unqualified name is in ``default_schema``."""
     parsed = parse_table(text)

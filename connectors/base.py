@@ -69,6 +69,11 @@ class Connector(ABC):
         """How this server rounds stored times (a product may refine its capability)."""
         return self.capabilities.timestamp_rounding
 
+    def log_position(self) -> int | None:
+        """The end of the source's log now (DESIGN "Positions"): every transaction
+        committed so far is at or before it. None: the product has no log to wait on."""
+        return None
+
     @contextmanager
     def shared_snapshot(self) -> Iterator[Snapshot | None]:
         """Hold a snapshot all partitions can read in (None: the product cannot share one)."""

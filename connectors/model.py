@@ -125,6 +125,8 @@ class Partition:
 class LogSource:
     """A source's log reader, its snapshot reader (if it has one) and its tables.
 
+    ``captured`` names the tables asked for as the log names them (a plain name qualified
+    with the source's default schema), so the pipeline's filter matches its changes;
     ``fetch_missing`` is the hook completing columns the log leaves out, for every table
     (``PipelineConfig.fetch_missing``: tables created while running too), for products whose
     log can omit them;
@@ -135,6 +137,7 @@ class LogSource:
     reader: LogReader
     snapshots: SnapshotReader | None
     tables: Callable[[], list[str]]  # every table the source has now (schema.table)
+    captured: tuple[str, ...] = ()  # the pipeline's tables as its log names them
     fetch_missing: FetchMissing | None = None
     fetch_unavailable: Mapping[str, FetchUnavailable] = field(default_factory=dict)
 

@@ -59,6 +59,7 @@ def open_pipeline(
     listed = source.tables() if tables.policy == "accept" or globs else None
     config = replace(
         setup.config,
+        tables=tables.as_logged(source.captured),
         fetch_missing=source.fetch_missing,
         fetch_unavailable={**source.fetch_unavailable},
     )

@@ -65,6 +65,10 @@ from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
 ENGINES = ("auto", "spark", "database")
+# How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
+# table), "none" (nothing in flight: no re-check), "unknown" (re-check after the lag);
+# "mariadb" and "postgres" (a replica's GTID / a subscriber's LSN) are refused until built.
+REPLICATION_KINDS = ("replcheck", "none", "unknown")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",
@@ -173,6 +177,7 @@ class ComparisonConfig:
     rows_per_leaf: int = DEFAULT_ROWS_PER_LEAF
     expectations: tuple[ExpectationConfig, ...] = ()
     engine: str | None = None  # overrides validation.engine for this comparison
+    replication: str = "unknown"  # how a live target is fed (REPLICATION_KINDS)
 
     @property
     def source_label(self) -> str:
@@ -200,6 +205,7 @@ class ValidationSettings:
 
     lake_wait_timeout_s: float = 300.0  # how long to wait for the lake to reach position P
     recheck_lag_s: float = 5.0  # live targets: re-check mismatches after this lag
+    replica_wait_timeout_s: float = 300.0  # a replcheck-fed target must reach a position
     max_reported_rows: int = 1000  # differing rows detailed per comparison
     # Who computes the digests (ENGINES): "auto" lets two databases compute their own when
     # both can (connectors.pushdown), else Spark; "spark" or "database" insist.
@@ -339,7 +345,17 @@ def _read_comparison(
     section: Section, connections: Mapping[str, ConnectionConfig]
 ) -> ComparisonConfig:
     section.check_keys(
-        ["name", "source", "target", "key", "columns", "options", "expectations", "engine"],
+        [
+            "name",
+            "source",
+            "target",
+            "key",
+            "columns",
+            "options",
+            "expectations",
+            "engine",
+            "replication",
+        ],
         required=["name", "source", "target"],
     )
     options, depth, rows_per_leaf = _read_options(section.optional_child("options"))
@@ -359,7 +375,21 @@ def _read_comparison(
         rows_per_leaf=rows_per_leaf,
         expectations=tuple(_read_expectation(e) for e in section.items("expectations")),
         engine=_read_engine(section),
+        replication=_read_replication(section),
     )
+
+
+def _read_replication(section: Section) -> str:
+    kind = section.get("replication", str, "unknown") or "unknown"
+    if kind in ("mariadb", "postgres"):
+        raise section.error(
+            "replication",
+            f"{kind!r} (waiting for a replica's position) is not built yet (issue 16); use"
+            " 'unknown' (re-check after validation.recheck_lag_s) meanwhile",
+        )
+    if kind not in REPLICATION_KINDS:
+        raise section.error("replication", f"must be one of {', '.join(REPLICATION_KINDS)}")
+    return kind
 
 
 def _read_expectation(entry: Section) -> ExpectationConfig:
@@ -469,6 +499,7 @@ def _read_settings(section: Section | None, environ: Mapping[str, str]) -> Valid
         [
             "lake_wait_timeout_s",
             "recheck_lag_s",
+            "replica_wait_timeout_s",
             "max_reported_rows",
             "engine",
             "database_parallelism",
@@ -480,13 +511,22 @@ def _read_settings(section: Section | None, environ: Mapping[str, str]) -> Valid
         lake_wait_timeout_s=section.get("lake_wait_timeout_s", float, defaults.lake_wait_timeout_s)
         or 0.0,
         recheck_lag_s=section.get("recheck_lag_s", float, defaults.recheck_lag_s) or 0.0,
+        replica_wait_timeout_s=section.get(
+            "replica_wait_timeout_s", float, defaults.replica_wait_timeout_s
+        )
+        or 0.0,
         max_reported_rows=section.get("max_reported_rows", int, defaults.max_reported_rows) or 0,
         engine=_read_engine(section) or defaults.engine,
         database_parallelism=section.get("database_parallelism", int, defaults.database_parallelism)
         or 0,
         mask_key=read_secret(section, "mask_key", environ),
     )
-    for key in ("lake_wait_timeout_s", "recheck_lag_s", "max_reported_rows"):
+    for key in (
+        "lake_wait_timeout_s",
+        "recheck_lag_s",
+        "replica_wait_timeout_s",
+        "max_reported_rows",
+    ):
         if getattr(settings, key) < 0:
             raise section.error(key, "must not be negative")
     if settings.database_parallelism < 1:

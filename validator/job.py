@@ -19,11 +19,12 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ReplcheckError, TerminalError
-from validator.config import ComparisonConfig, ValidatorConfig
+from validator.config import ComparisonConfig, ValidationSettings, ValidatorConfig
 from validator.engines.database.engine import DatabaseEngine
 from validator.key_masks import KeyMasker
 from validator.plan import ComparisonPlan, Engine, plan_comparison
-from validator.recheck import LiveTable, can_recheck, confirm
+from validator.recheck import LiveTable
+from validator.replicas import confirm_live
 from validator.result import (
     SCHEMA_VERSION,
     ComparisonResult,
@@ -60,7 +61,7 @@ def run_comparison(
     result, target = engine(plan)
     result = replace(result, schema_differences=reflected.reconciled.schema_differences)
     if reflected.target is not None and result.differences:
-        result = _confirm_live(result, plan)
+        result = _confirm_live(result, plan, config.validation)
     # The last step that needs real keys is the re-check: from here on, tokens.
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     if comparison.expectations:
@@ -80,23 +81,21 @@ def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSessio
     return SparkEngine(_session(spark))
 
 
-def _confirm_live(result: ComparisonResult, plan: ComparisonPlan) -> ComparisonResult:
-    """Re-check a live target's differences after the replication lag (validator.recheck)."""
+def _confirm_live(
+    result: ComparisonResult, plan: ComparisonPlan, settings: ValidationSettings
+) -> ComparisonResult:
+    """Set a live target's in-flight differences apart, as its feed allows
+    (``validator.replicas``)."""
     reflected = plan.reflected
     assert reflected.target is not None
     layout = reflected.reconciled.layout
-    lag = plan.recheck_lag_s
-    if lag <= 0 or not can_recheck(layout):
-        log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
-        return result
     target_names = tuple(reflected.reconciled.target_names[n] for n in layout.names)
-    return confirm(
-        result,
-        layout,
+    sides = (
         LiveTable(reflected.source, reflected.source_schema, layout.names, reflected.key),
         LiveTable(*reflected.target, target_names, reflected.target_key),
-        lag,
     )
+    connection = reflected.target_connection
+    return confirm_live(result, reflected.comparison, settings, layout, sides, connection)
 
 
 def _failed(comparison: ComparisonConfig, exc: Exception) -> ComparisonResult:

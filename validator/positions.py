@@ -109,29 +109,68 @@ def wait_for_lake(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Wait until the lake's high-water mark reaches ``position``; its value when it does."""
+    return wait_for_position(
+        high_water_mark,
+        position,
+        timeout_s,
+        Waited(
+            f"lake table {table}",
+            "high-water mark",
+            "check that the CDC pipeline is running, or raise validation.lake_wait_timeout_s",
+            "a CDC pipeline must be running into the lake",
+            {"table": table},
+        ),
+        poll_s,
+        sleep,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Waited:
+    """What a wait for a position waits on, for its messages."""
+
+    what: str  # "lake table shop.orders", "target shop_pg (pipeline shop)"
+    measure: str  # how far it is: "high-water mark", "applied position"
+    fix: str  # what to check when it does not get there
+    needs: str  # what must be running meanwhile
+    context: dict[str, str]
+
+
+def wait_for_position(
+    reached: Callable[[], int | None],
+    position: int,
+    timeout_s: float,
+    waited: Waited,
+    poll_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Wait until ``reached()`` is at least ``position``; its value when it is.
+
+    Raises:
+        TransientError: Not within ``timeout_s`` (names what, where it is, what it needs).
+    """
     deadline = time.monotonic() + timeout_s
     said = -PROGRESS_EVERY_S
     while True:
-        reached = high_water_mark()
-        if reached is not None and reached >= position:
-            return reached
+        now = reached()
+        if now is not None and now >= position:
+            return now
         if time.monotonic() >= deadline:
             raise TransientError(
-                f"lake table {table} is behind: its high-water mark is {reached}, the source "
-                f"snapshot is at {position}, after waiting {timeout_s:.0f} s; check that the "
-                "CDC pipeline is running, or raise validation.lake_wait_timeout_s",
-                {"table": table, "position": position},
+                f"{waited.what} is behind: its {waited.measure} is {now}, the source snapshot"
+                f" is at {position}, after waiting {timeout_s:.0f} s; {waited.fix}",
+                {**waited.context, "position": str(position)},
             )
         if time.monotonic() - said >= PROGRESS_EVERY_S:
             said = time.monotonic()
-            left = deadline - said
             log.info(
-                "waiting for lake table %s to reach the source's position %s (its high-water"
-                " mark is %s; a CDC pipeline must be running into the lake); %.0f s left",
-                table,
+                "waiting for %s to reach the source's position %s (its %s is %s; %s); %.0f s left",
+                waited.what,
                 position,
-                reached,
-                left,
+                waited.measure,
+                now,
+                waited.needs,
+                deadline - said,
             )
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
 

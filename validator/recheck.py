@@ -108,6 +108,51 @@ def confirm(
     return _rebuilt(result, kept, in_flight, len(candidates))
 
 
+def confirm_at_position(
+    result: ComparisonResult,
+    layout: RowLayout,
+    source: LiveTable,
+    target: LiveTable,
+    source_position: Callable[[], int | None],
+    wait_for_target: Callable[[int], object],
+) -> ComparisonResult:
+    """The result with in-flight differences removed or set apart, without a sleep: the
+    differing keys are read on the source, then the source's log end P2 is taken, the
+    target is waited for until it has applied P2 and read, and the source is read again.
+    Equal to the first source read: arrived; the source row changed since: in flight (the
+    target may hold a newer change); else confirmed drift."""
+    candidates = [d for d in result.differences if not isinstance(d, DuplicateKey)]
+    if not candidates:
+        return result
+    keys = [d.key for d in candidates]
+    before = read_hashes(source, layout, keys)
+    position = source_position()
+    if position is not None:
+        wait_for_target(position)
+    target_now = read_hashes(target, layout, keys)
+    after = read_hashes(source, layout, keys)
+    confirmed: list[Difference] = []
+    in_flight: list[Key] = []
+    for difference in candidates:
+        key = difference.key
+        if before[key] == target_now[key]:
+            continue  # arrived
+        if after[key] != before[key]:
+            in_flight.append(key)
+        else:
+            confirmed.append(difference)
+    kept = [d for d in result.differences if isinstance(d, DuplicateKey)] + confirmed
+    log.info(
+        "comparison %s: %d confirmed, %d in flight, %d arrived by position %s",
+        result.name,
+        len(confirmed),
+        len(in_flight),
+        len(candidates) - len(confirmed) - len(in_flight),
+        position,
+    )
+    return _rebuilt(result, kept, in_flight, len(candidates))
+
+
 def _both(
     source: LiveTable, target: LiveTable, layout: RowLayout, keys: Sequence[Key]
 ) -> tuple[Hashes, Hashes]:

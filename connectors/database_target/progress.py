@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.lake import RefreshMarks
+from cdc_core.names import same_table
 from cdc_core.position import Position
 from cdc_core.sink import Written
 
@@ -117,3 +118,19 @@ class Progress:
         if updated.rowcount == 0:
             row = {"pipeline": self.pipeline, "table_name": table, **values}
             connection.execute(self.table.insert().values(row))
+
+
+def pipelines_covering(connection: Any, schema: str | None, table: str) -> dict[str, Position]:
+    """Per pipeline writing source table ``table`` into this target, the position it
+    reached (its own progress row)."""
+    import sqlalchemy as sa
+
+    progress = progress_table(sa.MetaData(), schema)
+    rows = connection.execute(
+        sa.select(progress).where(progress.c.table_name == PIPELINE_ROW)
+    ).mappings()  # fmt: skip
+    return {
+        row["pipeline"]: Position(row["position"], row["position_text"])
+        for row in rows
+        if any(same_table(table, t) for t in json.loads(row["detail"] or "{}").get("tables", ()))
+    }

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from cdc_core.errors import TerminalError
-from cdc_core.names import parse_table
+from cdc_core.names import parse_table, same_table
 from cdc_core.position import Position
 from cdc_core.source import TableDescription
 from connectors.database_target.types import MYSQL, column_type
@@ -63,7 +63,7 @@ class TargetTables:
         parsed = parse_table(table)
         name = (self.schema or parsed.schema, parsed.name)
         owner = self._owners.setdefault(name, table)
-        if owner != table:
+        if not same_table(owner, table):
             raise TerminalError(
                 f"source tables {owner} and {table} would both be written to target table"
                 f" {self._text(name)}; capture only one, or leave target_schema unset",

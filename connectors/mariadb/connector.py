@@ -272,6 +272,17 @@ class MariaDBConnector(Connector):
             while rows := cursor.fetchmany(BATCH_ROWS):
                 yield self.to_batch(rows, table, columns, schema, position)
 
+    def log_position(self) -> int | None:
+        """The binlog's end (``SHOW MASTER STATUS``); None when the binlog is off."""
+        connection = self.connect()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW MASTER STATUS")
+                row = cursor.fetchone()
+        finally:
+            connection.close()
+        return None if not row else to_position(str(row[0]), int(row[1]))
+
     @staticmethod
     def begin_snapshot(connection: Any) -> int | None:
         """Open a consistent snapshot on ``connection``; the binlog position it sees."""

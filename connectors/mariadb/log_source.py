@@ -162,7 +162,7 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     reader = MariaDBLogReader(config)
     snapshots = MariaDBSnapshotReader(config)
     missing = MissingColumns(snapshots)  # for every table: those created while running too
-    return LogSource(reader, snapshots, existing, fetch_missing=missing.fetch)
+    return LogSource(reader, snapshots, existing, tuple(captured), fetch_missing=missing.fetch)
 
 
 register_log_source(("mysql", "mariadb"), open_log_source, is_log_parameter)

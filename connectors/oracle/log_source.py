@@ -42,7 +42,9 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
             return [format_table(owner, name) for (name,) in cursor.fetchall()]
 
     hooks = dict.fromkeys(reader.tables, unavailable)
-    return LogSource(reader, OracleSnapshotReader(connector), list_tables, fetch_unavailable=hooks)
+    snapshots = OracleSnapshotReader(connector)
+    captured = tuple(reader.tables)
+    return LogSource(reader, snapshots, list_tables, captured, fetch_unavailable=hooks)
 
 
 register_log_source(("oracle",), open_source)

@@ -28,6 +28,7 @@ from connectors.model import (
     TableSchema,
 )
 from connectors.postgres.exported_snapshot import exported_snapshot, use_snapshot
+from connectors.postgres.position import lsn_to_int
 from connectors.postgres.types import (
     TIMESTAMP_ROUNDING,
     arrow_type,
@@ -168,6 +169,12 @@ class PostgresConnector(Connector):
         except psycopg.OperationalError as exc:
             where = self.where
             raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
+
+    def log_position(self) -> int | None:
+        """The WAL's insert position: every commit so far ends at or before it."""
+        with contextlib.closing(self.connect()) as connection:
+            row = connection.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+        return lsn_to_int(str(row[0])) if row else None
 
     def table_names(self) -> list[str]:
         """Every table outside the system schemas, as ``schema.table``, in order."""

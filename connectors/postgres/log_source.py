@@ -124,9 +124,8 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     if not captured:
         raise ConfigError(f"no table of {connector.where} matches {list(tables)}")
     config = replace(probe, tables=tuple(captured))
-    return LogSource(
-        PostgresLogReader(config), PostgresSnapshotReader(config), connector.table_names
-    )
+    reader, snapshots = PostgresLogReader(config), PostgresSnapshotReader(config)
+    return LogSource(reader, snapshots, connector.table_names, tuple(captured))
 
 
 register_log_source(("postgresql", "postgres"), open_source, is_log_parameter)

@@ -7,9 +7,10 @@ rules the Spark job applies to whole tables:
 - a lake target is read as of the position the source was read at, after waiting until
   the lake's high-water mark reaches it (``validator.positions.wait_for_lake``), so
   changes streaming in meanwhile are not reported;
-- a live database target has no time travel: keys still different are re-checked after
-  ``validation.recheck_lag_s`` (``validator.recheck``), and keys that are still changing
-  are listed as in flight, not as drift.
+- a live database target has no time travel: keys still different are confirmed as the
+  comparison's ``replication`` allows (``validator.replicas``: at an agreed position, or
+  after ``validation.recheck_lag_s``), and keys that are still changing are listed as in
+  flight, not as drift.
 
 ``revalidate_full`` instead runs the normal validation of the comparison.
 """
@@ -25,7 +26,8 @@ from merkle.canonical import to_canonical_field
 from merkle.hashing import RowHasher
 from validator.config import ValidatorConfig
 from validator.positions import check_exact, wait_for_lake
-from validator.recheck import LiveTable, can_recheck, confirm
+from validator.recheck import LiveTable
+from validator.replicas import confirm_live
 from validator.result import (
     MASK,
     Changed,
@@ -93,10 +95,9 @@ def revalidate_database(
     source = read_source(context, typed)
     target = read_database_target(context, side.connector, side.schema, typed)
     differences = compare_rows(context, keys, source.rows, target)
-    lag = config.validation.recheck_lag_s
     layout = context.reconciled.layout
-    if not differences or lag <= 0 or not can_recheck(layout):
-        return KeyCheck(tuple(differences), (), source.position)
+    if not differences:
+        return KeyCheck((), (), source.position)
     found = ComparisonResult(
         name=context.name,
         status=Status.DIFFERENCES,
@@ -107,7 +108,10 @@ def revalidate_database(
     )
     live_source = LiveTable(context.source, context.source_schema, layout.names, context.key)
     live_target = LiveTable(side.connector, side.schema, context.target_columns, context.target_key)
-    confirmed = confirm(found, layout, live_source, live_target, lag)
+    sides = (live_source, live_target)
+    confirmed = confirm_live(
+        found, context.comparison, config.validation, layout, sides, context.target
+    )
     return KeyCheck(confirmed.differences, confirmed.in_flight, source.position)
 
 

@@ -1,0 +1,102 @@
+"""How a live database target is fed (a comparison's ``replication:``), and confirming its
+differences accordingly (DESIGN.md, "Live targets at an agreed position").
+
+- ``replcheck``: a replcheck pipeline writes the target; its progress table in the target
+  says which source position it applied. Differences are confirmed at an agreed position
+  (``recheck.confirm_at_position``): no sleep, exact.
+- ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
+- ``unknown`` (the default): re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
+
+A target that does not reach the position within ``validation.replica_wait_timeout_s`` is
+an error naming the target, the position it applied and the one needed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from cdc_core.config import ConnectionConfig
+from cdc_core.errors import ConfigError
+from merkle.layout import RowLayout
+from validator.config import ComparisonConfig, ValidationSettings
+from validator.positions import Waited, wait_for_position
+from validator.recheck import LiveTable, can_recheck, confirm, confirm_at_position
+from validator.result import ComparisonResult
+
+log = logging.getLogger(__name__)
+
+
+def confirm_live(
+    result: ComparisonResult,
+    comparison: ComparisonConfig,
+    settings: ValidationSettings,
+    layout: RowLayout,
+    sides: tuple[LiveTable, LiveTable],
+    target_connection: ConnectionConfig,
+) -> ComparisonResult:
+    """``result`` with the live target's in-flight differences set apart, as its
+    ``replication`` says."""
+    kind = comparison.replication
+    if kind == "none":
+        return result  # nothing in flight: every difference is drift
+    if not can_recheck(layout):
+        log.warning("comparison %s: differences not re-checked (key types)", result.name)
+        return result
+    source, target = sides
+    if kind == "replcheck":
+        reached = _applied_position(target_connection, source.schema.table)
+        waited = Waited(
+            f"target {target_connection.name} (its replcheck pipeline)",
+            "applied position",
+            "check that the pipeline writing it runs, or raise validation.replica_wait_timeout_s",
+            "its pipeline must be running",
+            {"target": target_connection.name, "table": source.schema.table},
+        )
+        timeout = settings.replica_wait_timeout_s
+
+        def wait(position: int) -> int:
+            return wait_for_position(reached, position, timeout, waited, poll_s=0.2)
+
+        return confirm_at_position(
+            result, layout, source, target, source.connector.log_position, wait
+        )
+    lag = settings.recheck_lag_s
+    if lag <= 0:
+        log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
+        return result
+    return confirm(result, layout, source, target, lag)
+
+
+def _applied_position(connection: ConnectionConfig, table: str) -> Callable[[], int | None]:
+    """Reads the lowest position the pipelines writing ``table`` into the target applied.
+
+    Raises:
+        ConfigError: No replcheck pipeline writes ``table`` there.
+    """
+    import sqlalchemy as sa
+
+    from connectors.database_target.progress import PROGRESS_TABLE, pipelines_covering
+    from connectors.registry import connector_for
+    from connectors.sql_target import build_engine
+
+    assert connection.url is not None
+    password = connection.password.reveal() if connection.password else None
+    engine = build_engine(connection.url, password, connector_for(connection.url).repair)
+
+    def reached() -> int | None:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(PROGRESS_TABLE):
+                found = {}
+            else:
+                found = pipelines_covering(conn, None, table)
+        if not found:
+            raise ConfigError(
+                f"replication: replcheck, but no replcheck pipeline writes source table {table}"
+                f" into {connection.display()} (no row in its {PROGRESS_TABLE}); check the"
+                " comparison's replication setting",
+                {"table": table},
+            )
+        return min(position.value for position in found.values())
+
+    return reached
