@@ -200,6 +200,14 @@ def read_marks(lake: Path) -> RefreshMarks:
     return marks
 
 
+def read_marks_of(lake: Path, pipeline: str) -> RefreshMarks:
+    """The refresh marks one pipeline last recorded (none when it recorded nothing)."""
+    path = progress_dir(lake) / f"{pipeline}.json"
+    if not path.is_file():
+        return RefreshMarks()
+    return RefreshMarks.from_document(json.loads(path.read_text(encoding="utf-8")))
+
+
 def progress_dir(lake: Path) -> Path:
     """Where pipelines record the position they have reached."""
     return lake / "_replcheck" / "progress"

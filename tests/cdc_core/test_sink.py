@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import LakeTable, high_water_mark, read_progress
+from cdc_core.lake import LakeTable, RefreshMarks, high_water_mark, read_progress
 from cdc_core.position import Position
 from cdc_core.sink import (
     LakeEvent,
@@ -109,3 +109,27 @@ def test_lists_and_structs_are_written_and_merged_as_they_are(tmp_path: Path) ->
     stored = [{k: r[k] for k in schema.names} for r in read_delta(table.changelog)]
     assert sorted(stored, key=lambda r: r["tags"]) == [second, first]
     assert [{k: r[k] for k in schema.names} for r in read_delta(table.mirror)] == [second]
+
+
+def test_a_refresh_is_announced_before_the_batch_that_follows_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Soak seed 2105 (mariadb-full): between a changelog commit above a refresh's start and
+    the progress file naming the refresh, a validator took the table as exact at a position
+    whose rows the refresh had not rewritten yet (false differences)."""
+    sink = LakeSink(tmp_path, "p")
+    sink.write([TableBatch(DESCRIPTION, [_event("c", 1, 5, 0)])], Position.of(5), ["s.t"])
+    seen = []
+    write_table = LakeSink._write_table
+
+    def observed(self: LakeSink, batch: TableBatch, position: Position) -> int:
+        written = write_table(self, batch, position)
+        seen.append(high_water_mark(LakeTable(tmp_path, "s.t")))  # a reader, mid-batch
+        return written
+
+    monkeypatch.setattr(LakeSink, "_write_table", observed)
+    refreshing = RefreshMarks(refreshing={"s.t": 7})
+    batch = TableBatch(DESCRIPTION, [_event("u", 1, 9, 0, 3)])
+    sink.write([batch], Position.of(9), ["s.t"], refreshing)
+
+    assert seen == [6]  # never 9: the refresh that began at 7 holds the mark below it
