@@ -117,6 +117,12 @@ class PipelineProcess:
         if code != 0:
             raise AssertionError(f"cdc run --until-caught-up exited with {code}: {self.tail()}")
 
+    def dump_stacks(self) -> None:
+        """Have the running process print every thread's stack into its log (SIGUSR1)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+
     def close(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)

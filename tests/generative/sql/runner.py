@@ -101,6 +101,8 @@ def _run(
         wait_s = LATE_WAIT_S if late else LAKE_WAIT_S
         problems += validate(run.spark, database, database.plain_url(), lake, work, wait_s)
         run.totals["validate_ms"] += int((time.monotonic() - clock) * 1000)
+        if any("is behind" in problem for problem in problems):
+            pipeline.dump_stacks()  # where the pipeline is stuck, into its log
     if not late:
         pipeline.finish()
     return problems + compare_all(database, lake)
