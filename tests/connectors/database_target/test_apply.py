@@ -236,3 +236,35 @@ def test_a_conflict_stops_naming_table_and_key(
 
     with pytest.raises(TerminalError, match=r"table \S+pairs: the row with key a=2, b=b is absent"):
         _catch_up(config)
+
+
+def test_conflicts_overwrite_applies_and_counts(
+    tmp_path: Path,
+    mariadb_full: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    postgres: PostgresServer,
+    postgres_database: Callable[[PostgresServer], str],
+) -> None:
+    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
+        cur.execute(MARIADB_TABLES[1])
+        cur.execute("INSERT INTO pairs VALUES (1, 'a', 1), (2, 'b', 2)")
+        conn.commit()
+    source_url = f"{mariadb_full.url(source)}?server_id=7743&heartbeat_s=0.2"
+    config = _write_configs(tmp_path, source_url, postgres.url(target), f"{source}.pairs")
+    config.write_text(config.read_text() + "    conflicts: overwrite\n", encoding="utf-8")
+    _catch_up(config)
+    with contextlib.closing(postgres.connect(target)) as conn:
+        conn.execute(f'DELETE FROM "{source}".pairs WHERE a = 2')
+        conn.execute(f"INSERT INTO \"{source}\".pairs VALUES (3, 'c', 0)")
+        conn.commit()
+    with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
+        cur.execute("UPDATE pairs SET v = 20 WHERE a = 2")  # absent in the target
+        cur.execute("INSERT INTO pairs VALUES (3, 'c', 30)")  # present in the target
+        conn.commit()
+    _catch_up(config)
+
+    with contextlib.closing(postgres.connect(target)) as conn:
+        rows = conn.execute(f'SELECT a, b, v FROM "{source}".pairs ORDER BY a').fetchall()
+    assert rows == [(1, "a", 1), (2, "b", 20), (3, "c", 30)]
+    assert json.loads(_progress(postgres.url(target))[""]["detail"])["conflicts"] == 2
