@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_core.errors import TerminalError
+from tests.connectors.database_target.conftest import Databases
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.cdc_pipeline import open_pipeline
 from validator.config import load_validator_config
@@ -107,12 +108,10 @@ def _progress(url: str, schema: str | None = None) -> dict[str, Any]:
 def test_mariadb_into_postgres(
     spark: Any,
     tmp_path: Path,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
+    mariadb_to_postgres: Databases,
 ) -> None:
-    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
     with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
         for ddl in MARIADB_TABLES:
             cur.execute(ddl)
@@ -212,14 +211,12 @@ def _validator_config(tmp_path: Path, source_url: str, target_url: str, schema: 
 
 def test_a_conflict_stops_naming_table_and_key(
     tmp_path: Path,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
+    mariadb_to_postgres: Databases,
 ) -> None:
     """A row deleted behind the pipeline's back, then updated at the source: the update
     has no row to change (``conflicts: stop``)."""
-    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
     with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
         cur.execute(MARIADB_TABLES[1])
         cur.execute("INSERT INTO pairs VALUES (1, 'a', 1), (2, 'b', 2)")
@@ -240,12 +237,10 @@ def test_a_conflict_stops_naming_table_and_key(
 
 def test_conflicts_overwrite_applies_and_counts(
     tmp_path: Path,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
+    mariadb_to_postgres: Databases,
 ) -> None:
-    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
     with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
         cur.execute(MARIADB_TABLES[1])
         cur.execute("INSERT INTO pairs VALUES (1, 'a', 1), (2, 'b', 2)")

@@ -8,14 +8,15 @@ import contextlib
 import json
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cdc_core.errors import ConfigError
-from tests.private_servers import MariaDBServer, PostgresServer
+from tests.connectors.database_target.conftest import Databases
+from tests.private_servers import MariaDBServer
 from validator.cdc_pipeline import open_pipeline
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
@@ -91,12 +92,10 @@ def _configs(tmp_path: Path, source: str, target: str, replication: str) -> tupl
 def test_a_replcheck_target_is_confirmed_at_an_agreed_position(
     spark: Any,
     tmp_path: Path,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
+    mariadb_to_postgres: Databases,
 ) -> None:
-    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
     with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)")
         cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, 0) for i in range(ROWS)])

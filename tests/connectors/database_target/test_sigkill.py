@@ -13,12 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.private_servers import MariaDBServer, PostgresServer
+from tests.connectors.database_target.conftest import Databases
+from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]
 
@@ -56,12 +56,10 @@ def _start(config: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
 
 def test_a_sigkilled_pipeline_applies_every_change_once(
     tmp_path: Path,
-    mariadb_full: MariaDBServer,
-    mariadb_database: Callable[[MariaDBServer], str],
-    postgres: PostgresServer,
-    postgres_database: Callable[[PostgresServer], str],
+    mariadb_to_postgres: Databases,
 ) -> None:
-    source, target = mariadb_database(mariadb_full), postgres_database(postgres)
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
     with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT, note TEXT)")
         cur.executemany("INSERT INTO t VALUES (%s, 0, 'x')", [(i,) for i in range(ROWS)])
