@@ -15,7 +15,7 @@ from cdc_core.pipeline_config import TargetOptions
 from cdc_core.position import Position
 from cdc_core.sink import LakeEvent, TableBatch
 from cdc_core.source import TableDescription
-from connectors.database_target.sink import DatabaseSink
+from connectors.database_target.sink import ConflictError, DatabaseSink
 from connectors.model import SourceColumn, TableSchema
 from connectors.registry import connector_for
 from connectors.sql_target import build_engine
@@ -77,3 +77,17 @@ def test_parts_of_a_big_transaction_are_written_once(
     assert restarted.write([TableBatch(DESCRIPTION, everything)], Position.of(9), ["shop.t"]) == 2
 
     assert _rows(postgres, database) == dict.fromkeys(range(5), 0)
+
+
+def test_an_insert_of_a_row_the_target_has_stops_naming_its_key(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    database = postgres_database(postgres)
+    url = postgres.url(database)
+    batch = TableBatch(DESCRIPTION, [_event("c", 1, 5, 0)])
+    _sink(url).write([batch], Position.of(5), ["shop.t"])
+
+    inserted_again = TableBatch(DESCRIPTION, [_event("c", 2, 7, 0), _event("c", 1, 7, 1)])
+    with pytest.raises(ConflictError, match="key id=1 is already in the target"):
+        _sink(url).write([inserted_again], Position.of(7), ["shop.t"])
+    assert _rows(postgres, database) == {1: 0}  # the batch was rolled back whole
