@@ -362,7 +362,7 @@ class _MariaDBProcess(_PrivateServer):
     kind = "mariadb"
     stop_signal = signal.SIGTERM  # normal shutdown
 
-    def __init__(self, binlog_row_image: str) -> None:
+    def __init__(self, binlog_row_image: str, server_id: int = 1) -> None:
         if binlog_row_image not in ROW_IMAGES:
             raise ValueError(f"binlog_row_image must be one of {ROW_IMAGES}")
         programs = _mariadb_programs()
@@ -370,6 +370,7 @@ class _MariaDBProcess(_PrivateServer):
         self.tzinfo_to_sql = _mariadb_program("mariadb-tzinfo-to-sql")
         super().__init__(run_as=None)
         self.binlog_row_image = binlog_row_image
+        self.server_id = server_id
         self.datadir = self.root / "data"
         self.socket = self.root / "mariadb.sock"
 
@@ -401,7 +402,7 @@ class _MariaDBProcess(_PrivateServer):
     def _argv(self) -> list[str]:
         # The product's own private-server options (connectors/mariadb/embedded_server.py),
         # plus the time zone the tests pin so that zone handling is exercised.
-        options = server_arguments(self.datadir, self.port, self.binlog_row_image)
+        options = server_arguments(self.datadir, self.port, self.binlog_row_image, self.server_id)
         return [self.mariadbd, *options, f"--default-time-zone={SERVER_TIME_ZONE}"]
 
     def _ping(self) -> str | None:
@@ -439,6 +440,29 @@ def running_mariadb(binlog_row_image: str = "FULL") -> Iterator[MariaDBServer]:
     assert isinstance(server, _MariaDBProcess)
     try:
         yield server.handle()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def running_mariadb_replica(primary: MariaDBServer) -> Iterator[MariaDBServer]:
+    """Run a private MariaDB server replicating ``primary`` (GTID, from its current
+    position: what the primary writes from now on reaches the replica)."""
+    server = _start_on_free_port(lambda: _MariaDBProcess(primary.binlog_row_image, 2))
+    assert isinstance(server, _MariaDBProcess)
+    try:
+        replica = server.handle()
+        with contextlib.closing(primary.connect(None)) as conn, conn.cursor() as cur:
+            cur.execute("SELECT @@gtid_binlog_pos")
+            (position,) = cur.fetchone()
+        with contextlib.closing(replica.connect(None)) as conn, conn.cursor() as cur:
+            cur.execute("SET GLOBAL gtid_slave_pos = %s", (position,))
+            cur.execute(
+                f"CHANGE MASTER TO MASTER_HOST='{LOOPBACK}', MASTER_PORT={primary.port},"
+                " MASTER_USER='root', MASTER_USE_GTID=slave_pos"
+            )
+            cur.execute("START SLAVE")
+        yield replica
     finally:
         server.stop()
 

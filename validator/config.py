@@ -66,9 +66,9 @@ from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
 ENGINES = ("auto", "spark", "database")
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
-# table), "none" (nothing in flight: no re-check), "unknown" (re-check after the lag);
-# "mariadb" and "postgres" (a replica's GTID / a subscriber's LSN) are refused until built.
-REPLICATION_KINDS = ("replcheck", "none", "unknown")
+# table), "mariadb" (a MariaDB replica: GTID), "none" (nothing in flight: no re-check),
+# "unknown" (re-check after the lag); "postgres" (a subscriber's LSN) is refused until built.
+REPLICATION_KINDS = ("replcheck", "mariadb", "none", "unknown")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",
@@ -381,7 +381,7 @@ def _read_comparison(
 
 def _read_replication(section: Section) -> str:
     kind = section.get("replication", str, "unknown") or "unknown"
-    if kind in ("mariadb", "postgres"):
+    if kind == "postgres":
         raise section.error(
             "replication",
             f"{kind!r} (waiting for a replica's position) is not built yet (issue 16); use"

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from connectors.base import Connector
 from connectors.model import Partition, TableSchema
@@ -113,8 +114,8 @@ def confirm_at_position(
     layout: RowLayout,
     source: LiveTable,
     target: LiveTable,
-    source_position: Callable[[], int | None],
-    wait_for_target: Callable[[int], object],
+    source_position: Callable[[], object],
+    wait_for_target: Callable[[Any], object],
 ) -> ComparisonResult:
     """The result with in-flight differences removed or set apart, without a sleep: the
     differing keys are read on the source, then the source's log end P2 is taken, the

@@ -4,6 +4,8 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
 - ``replcheck``: a replcheck pipeline writes the target; its progress table in the target
   says which source position it applied. Differences are confirmed at an agreed position
   (``recheck.confirm_at_position``): no sleep, exact.
+- ``mariadb``: a MariaDB/MySQL replica of the source: the source's GTID position
+  (``@@gtid_binlog_pos``) is waited for on the replica (``MASTER_GTID_WAIT``), then as above.
 - ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
 - ``unknown`` (the default): re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
 
@@ -61,11 +63,44 @@ def confirm_live(
         return confirm_at_position(
             result, layout, source, target, source.connector.log_position, wait
         )
+    if kind == "mariadb":
+        return _confirm_on_replica(result, layout, sides, settings.replica_wait_timeout_s)
     lag = settings.recheck_lag_s
     if lag <= 0:
         log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
         return result
     return confirm(result, layout, source, target, lag)
+
+
+def _confirm_on_replica(
+    result: ComparisonResult,
+    layout: RowLayout,
+    sides: tuple[LiveTable, LiveTable],
+    timeout_s: float,
+) -> ComparisonResult:
+    """``replication: mariadb``: the source's GTID position, waited for on the replica."""
+    from connectors.mariadb.connector import MariaDBConnector
+    from connectors.mariadb.replica import gtid_position, wait_for_gtid
+
+    source, target = sides
+    if not (
+        isinstance(source.connector, MariaDBConnector)
+        and isinstance(target.connector, MariaDBConnector)
+    ):
+        raise ConfigError(
+            f"comparison {result.name}: replication: mariadb needs a MariaDB/MySQL source and"
+            " replica; use replcheck, none or unknown",
+            {"comparison": result.name},
+        )
+    replica = target.connector
+    return confirm_at_position(
+        result,
+        layout,
+        source,
+        target,
+        lambda: gtid_position(source.connector),  # type: ignore[arg-type]
+        lambda gtid: wait_for_gtid(replica, gtid, timeout_s),
+    )
 
 
 def _applied_position(connection: ConnectionConfig, table: str) -> Callable[[], int | None]:

@@ -92,8 +92,11 @@ def find_programs() -> dict[str, str]:
     return found
 
 
-def server_arguments(datadir: Path, port: int, binlog_row_image: str) -> list[str]:
-    """The server's options: loopback only, a binlog the CDC pipeline can read, small and fast."""
+def server_arguments(
+    datadir: Path, port: int, binlog_row_image: str, server_id: int = 1
+) -> list[str]:
+    """The server's options: loopback only, a binlog the CDC pipeline can read, small and fast
+    (a replica of another private server takes another ``server_id``)."""
     return [
         "--no-defaults",
         *_user(),
@@ -103,7 +106,7 @@ def server_arguments(datadir: Path, port: int, binlog_row_image: str) -> list[st
         f"--port={port}",
         f"--bind-address={LOOPBACK}",
         "--skip-name-resolve",
-        "--server-id=1",
+        f"--server-id={server_id}",
         "--log-bin=mariadb-bin",
         "--binlog-format=ROW",
         "--binlog-row-metadata=FULL",

@@ -121,6 +121,6 @@ def test_a_replcheck_target_is_confirmed_at_an_agreed_position(
 
 
 def test_replication_kinds_not_built_yet_are_refused_by_name(tmp_path: Path) -> None:
-    _, check = _configs(tmp_path, "mysql+pymysql://u@h/db", "postgresql://u@h/db", "mariadb")
-    with pytest.raises(ConfigError, match=r"replication.*'mariadb'.*issue 16"):
+    _, check = _configs(tmp_path, "mysql+pymysql://u@h/db", "postgresql://u@h/db", "postgres")
+    with pytest.raises(ConfigError, match=r"replication.*'postgres'.*issue 16"):
         load_validator_config(check, environ={})
