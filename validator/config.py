@@ -66,9 +66,9 @@ from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
 ENGINES = ("auto", "spark", "database")
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
-# table), "mariadb" (a MariaDB replica: GTID), "none" (nothing in flight: no re-check),
-# "unknown" (re-check after the lag); "postgres" (a subscriber's LSN) is refused until built.
-REPLICATION_KINDS = ("replcheck", "mariadb", "none", "unknown")
+# table), "mariadb" (a MariaDB replica: GTID), "postgres" (a subscriber or standby: LSN),
+# "none" (nothing in flight: no re-check), "unknown" (re-check after the lag).
+REPLICATION_KINDS = ("replcheck", "mariadb", "postgres", "none", "unknown")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",
@@ -381,12 +381,6 @@ def _read_comparison(
 
 def _read_replication(section: Section) -> str:
     kind = section.get("replication", str, "unknown") or "unknown"
-    if kind == "postgres":
-        raise section.error(
-            "replication",
-            f"{kind!r} (waiting for a replica's position) is not built yet (issue 16); use"
-            " 'unknown' (re-check after validation.recheck_lag_s) meanwhile",
-        )
     if kind not in REPLICATION_KINDS:
         raise section.error("replication", f"must be one of {', '.join(REPLICATION_KINDS)}")
     return kind

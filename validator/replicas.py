@@ -6,6 +6,9 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
   (``recheck.confirm_at_position``): no sleep, exact.
 - ``mariadb``: a MariaDB/MySQL replica of the source: the source's GTID position
   (``@@gtid_binlog_pos``) is waited for on the replica (``MASTER_GTID_WAIT``), then as above.
+- ``postgres``: a PostgreSQL logical subscriber or physical standby of the source: the
+  source's WAL position (``pg_current_wal_lsn()``) is waited for on it
+  (``connectors.postgres.replica``), then as above.
 - ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
 - ``unknown`` (the default): re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
@@ -27,6 +32,7 @@ from validator.recheck import LiveTable, can_recheck, confirm, confirm_at_positi
 from validator.result import ComparisonResult
 
 log = logging.getLogger(__name__)
+ConnectorT = TypeVar("ConnectorT")
 
 
 def confirm_live(
@@ -65,6 +71,8 @@ def confirm_live(
         )
     if kind == "mariadb":
         return _confirm_on_replica(result, layout, sides, settings.replica_wait_timeout_s)
+    if kind == "postgres":
+        return _confirm_on_subscriber(result, layout, sides, settings.replica_wait_timeout_s)
     lag = settings.recheck_lag_s
     if lag <= 0:
         log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
@@ -82,25 +90,60 @@ def _confirm_on_replica(
     from connectors.mariadb.connector import MariaDBConnector
     from connectors.mariadb.replica import gtid_position, wait_for_gtid
 
-    source, target = sides
-    if not (
-        isinstance(source.connector, MariaDBConnector)
-        and isinstance(target.connector, MariaDBConnector)
-    ):
-        raise ConfigError(
-            f"comparison {result.name}: replication: mariadb needs a MariaDB/MySQL source and"
-            " replica; use replcheck, none or unknown",
-            {"comparison": result.name},
-        )
-    replica = target.connector
+    source, replica = _of_product(result, sides, MariaDBConnector, "mariadb", "MariaDB/MySQL")
     return confirm_at_position(
         result,
         layout,
-        source,
-        target,
-        lambda: gtid_position(source.connector),  # type: ignore[arg-type]
+        *sides,
+        lambda: gtid_position(source),
         lambda gtid: wait_for_gtid(replica, gtid, timeout_s),
     )
+
+
+def _confirm_on_subscriber(
+    result: ComparisonResult,
+    layout: RowLayout,
+    sides: tuple[LiveTable, LiveTable],
+    timeout_s: float,
+) -> ComparisonResult:
+    """``replication: postgres``: the source's WAL position, waited for on the subscriber or
+    standby (``connectors.postgres.replica``)."""
+    from connectors.postgres.connector import PostgresConnector
+    from connectors.postgres.replica import applied_position
+
+    source, replica = _of_product(result, sides, PostgresConnector, "postgres", "PostgreSQL")
+    waited = Waited(
+        f"replica {replica.where}",
+        "applied position",
+        "check its subscription (pg_stat_subscription, the source's slot) or standby, or raise"
+        " validation.replica_wait_timeout_s",
+        "its replication must be running",
+        {"replica": replica.where},
+    )
+
+    def wait(position: int) -> int:
+        reached = partial(applied_position, source, replica)
+        return wait_for_position(reached, position, timeout_s, waited, poll_s=0.2)
+
+    return confirm_at_position(result, layout, *sides, source.log_position, wait)
+
+
+def _of_product(
+    result: ComparisonResult,
+    sides: tuple[LiveTable, LiveTable],
+    kind: type[ConnectorT],
+    replication: str,
+    product: str,
+) -> tuple[ConnectorT, ConnectorT]:
+    """Both sides' connectors, which ``replication`` needs of one product."""
+    source, target = (side.connector for side in sides)
+    if not (isinstance(source, kind) and isinstance(target, kind)):
+        raise ConfigError(
+            f"comparison {result.name}: replication: {replication} needs a {product} source and"
+            " target; use replcheck, none or unknown",
+            {"comparison": result.name},
+        )
+    return source, target
 
 
 def _applied_position(connection: ConnectionConfig, table: str) -> Callable[[], int | None]:

@@ -1,6 +1,7 @@
-"""``replication: mariadb``: a MariaDB replica (a second private server replicating the
-first by GTID on loopback) is compared with its primary at an agreed position while a
-writer keeps changing the primary: no false difference, injected drift found exactly."""
+"""``replication: mariadb`` and ``postgres``: a MariaDB replica (a second private server
+replicating the first by GTID on loopback) and a PostgreSQL logical subscriber (a second
+cluster) are compared with their source at an agreed position while a writer keeps
+changing the source: no false difference, injected drift found exactly."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from typing import Any
 
 import pytest
 
-from tests.private_servers import MariaDBServer, running_mariadb_replica
+from tests.private_servers import (
+    MariaDBServer,
+    PostgresServer,
+    running_mariadb_replica,
+    running_postgres,
+)
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
 from validator.job import validate
@@ -25,16 +31,25 @@ ROWS = 300
 WRITTEN = range(50, ROWS)  # the writer's keys; the drift is injected below them
 
 
+INJECTED = {
+    ("t", "changed", ("7",)),
+    ("t", "missing_in_target", ("8",)),
+    ("t", "extra_in_target", ("9999",)),
+}
+Server = MariaDBServer | PostgresServer
+
+
 @contextlib.contextmanager
-def _writer(server: MariaDBServer, database: str) -> Iterator[list[int]]:
+def _writer(server: Server, database: str) -> Iterator[list[int]]:
     stop, touched = threading.Event(), []
 
     def write() -> None:
         chance = random.Random(3)
-        with contextlib.closing(server.connect(database)) as conn, conn.cursor() as cur:
+        with contextlib.closing(server.connect(database)) as conn:
+            cursor = conn.cursor()
             while not stop.is_set():
                 key = chance.choice(WRITTEN)
-                cur.execute("UPDATE t SET v = v + 1 WHERE id = %s", (key,))
+                cursor.execute("UPDATE t SET v = v + 1 WHERE id = %s", (key,))
                 conn.commit()
                 touched.append(key)
                 stop.wait(0.005)
@@ -48,17 +63,46 @@ def _writer(server: MariaDBServer, database: str) -> Iterator[list[int]]:
         thread.join(30)
 
 
-def _wait_replicated(replica: MariaDBServer, database: str) -> None:
+def _wait_for(condition: Callable[[], bool]) -> None:
+    for _ in range(1200):
+        if condition():
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError("the replica never caught up with its set-up")
+
+
+def _replicated(replica: MariaDBServer, database: str) -> bool:
     with contextlib.closing(replica.connect(None)) as conn, conn.cursor() as cur:
-        for _ in range(600):
-            cur.execute(
-                "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s",
-                (database,),
-            )
-            if cur.fetchone()[0]:
-                return
-            threading.Event().wait(0.05)
-    raise AssertionError("the replica never got the table")
+        cur.execute(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = %s", (database,)
+        )
+        return bool(cur.fetchone()[0])
+
+
+def _validate_under_writes(
+    spark: Any, tmp_path: Path, source: Server, replica: Server, database: str, kind: str
+) -> dict[str, Any]:
+    """Drift injected into the replica, then a validation while a writer runs."""
+    check = tmp_path / "validate.yaml"
+    check.write_text(
+        f"connections:\n  primary: {{url: {json.dumps(source.url(database))}}}\n"
+        f"  replica: {{url: {json.dumps(replica.url(database))}}}\n"
+        "comparisons:\n  - {name: t, source: {connection: primary, table: t},"
+        f" target: {{connection: replica, table: t}}, replication: {kind},"
+        " options: {rows_per_leaf: 16}}\n"
+        "validation: {recheck_lag_s: 0, replica_wait_timeout_s: 60}\n",
+        encoding="utf-8",
+    )
+    with _writer(source, database) as touched:
+        with contextlib.closing(replica.connect(database)) as conn:
+            cursor = conn.cursor()
+            cursor.execute("UPDATE t SET v = -1 WHERE id = 7")  # drift on the replica
+            cursor.execute("DELETE FROM t WHERE id = 8")
+            cursor.execute("INSERT INTO t VALUES (9999, 0)")
+            conn.commit()
+        document = validate(spark, load_validator_config(check, environ={}))
+    assert touched, "the writer wrote while the comparison ran"
+    return document
 
 
 def test_a_mariadb_replica_is_confirmed_at_the_primarys_gtid(
@@ -73,30 +117,81 @@ def test_a_mariadb_replica_is_confirmed_at_the_primarys_gtid(
             cur.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)")
             cur.executemany("INSERT INTO t VALUES (%s, 0)", [(i,) for i in range(ROWS)])
             conn.commit()
-        _wait_replicated(replica, database)
-        check = tmp_path / "validate.yaml"
-        check.write_text(
-            f"connections:\n  primary: {{url: {json.dumps(mariadb_full.url(database))}}}\n"
-            f"  replica: {{url: {json.dumps(replica.url(database))}}}\n"
-            "comparisons:\n  - {name: t, source: {connection: primary, table: t},"
-            " target: {connection: replica, table: t}, replication: mariadb,"
-            " options: {rows_per_leaf: 16}}\n"
-            "validation: {recheck_lag_s: 0, replica_wait_timeout_s: 60}\n",
-            encoding="utf-8",
+        _wait_for(lambda: _replicated(replica, database))
+        document = _validate_under_writes(
+            spark, tmp_path, mariadb_full, replica, database, "mariadb"
         )
-        with _writer(mariadb_full, database) as touched:
-            with contextlib.closing(replica.connect(database)) as conn, conn.cursor() as cur:
-                cur.execute("UPDATE t SET v = -1 WHERE id = 7")  # drift on the replica
-                cur.execute("DELETE FROM t WHERE id = 8")
-                cur.execute("INSERT INTO t VALUES (9999, 0)")
-                conn.commit()
-            document = validate(spark, load_validator_config(check, environ={}))
 
-    assert touched, "the writer wrote while the comparison ran"
-    assert found_differences(document) == {
-        ("t", "changed", ("7",)),
-        ("t", "missing_in_target", ("8",)),
-        ("t", "extra_in_target", ("9999",)),
-    }
+    assert found_differences(document) == INJECTED
+    in_flight = {int(key[0]) for key in document["comparisons"][0]["in_flight"]}
+    assert in_flight <= set(WRITTEN)
+
+
+@contextlib.contextmanager
+def _stalled(subscriber: PostgresServer, database: str) -> Iterator[None]:
+    """A row of the writer's locked on the subscriber for a while: its apply worker waits
+    (a lagging replica), then goes on (the lock is rolled back, nothing changes)."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        with contextlib.closing(subscriber.connect(database)) as conn:
+            conn.execute(f"SELECT * FROM t WHERE id = {WRITTEN[0]} FOR UPDATE")
+            locked.set()
+            threading.Event().wait(4.0)
+            conn.rollback()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    locked.wait(30)
+    try:
+        yield
+    finally:
+        thread.join(30)
+
+
+def _subscribed(subscriber: PostgresServer, name: str) -> bool:
+    with contextlib.closing(subscriber.connect(name)) as conn:
+        states = conn.execute("SELECT srsubstate FROM pg_subscription_rel").fetchall()
+    return bool(states) and all(state == "r" for (state,) in states)
+
+
+@pytest.mark.postgres
+def test_a_postgres_subscriber_is_confirmed_at_the_sources_lsn(
+    spark: Any,
+    tmp_path: Path,
+    postgres: PostgresServer,
+    postgres_database: Callable[[PostgresServer], str],
+) -> None:
+    database = postgres_database(postgres)
+    table = "CREATE TABLE t (id bigint PRIMARY KEY, v integer)"
+    with contextlib.closing(postgres.connect(database)) as conn:
+        conn.execute(table)
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t VALUES (%s, 0)", [(i,) for i in range(ROWS)])
+        conn.execute("CREATE PUBLICATION copy FOR TABLE t")
+        conn.commit()
+    with running_postgres() as subscriber:
+        with contextlib.closing(subscriber.connect("postgres")) as conn:
+            conn.autocommit = True
+            conn.execute(f"CREATE DATABASE {database}")
+        with contextlib.closing(subscriber.connect(database)) as conn:
+            conn.autocommit = True
+            conn.execute(table)
+            conn.execute(
+                f"CREATE SUBSCRIPTION copy CONNECTION 'host=127.0.0.1 port={postgres.port}"
+                f" dbname={database} user=postgres' PUBLICATION copy"
+            )
+        try:
+            _wait_for(lambda: _subscribed(subscriber, database))
+            with _stalled(subscriber, database):  # the subscriber falls behind meanwhile
+                document = _validate_under_writes(
+                    spark, tmp_path, postgres, subscriber, database, "postgres"
+                )
+        finally:
+            with contextlib.closing(subscriber.connect(database)) as conn:
+                conn.autocommit = True
+                conn.execute("DROP SUBSCRIPTION copy")  # its slot at the source too
+
+    assert found_differences(document) == INJECTED
     in_flight = {int(key[0]) for key in document["comparisons"][0]["in_flight"]}
     assert in_flight <= set(WRITTEN)
