@@ -10,7 +10,9 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
   source's WAL position (``pg_current_wal_lsn()``) is waited for on it
   (``connectors.postgres.replica``), then as above.
 - ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
-- ``unknown`` (the default): re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
+- ``unknown`` (the default): detected where the target shows it (``detect``: replcheck
+  progress rows for the table, a MariaDB replica, a PostgreSQL standby or subscriber), else
+  re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
 
 A target that does not reach the position within ``validation.replica_wait_timeout_s`` is
 an error naming the target, the position it applied and the one needed.
@@ -44,40 +46,79 @@ def confirm_live(
     target_connection: ConnectionConfig,
 ) -> ComparisonResult:
     """``result`` with the live target's in-flight differences set apart, as its
-    ``replication`` says."""
+    ``replication`` says (``unknown``: as the target shows it is fed, if it does)."""
     kind = comparison.replication
+    if kind == "unknown":
+        kind = detect(sides, target_connection)
     if kind == "none":
         return result  # nothing in flight: every difference is drift
     if not can_recheck(layout):
         log.warning("comparison %s: differences not re-checked (key types)", result.name)
         return result
-    source, target = sides
+    timeout = settings.replica_wait_timeout_s
     if kind == "replcheck":
-        reached = _applied_position(target_connection, source.schema.table)
-        waited = Waited(
-            f"target {target_connection.name} (its replcheck pipeline)",
-            "applied position",
-            "check that the pipeline writing it runs, or raise validation.replica_wait_timeout_s",
-            "its pipeline must be running",
-            {"target": target_connection.name, "table": source.schema.table},
-        )
-        timeout = settings.replica_wait_timeout_s
-
-        def wait(position: int) -> int:
-            return wait_for_position(reached, position, timeout, waited, poll_s=0.2)
-
-        return confirm_at_position(
-            result, layout, source, target, source.connector.log_position, wait
-        )
+        return _confirm_on_pipeline(result, layout, sides, target_connection, timeout)
     if kind == "mariadb":
-        return _confirm_on_replica(result, layout, sides, settings.replica_wait_timeout_s)
+        return _confirm_on_replica(result, layout, sides, timeout)
     if kind == "postgres":
-        return _confirm_on_subscriber(result, layout, sides, settings.replica_wait_timeout_s)
+        return _confirm_on_subscriber(result, layout, sides, timeout)
     lag = settings.recheck_lag_s
     if lag <= 0:
         log.warning("comparison %s: differences not re-checked (lag %s s)", result.name, lag)
         return result
-    return confirm(result, layout, source, target, lag)
+    return confirm(result, layout, *sides, lag)
+
+
+def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConfig) -> str:
+    """How the target shows it is fed: a replcheck pipeline's progress rows for the table,
+    a MariaDB replica's replication status, a PostgreSQL standby or subscription; else
+    ``unknown`` (also when the target does not let us look)."""
+    from connectors.mariadb.connector import MariaDBConnector
+    from connectors.postgres.connector import PostgresConnector
+
+    source, target = sides
+    try:
+        if _applied_position(target_connection, source.schema.table, refuse=False)() is not None:
+            return "replcheck"
+        if isinstance(target.connector, MariaDBConnector):
+            from connectors.mariadb.replica import is_replica
+
+            return "mariadb" if is_replica(target.connector) else "unknown"
+        if isinstance(target.connector, PostgresConnector):
+            from connectors.postgres.replica import is_replica as is_postgres_replica
+
+            return "postgres" if is_postgres_replica(target.connector) else "unknown"
+    except Exception as exc:  # best effort: a target we cannot look into stays unknown
+        log.info(
+            "how %s is fed is not known (%s): re-check after the lag",
+            target_connection.name,
+            type(exc).__name__,
+        )
+    return "unknown"
+
+
+def _confirm_on_pipeline(
+    result: ComparisonResult,
+    layout: RowLayout,
+    sides: tuple[LiveTable, LiveTable],
+    target_connection: ConnectionConfig,
+    timeout_s: float,
+) -> ComparisonResult:
+    """``replication: replcheck``: the source's log end, waited for in the progress table."""
+    source, _ = sides
+    reached = _applied_position(target_connection, source.schema.table)
+    waited = Waited(
+        f"target {target_connection.name} (its replcheck pipeline)",
+        "applied position",
+        "check that the pipeline writing it runs, or raise validation.replica_wait_timeout_s",
+        "its pipeline must be running",
+        {"target": target_connection.name, "table": source.schema.table},
+    )
+
+    def wait(position: int) -> int:
+        return wait_for_position(reached, position, timeout_s, waited, poll_s=0.2)
+
+    return confirm_at_position(result, layout, *sides, source.connector.log_position, wait)
 
 
 def _confirm_on_replica(
@@ -146,11 +187,14 @@ def _of_product(
     return source, target
 
 
-def _applied_position(connection: ConnectionConfig, table: str) -> Callable[[], int | None]:
-    """Reads the lowest position the pipelines writing ``table`` into the target applied.
+def _applied_position(
+    connection: ConnectionConfig, table: str, refuse: bool = True
+) -> Callable[[], int | None]:
+    """Reads the lowest position the pipelines writing ``table`` into the target applied
+    (None when none does and not ``refuse``).
 
     Raises:
-        ConfigError: No replcheck pipeline writes ``table`` there.
+        ConfigError: No replcheck pipeline writes ``table`` there (with ``refuse``).
     """
     import sqlalchemy as sa
 
@@ -168,6 +212,8 @@ def _applied_position(connection: ConnectionConfig, table: str) -> Callable[[], 
                 found = {}
             else:
                 found = pipelines_covering(conn, None, table)
+        if not found and not refuse:
+            return None
         if not found:
             raise ConfigError(
                 f"replication: replcheck, but no replcheck pipeline writes source table {table}"

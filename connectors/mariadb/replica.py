@@ -40,3 +40,10 @@ def wait_for_gtid(replica: MariaDBConnector, position: str, timeout_s: float) ->
         " validation.replica_wait_timeout_s",
         {"replica": where, "position": position},
     )
+
+
+def is_replica(server: MariaDBConnector) -> bool:
+    """Whether ``server`` replicates from another server (``SHOW SLAVE STATUS`` has a row)."""
+    with contextlib.closing(server.connect()) as connection, connection.cursor() as cursor:
+        cursor.execute("SHOW SLAVE STATUS")
+        return cursor.fetchone() is not None

@@ -55,3 +55,12 @@ def applied_position(source: PostgresConnector, replica: PostgresConnector) -> i
             {"target": replica.where},
         )
     return lsn_to_int(found[1]) if found[1] else None
+
+
+def is_replica(server: PostgresConnector) -> bool:
+    """Whether ``server`` is a standby, or its database subscribes to a publication."""
+    with contextlib.closing(server.connect()) as connection:
+        standby = connection.execute("SELECT pg_is_in_recovery()").fetchone()
+        if standby is not None and standby[0]:
+            return True
+        return bool(connection.execute(_SLOTS_SQL).fetchall())

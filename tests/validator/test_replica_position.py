@@ -105,7 +105,9 @@ def _validate_under_writes(
     return document
 
 
+@pytest.mark.parametrize("declared", ["mariadb", "unknown"])  # unknown: detected
 def test_a_mariadb_replica_is_confirmed_at_the_primarys_gtid(
+    declared: str,
     spark: Any,
     tmp_path: Path,
     mariadb_full: MariaDBServer,
@@ -119,7 +121,7 @@ def test_a_mariadb_replica_is_confirmed_at_the_primarys_gtid(
             conn.commit()
         _wait_for(lambda: _replicated(replica, database))
         document = _validate_under_writes(
-            spark, tmp_path, mariadb_full, replica, database, "mariadb"
+            spark, tmp_path, mariadb_full, replica, database, declared
         )
 
     assert found_differences(document) == INJECTED
