@@ -83,11 +83,17 @@ def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConf
         if isinstance(target.connector, MariaDBConnector):
             from connectors.mariadb.replica import is_replica
 
-            return "mariadb" if is_replica(target.connector) else "unknown"
+            replicates = isinstance(source.connector, MariaDBConnector) and is_replica(
+                target.connector, source.connector
+            )
+            return "mariadb" if replicates else "unknown"
         if isinstance(target.connector, PostgresConnector):
             from connectors.postgres.replica import is_replica as is_postgres_replica
 
-            return "postgres" if is_postgres_replica(target.connector) else "unknown"
+            subscribes = isinstance(source.connector, PostgresConnector) and is_postgres_replica(
+                target.connector, source.connector
+            )
+            return "postgres" if subscribes else "unknown"
     except Exception as exc:  # best effort: a target we cannot look into stays unknown
         log.info(
             "how %s is fed is not known (%s): re-check after the lag",

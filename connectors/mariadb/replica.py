@@ -42,8 +42,16 @@ def wait_for_gtid(replica: MariaDBConnector, position: str, timeout_s: float) ->
     )
 
 
-def is_replica(server: MariaDBConnector) -> bool:
-    """Whether ``server`` replicates from another server (``SHOW SLAVE STATUS`` has a row)."""
+def is_replica(server: MariaDBConnector, of: MariaDBConnector) -> bool:
+    """Whether ``server`` replicates ``of``: it has replication status, and the GTIDs it
+    applied carry ``of``'s server id (``domain-server_id-sequence``)."""
     with contextlib.closing(server.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SHOW SLAVE STATUS")
-        return cursor.fetchone() is not None
+        if cursor.fetchone() is None:
+            return False
+        cursor.execute("SELECT @@gtid_slave_pos")
+        (applied,) = cursor.fetchone()
+    with contextlib.closing(of.connect()) as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT @@server_id")
+        (server_id,) = cursor.fetchone()
+    return any(part.split("-")[1:2] == [str(server_id)] for part in str(applied).split(","))

@@ -57,10 +57,11 @@ def applied_position(source: PostgresConnector, replica: PostgresConnector) -> i
     return lsn_to_int(found[1]) if found[1] else None
 
 
-def is_replica(server: PostgresConnector) -> bool:
-    """Whether ``server`` is a standby, or its database subscribes to a publication."""
-    with contextlib.closing(server.connect()) as connection:
-        standby = connection.execute("SELECT pg_is_in_recovery()").fetchone()
-        if standby is not None and standby[0]:
-            return True
-        return bool(connection.execute(_SLOTS_SQL).fetchall())
+def is_replica(server: PostgresConnector, of: PostgresConnector) -> bool:
+    """Whether ``server`` is a standby, or its database subscribes to ``of`` (its
+    subscriptions' slots are ``of``'s)."""
+    try:
+        applied_position(of, server)
+    except ConfigError:
+        return False
+    return True
