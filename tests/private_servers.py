@@ -570,6 +570,45 @@ class _PostgresProcess(_PrivateServer):
         )
 
 
+class _PostgresStandby(_PostgresProcess):
+    """A physical standby of another private cluster: a base backup of it, streaming its WAL."""
+
+    def __init__(self, primary: PostgresServer) -> None:
+        super().__init__()
+        self.primary = primary
+
+    def _initialize(self) -> None:
+        _run(
+            [
+                str(self.bindir / "pg_basebackup"),
+                f"--pgdata={self.datadir}",
+                f"--host={LOOPBACK}",
+                f"--port={self.primary.port}",
+                "--username=postgres",
+                "--write-recovery-conf",
+                "--checkpoint=fast",
+                "--no-sync",
+            ],
+            self.log_path,
+            self.root,
+            run_as=self.run_as,
+        )
+
+    def _after_start(self) -> None:
+        pass  # read-only: the primary's databases arrive through its WAL
+
+
+@contextlib.contextmanager
+def running_postgres_standby(primary: PostgresServer) -> Iterator[PostgresServer]:
+    """Run a physical standby of ``primary`` for the duration of the ``with`` block."""
+    server = _start_on_free_port(lambda: _PostgresStandby(primary))
+    assert isinstance(server, _PostgresStandby)
+    try:
+        yield server.handle()
+    finally:
+        server.stop()
+
+
 @contextlib.contextmanager
 def running_postgres() -> Iterator[PostgresServer]:
     """Run a private PostgreSQL cluster for the duration of the ``with`` block."""

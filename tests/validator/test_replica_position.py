@@ -20,6 +20,7 @@ from tests.private_servers import (
     PostgresServer,
     running_mariadb_replica,
     running_postgres,
+    running_postgres_standby,
 )
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
@@ -197,3 +198,55 @@ def test_a_postgres_subscriber_is_confirmed_at_the_sources_lsn(
     assert found_differences(document) == INJECTED
     in_flight = {int(key[0]) for key in document["comparisons"][0]["in_flight"]}
     assert in_flight <= set(WRITTEN)
+
+
+@contextlib.contextmanager
+def _replay_paused(standby: PostgresServer) -> Iterator[None]:
+    """The standby stops replaying for a while (a lagging replica), then goes on."""
+    paused = threading.Event()
+
+    def pause() -> None:
+        with contextlib.closing(standby.connect("test")) as conn:
+            conn.autocommit = True
+            conn.execute("SELECT pg_wal_replay_pause()")
+            paused.set()
+            threading.Event().wait(4.0)
+            conn.execute("SELECT pg_wal_replay_resume()")
+
+    thread = threading.Thread(target=pause, daemon=True)
+    thread.start()
+    paused.wait(30)
+    try:
+        yield
+    finally:
+        thread.join(30)
+
+
+@pytest.mark.postgres
+def test_a_postgres_standby_is_confirmed_at_the_sources_lsn(spark: Any, tmp_path: Path) -> None:
+    """A physical standby cannot hold drift of its own (it is read-only): the comparison
+    under a writer, with replay paused meanwhile, finds nothing."""
+    with running_postgres() as primary:
+        with contextlib.closing(primary.connect("test")) as conn:
+            conn.execute("CREATE TABLE t (id bigint PRIMARY KEY, v integer)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO t VALUES (%s, 0)", [(i,) for i in range(ROWS)])
+            conn.commit()
+        with running_postgres_standby(primary) as standby:
+            check = tmp_path / "validate.yaml"
+            check.write_text(
+                f"connections:\n  primary: {{url: {json.dumps(primary.url('test'))}}}\n"
+                f"  standby: {{url: {json.dumps(standby.url('test'))}}}\n"
+                "comparisons:\n  - {name: t, source: {connection: primary, table: t},"
+                " target: {connection: standby, table: t}, replication: unknown,"
+                " options: {rows_per_leaf: 16}}\n"
+                "validation: {recheck_lag_s: 0, replica_wait_timeout_s: 60}\n",
+                encoding="utf-8",
+            )
+            with _writer(primary, "test") as touched, _replay_paused(standby):
+                document = validate(spark, load_validator_config(check, environ={}))
+
+    assert touched
+    comparison = document["comparisons"][0]
+    assert (comparison["status"], comparison["differences"]) == ("in_sync", [])
+    assert {int(key[0]) for key in comparison["in_flight"]} <= set(WRITTEN)
