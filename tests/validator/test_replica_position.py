@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.live_writer import updating
 from tests.private_servers import (
     MariaDBServer,
     PostgresServer,
@@ -38,30 +38,6 @@ INJECTED = {
     ("t", "extra_in_target", ("9999",)),
 }
 Server = MariaDBServer | PostgresServer
-
-
-@contextlib.contextmanager
-def _writer(server: Server, database: str) -> Iterator[list[int]]:
-    stop, touched = threading.Event(), []
-
-    def write() -> None:
-        chance = random.Random(3)
-        with contextlib.closing(server.connect(database)) as conn:
-            cursor = conn.cursor()
-            while not stop.is_set():
-                key = chance.choice(WRITTEN)
-                cursor.execute("UPDATE t SET v = v + 1 WHERE id = %s", (key,))
-                conn.commit()
-                touched.append(key)
-                stop.wait(0.005)
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    try:
-        yield touched
-    finally:
-        stop.set()
-        thread.join(30)
 
 
 def _wait_for(condition: Callable[[], bool]) -> None:
@@ -94,7 +70,7 @@ def _validate_under_writes(
         "validation: {recheck_lag_s: 0, replica_wait_timeout_s: 60}\n",
         encoding="utf-8",
     )
-    with _writer(source, database) as touched:
+    with updating(source, database, WRITTEN, 3) as touched:
         with contextlib.closing(replica.connect(database)) as conn:
             cursor = conn.cursor()
             cursor.execute("UPDATE t SET v = -1 WHERE id = 7")  # drift on the replica
@@ -243,7 +219,7 @@ def test_a_postgres_standby_is_confirmed_at_the_sources_lsn(spark: Any, tmp_path
                 "validation: {recheck_lag_s: 0, replica_wait_timeout_s: 60}\n",
                 encoding="utf-8",
             )
-            with _writer(primary, "test") as touched, _replay_paused(standby):
+            with updating(primary, "test", WRITTEN, 3) as touched, _replay_paused(standby):
                 document = validate(spark, load_validator_config(check, environ={}))
 
     assert touched

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from cdc_core.errors import ConfigError
 from tests.connectors.database_target.conftest import Databases
-from tests.private_servers import MariaDBServer
+from tests.live_writer import updating
 from validator.cdc_pipeline import open_pipeline
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
@@ -40,30 +39,6 @@ def _running(config: Path) -> Iterator[None]:
         finally:
             pipeline.stop()
             thread.join(60)
-
-
-@contextlib.contextmanager
-def _writer(server: MariaDBServer, database: str) -> Iterator[list[int]]:
-    """Updates rows of ``WRITTEN`` one transaction at a time until the block ends."""
-    stop, touched = threading.Event(), []
-
-    def write() -> None:
-        chance = random.Random(7)
-        with contextlib.closing(server.connect(database)) as conn, conn.cursor() as cur:
-            while not stop.is_set():
-                key = chance.choice(WRITTEN)
-                cur.execute("UPDATE t SET v = v + 1 WHERE id = %s", (key,))
-                conn.commit()
-                touched.append(key)
-                stop.wait(0.005)
-
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    try:
-        yield touched
-    finally:
-        stop.set()
-        thread.join(30)
 
 
 def _configs(tmp_path: Path, source: str, target: str, replication: str) -> tuple[Path, Path]:
@@ -104,7 +79,7 @@ def test_a_replcheck_target_is_confirmed_at_an_agreed_position(
         conn.commit()
     url = f"{mariadb_full.url(source)}?server_id=7751&heartbeat_s=0.2"
     pipeline, check = _configs(tmp_path, url, postgres.url(target), declared)
-    with _running(pipeline), _writer(mariadb_full, source) as touched:
+    with _running(pipeline), updating(mariadb_full, source, WRITTEN) as touched:
         with contextlib.closing(postgres.connect(target)) as conn:  # drift behind its back
             conn.execute("UPDATE public.t SET v = -1 WHERE id = 7")
             conn.execute("DELETE FROM public.t WHERE id = 8")
