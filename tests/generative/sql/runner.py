@@ -60,17 +60,17 @@ def check(workload: Workload, run: Run) -> list[str]:
         pipeline = PipelineProcess(config, work / "cdc.log")
         try:
             problems = _run(workload, database, pipeline, run, work)
-            if problems and run.keep is not None:
-                shutil.copytree(work, run.keep / name, dirs_exist_ok=True)
-            return problems
         except Exception as exc:  # the pipeline failing is a finding, not a crash of the tester
             where = traceback.extract_tb(exc.__traceback__)[-1]
-            return [f"{type(exc).__name__} at {where.filename}:{where.lineno}: {exc}"]
+            problems = [f"{type(exc).__name__} at {where.filename}:{where.lineno}: {exc}"]
         finally:
             pipeline.close()
             run.totals["kills"] += pipeline.kills
             run.totals["errors"] += len(database.errors)
             database.drop()
+        if problems and run.keep is not None:
+            shutil.copytree(work, run.keep / name, dirs_exist_ok=True)
+        return problems
 
 
 def _run(
