@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
@@ -32,6 +32,9 @@ from validator.config import ComparisonConfig, ValidationSettings
 from validator.positions import Waited, wait_for_position
 from validator.recheck import LiveTable, can_recheck, confirm, confirm_at_position
 from validator.result import ComparisonResult
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 ConnectorT = TypeVar("ConnectorT")
@@ -72,35 +75,40 @@ def confirm_live(
 def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConfig) -> str:
     """How the target shows it is fed: a replcheck pipeline's progress rows for the table,
     a MariaDB replica's replication status, a PostgreSQL standby or subscription; else
-    ``unknown`` (also when the target does not let us look)."""
+    ``unknown`` (also for other products, and when the target does not let us look)."""
     from connectors.mariadb.connector import MariaDBConnector
+    from connectors.mariadb.replica import is_replica
     from connectors.postgres.connector import PostgresConnector
+    from connectors.postgres.replica import is_replica as is_postgres_replica
 
     source, target = sides
+    if not isinstance(target.connector, MariaDBConnector | PostgresConnector):
+        return "unknown"  # only these products are fed by replcheck or replicas we know
     try:
-        if _applied_position(target_connection, source.schema.table, refuse=False)() is not None:
+        if _pipeline_feeds(target_connection, source.schema.table):
             return "replcheck"
         if isinstance(target.connector, MariaDBConnector):
-            from connectors.mariadb.replica import is_replica
-
             replicates = isinstance(source.connector, MariaDBConnector) and is_replica(
                 target.connector, source.connector
             )
             return "mariadb" if replicates else "unknown"
-        if isinstance(target.connector, PostgresConnector):
-            from connectors.postgres.replica import is_replica as is_postgres_replica
-
-            subscribes = isinstance(source.connector, PostgresConnector) and is_postgres_replica(
-                target.connector, source.connector
-            )
-            return "postgres" if subscribes else "unknown"
-    except Exception as exc:  # best effort: a target we cannot look into stays unknown
-        log.info(
-            "how %s is fed is not known (%s): re-check after the lag",
-            target_connection.name,
-            type(exc).__name__,
+        subscribes = isinstance(source.connector, PostgresConnector) and is_postgres_replica(
+            target.connector, source.connector
         )
+        return "postgres" if subscribes else "unknown"
+    except Exception as exc:  # best effort: a target we cannot look into stays unknown
+        name, failure = target_connection.name, type(exc).__name__
+        log.info("how %s is fed is not known (%s): re-check after the lag", name, failure)
     return "unknown"
+
+
+def _pipeline_feeds(connection: ConnectionConfig, table: str) -> bool:
+    """Whether a replcheck pipeline's progress rows in the target cover ``table``."""
+    reached, engine = _applied_position(connection, table, refuse=False)
+    try:
+        return reached() is not None
+    finally:
+        engine.dispose()
 
 
 def _confirm_on_pipeline(
@@ -112,7 +120,7 @@ def _confirm_on_pipeline(
 ) -> ComparisonResult:
     """``replication: replcheck``: the source's log end, waited for in the progress table."""
     source, _ = sides
-    reached = _applied_position(target_connection, source.schema.table)
+    reached, engine = _applied_position(target_connection, source.schema.table)
     waited = Waited(
         f"target {target_connection.name} (its replcheck pipeline)",
         "applied position",
@@ -124,7 +132,10 @@ def _confirm_on_pipeline(
     def wait(position: int) -> int:
         return wait_for_position(reached, position, timeout_s, waited, poll_s=0.2)
 
-    return confirm_at_position(result, layout, *sides, source.connector.log_position, wait)
+    try:
+        return confirm_at_position(result, layout, *sides, source.connector.log_position, wait)
+    finally:
+        engine.dispose()
 
 
 def _confirm_on_replica(
@@ -195,9 +206,9 @@ def _of_product(
 
 def _applied_position(
     connection: ConnectionConfig, table: str, refuse: bool = True
-) -> Callable[[], int | None]:
+) -> tuple[Callable[[], int | None], Engine]:
     """Reads the lowest position the pipelines writing ``table`` into the target applied
-    (None when none does and not ``refuse``).
+    (None when none does and not ``refuse``), and the engine it reads with (dispose it).
 
     Raises:
         ConfigError: No replcheck pipeline writes ``table`` there (with ``refuse``).
@@ -229,4 +240,4 @@ def _applied_position(
             )
         return min(position.value for position in found.values())
 
-    return reached
+    return reached, engine
