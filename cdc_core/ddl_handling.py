@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 
 from cdc_core.checkpoint import Checkpoint
@@ -60,6 +60,7 @@ class FollowsDdl:
     _batch_full: Callable[[], bool]
     _rebuild_config: Callable[[], RebuildConfig]
     _add_pending: Callable[[str, Position, str, list[LakeEvent]], None]
+    _reads: dict[str, list[tuple[Hashable, Position, Position]]]
 
     def _schemas_changed(self, idle: Idle, now: bool) -> bool:
         """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
@@ -119,6 +120,7 @@ class FollowsDdl:
         seen = self._checkpoint.ddl_seen.get(table)
         if not self.config.tables.captures(table) or (seen and change.position <= seen):
             return  # not captured, or acted on before a restart
+        self._check_reads(table, (), change.position)
         yield from self._flush(None)  # what came before the DDL, under the old schema
         logger.info(
             "DDL on %s at %s (%s): %s", table, change.position, change.action, change.statement
@@ -169,6 +171,50 @@ class FollowsDdl:
                 moved,
             )
         self._fetch_chunk()
+
+    def _on_inexact(
+        self, table: str, locator: Hashable, commit_pos: Position, read_at: Position | None
+    ) -> None:
+        """The rebuild completed a change of ``table`` at ``commit_pos`` with columns the log
+        left out (``cdc_core.rebuild.OnInexact``). NULL placeholders (``read_at`` None) are
+        refreshed away at once; values read at ``read_at`` are exact unless the row or the
+        table changes before the stream reaches ``read_at`` (``_check_reads``)."""
+        if read_at is None:
+            self._refresh_from(table, locator, commit_pos)
+        else:
+            self._reads.setdefault(table, []).append((locator, commit_pos, read_at))
+
+    def _check_reads(self, table: str, locators: tuple[Hashable, ...], position: Position) -> None:
+        """A change of ``locators`` (all: a DDL) of ``table`` at ``position``: a row read at a
+        later position to complete an earlier change may hold its effect, so the table is
+        refreshed from that change. Reads the stream has passed were exact and are dropped."""
+        kept = []
+        for locator, since, read_at in self._reads.get(table, ()):
+            if position > read_at:
+                continue
+            if position > since and (not locators or locator in locators):
+                self._refresh_from(table, locator, since)
+            else:
+                kept.append((locator, since, read_at))
+        self._reads[table] = kept
+
+    def _refresh_from(self, table: str, locator: Hashable, since: Position) -> None:
+        """Refresh ``table`` from ``since`` on, and read ``locator``'s key once more at the
+        refresh's end, as a range already read may hold it. The table's shape is left as the
+        log has it here: its DDL, if any, comes later.
+
+        Called in the middle of a batch, so the checkpoint is not written here (its buffer
+        state would pass transactions not yet in the lake): the batch's flush records the
+        refresh, before its commits reach the lake; a crash before that meets the same
+        change again on restart."""
+        state = self._refresher.state_of(table)
+        if state is None or since < state.since:
+            why = "values left out of the log could not be read from the source as they were"
+            self._refresher.start(RefreshState(table, since, False, reason=why))
+            logger.info("refreshing table %s from the source (%s)", table, why)
+            self._fetch_chunk()
+        if isinstance(locator, tuple):
+            self._refresher.remember(table, locator)
 
     def _fetch_chunk(self) -> None:
         if self._refresher.active:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -127,6 +127,7 @@ class Pipeline(FollowsDdl):
         self._added: list[str] = []  # tables add_tables() asked for, not started yet
         self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
         self._added_lock = threading.Lock()
+        self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # see _on_inexact
 
     # -- public API -------------------------------------------------------------------
 
@@ -213,7 +214,7 @@ class Pipeline(FollowsDdl):
         buffer = self._open_buffer(checkpoint)
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
-        self._rebuilder = Rebuilder(self._store, self._rebuild_config())
+        self._rebuilder = Rebuilder(self._store, self._rebuild_config(), self._on_inexact)
         self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
         self._written_marks = self._marks()
         self._rebuilder.loading = self._refresher.loading()
@@ -357,6 +358,9 @@ class Pipeline(FollowsDdl):
                 self._not_loaded_yet(committed.change)  # its chunk, or a last read, has it
                 continue
             self._moved_under_refresh(change)
+            if self._reads.get(table):
+                moved = (committed.change.locator, change.locator)
+                self._check_reads(table, moved, transaction.commit_pos)
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
             for event in moves.events(committed.change, change, committed.seq):

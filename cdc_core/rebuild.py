@@ -43,6 +43,7 @@ marker ever reaches the row image store or leaves the rebuild.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -75,6 +76,32 @@ class RowImageMissingError(TerminalError):
 class NotLoadedYetError(Exception):
     """A change of a table being loaded by a refresh needs an image of a row no chunk has
     read yet: the pipeline drops the change, since that row's chunk will hold its effect."""
+
+
+class UnreadableRowError(Exception):
+    """A ``fetch_missing`` hook cannot read what a change's log left out: the row is gone
+    from the source, or no longer has the column (renamed or dropped since)."""
+
+
+class FetchedRow(Mapping[str, object], ABC):
+    """A row a ``fetch_missing`` hook answers from the source as it is *now*.
+
+    ``read_at`` is the source position the row was read at, None while every column asked
+    for was answered without reading the row (a constant default is exact at any position).
+    """
+
+    @property
+    @abstractmethod
+    def read_at(self) -> Position | None:
+        """Where the row was read, if it was."""
+
+
+OnInexact = Callable[[str, Hashable, Position, Position | None], None]
+"""Told ``(table, locator, commit_pos, read_at)`` of a change whose omitted columns were
+taken from the source row read at ``read_at`` (exact unless the row or the table changed
+between ``commit_pos`` and ``read_at``), or are NULL placeholders (``read_at`` None: the
+source could no longer show them). The callee makes sure such values never stand as exact
+(the pipeline refreshes the table from ``commit_pos`` when they may be wrong)."""
 
 
 class IncompleteRowError(TerminalError):
@@ -172,11 +199,20 @@ class Rebuilder:
     Args:
         store: The row image store (the caller owns it: flushes and closes it).
         config: Key columns and fetch hooks.
+        on_inexact: Told of omitted columns read from the source now, or left NULL when
+            it could not show them (``OnInexact``). Without it a read row is taken as exact
+            and a row the source cannot show is a ``RowImageMissingError``.
     """
 
-    def __init__(self, store: RowImageStore, config: RebuildConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: RowImageStore,
+        config: RebuildConfig | None = None,
+        on_inexact: OnInexact | None = None,
+    ) -> None:
         self.store = store
         self.config = config or RebuildConfig()
+        self.on_inexact = on_inexact
         self.loading: set[str] = set()  # tables a refresh loads: see NotLoadedYetError
 
     def iter_rebuilt(self, transaction: CommittedTransaction) -> Iterator[CommittedChange]:
@@ -220,7 +256,12 @@ class Rebuilder:
                 _context(change, commit_pos),
             )
         fetched = self._fetch(change, commit_pos)
-        filled = {column: fetched.get(column, ABSENT) for column in absent}
+        try:
+            filled = {column: fetched.get(column, ABSENT) for column in absent}
+        except UnreadableRowError as exc:
+            filled = self._placeholders(change, commit_pos, absent, exc)
+        else:
+            self._note_read(change, commit_pos, fetched)
         return replace(change, after=dict(change.after) | filled)
 
     def _update_or_delete(self, change: RowChange, commit_pos: Position, seq: int) -> RowChange:
@@ -241,7 +282,15 @@ class Rebuilder:
             return self._complete(_overlay(stored, change.before))
         if change.table in self.loading:
             raise NotLoadedYetError(change.table)
-        return _overlay(self._fetch(change, commit_pos), change.before)
+        fetched = self._fetch(change, commit_pos)
+        try:
+            before = _overlay(fetched, change.before)
+        except UnreadableRowError as exc:
+            columns = [c for c, v in (change.before or {}).items() if _unknown(v)]
+            known = {c: v for c, v in (change.before or {}).items() if not _unknown(v)}
+            return known | self._placeholders(change, commit_pos, columns, exc)
+        self._note_read(change, commit_pos, fetched)
+        return before
 
     @staticmethod
     def _complete(image: dict[str, object]) -> dict[str, object]:
@@ -265,6 +314,26 @@ class Rebuilder:
                 _context(change, commit_pos),
             )
         return fetched
+
+    def _placeholders(
+        self, change: RowChange, commit_pos: Position, columns: list[str], exc: Exception
+    ) -> dict[str, object]:
+        """NULL for ``columns`` the source can no longer show, if ``on_inexact`` will make
+        the table exact again; else the change cannot be rebuilt."""
+        if self.on_inexact is None:
+            raise RowImageMissingError(
+                f"table {change.table} locator {change.locator!r} at position {commit_pos}:"
+                f" {exc}; re-snapshot the table",
+                _context(change, commit_pos),
+            ) from exc
+        self.on_inexact(change.table, change.locator, commit_pos, None)
+        return dict.fromkeys(columns)
+
+    def _note_read(self, change: RowChange, commit_pos: Position, fetched: object) -> None:
+        """Tell ``on_inexact`` of values taken from a row read later than the change."""
+        read_at = fetched.read_at if isinstance(fetched, FetchedRow) else None
+        if read_at is not None and self.on_inexact is not None:
+            self.on_inexact(change.table, change.locator, commit_pos, read_at)
 
     def _fill_unavailable(self, change: RowChange, commit_pos: Position) -> RowChange:
         """The after-image with its ``UNAVAILABLE`` columns read from the source as of

@@ -23,8 +23,10 @@ So a missing column is completed, in this order:
 
 A row the store does not know at all (an update or delete of a table captured without an
 initial snapshot) is read whole from the source, as ``cdc_core.rebuild`` expects of
-``fetch_missing``. If the row is gone from the source, ``MissingRowError`` stops the
-pipeline with the fix rather than inventing values.
+``fetch_missing``. If the row is gone from the source (deleted or moved to another key
+since), or no longer has the column (renamed or dropped since), nothing can tell the value
+the log left out: ``UnreadableRowError`` tells the rebuild so, and the pipeline refreshes the
+table from that change on (``cdc_core.table_refresh``) instead of inventing values.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ import struct
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
-from cdc_core.errors import TerminalError
 from cdc_core.names import split_table
+from cdc_core.position import Position
+from cdc_core.rebuild import FetchedRow, UnreadableRowError
 from connectors.base import key_text
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
 
@@ -64,10 +67,6 @@ _ESCAPED = {"0": "\0", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a"}
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint")
 _STRINGS = ("varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json")
 _BYTES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
-
-
-class MissingRowError(TerminalError):
-    """A row whose omitted columns must be read from the source is no longer there."""
 
 
 def _unescape(body: str) -> str:
@@ -197,13 +196,13 @@ class MissingColumns:
             defaults = self._defaults[table] = self._read_defaults(table)
         return defaults.get(column, NOT_CONSTANT)
 
-    def read_row(self, table: str, locator: Hashable) -> dict[str, object] | None:
-        """The source's row at ``locator`` now, or None when it is gone."""
+    def read_row(self, table: str, locator: Hashable) -> tuple[Position, dict[str, object] | None]:
+        """The source's row at ``locator`` now (None when it is gone), and where it was read."""
         key = locator if isinstance(locator, tuple) else (locator,)
-        with self._snapshots.snapshot([table], {table: [key]}) as (_, tables):
+        with self._snapshots.snapshot([table], {table: [key]}) as (position, tables):
             rows = [row for snap in tables for batch in snap.batches for row in batch.to_pylist()]
         logger.info("table %s: read a row by key from the source to complete a change", table)
-        return rows[0] if rows else None
+        return position, rows[0] if rows else None
 
     def refused(self, table: str, column: str, locator: Hashable) -> UnrepresentableDateError:
         """The error for a default that is not a calendar date, naming the row's key."""
@@ -231,7 +230,7 @@ class MissingColumns:
         }
 
 
-class _MissingRow(Mapping[str, object]):
+class _MissingRow(FetchedRow):
     """A row of the source, answered column by column: constant defaults first.
 
     Asked for single columns (an insert's omitted ones, or columns added since the stored
@@ -244,6 +243,12 @@ class _MissingRow(Mapping[str, object]):
         self._table = table
         self._locator = locator
         self._row: dict[str, object] | None = None
+        self._read_at: Position | None = None
+
+    @property
+    def read_at(self) -> Position | None:
+        """Where the source row was read (None: constant defaults answered)."""
+        return self._read_at
 
     def __getitem__(self, column: str) -> object:
         if self._row is None:
@@ -252,7 +257,12 @@ class _MissingRow(Mapping[str, object]):
                 raise self._source.refused(self._table, column, self._locator)
             if default is not NOT_CONSTANT:
                 return default
-        return self._read(column)[column]
+        row = self._read(column)
+        if column not in row:
+            raise UnreadableRowError(
+                f"column {column} of table {self._table} is no longer at the source"
+            )
+        return row[column]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._read(None))
@@ -262,14 +272,12 @@ class _MissingRow(Mapping[str, object]):
 
     def _read(self, column: str | None) -> dict[str, object]:
         if self._row is None:
-            row = self._source.read_row(self._table, self._locator)
+            position, row = self._source.read_row(self._table, self._locator)
             if row is None:
-                raise MissingRowError(
-                    f"row {self._locator!r} of table {self._table} is no longer at the source,"
-                    f" so {'column ' + column if column else 'its columns'} left out of the"
-                    " binlog's MINIMAL row image cannot be read; run the server with"
-                    " binlog_row_image=FULL (or NOBLOB), or take a new snapshot of the table",
-                    {"table": self._table, "locator": repr(self._locator)},
+                raise UnreadableRowError(
+                    f"the row of table {self._table} is no longer at the source, so"
+                    f" {'column ' + column if column else 'its columns'} left out of the"
+                    " binlog's MINIMAL row image cannot be read"
                 )
-            self._row = row
+            self._row, self._read_at = row, position
         return self._row
