@@ -157,7 +157,7 @@ class FollowsDdl:
             loaded = {**self._checkpoint.loaded, table: since}
             self._checkpoint = replace(self._checkpoint, loaded=loaded)
         self._refresher.start(RefreshState(table, since, loading, reason=reason))
-        self._rebuilder.loading = self._refresher.loading()
+        self._tell_rebuilder()
         self._rebuilder.config = self._rebuild_config()  # the table's key may be new
         logger.info("refreshing table %s from the source (%s)", table, reason)
         if self._checkpoint.lake_position is not None:
@@ -211,10 +211,17 @@ class FollowsDdl:
         if state is None or since < state.since:
             why = "values left out of the log could not be read from the source as they were"
             self._refresher.start(RefreshState(table, since, False, reason=why))
+            self._tell_rebuilder()
             logger.info("refreshing table %s from the source (%s)", table, why)
             self._fetch_chunk()
         if isinstance(locator, tuple):
             self._refresher.remember(table, locator)
+
+    def _tell_rebuilder(self) -> None:
+        """The rebuild's view of the refreshes under way (``Rebuilder.loading``,
+        ``Rebuilder.refreshing``)."""
+        self._rebuilder.loading = self._refresher.loading()
+        self._rebuilder.refreshing = {s.table: s.since for s in self._refresher.states}
 
     def _fetch_chunk(self) -> None:
         if self._refresher.active:
@@ -251,7 +258,7 @@ class FollowsDdl:
         if done:
             events += self._bury_gone_rows(state, chunk.position, first + len(events))
             self._refresher.finish(state, chunk.position)
-            self._rebuilder.loading = self._refresher.loading()
+            self._tell_rebuilder()
             logger.info(
                 "table %s refreshed: %s rows, exact from %s", table, state.rows, chunk.position
             )

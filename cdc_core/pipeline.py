@@ -217,7 +217,7 @@ class Pipeline(FollowsDdl):
         self._rebuilder = Rebuilder(self._store, self._rebuild_config(), self._on_inexact)
         self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
         self._written_marks = self._marks()
-        self._rebuilder.loading = self._refresher.loading()
+        self._tell_rebuilder()
         self._checkpoint, self._buffer = checkpoint, buffer
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
         if self._done(checkpoint.lake_position, until):

@@ -214,6 +214,7 @@ class Rebuilder:
         self.config = config or RebuildConfig()
         self.on_inexact = on_inexact
         self.loading: set[str] = set()  # tables a refresh loads: see NotLoadedYetError
+        self.refreshing: dict[str, Position] = {}  # tables under refresh, and since when
 
     def iter_rebuilt(self, transaction: CommittedTransaction) -> Iterator[CommittedChange]:
         """The transaction's changes, rebuilt, with their ``seq`` unchanged."""
@@ -255,6 +256,12 @@ class Rebuilder:
                 " for the table",
                 _context(change, commit_pos),
             )
+        since = self.refreshing.get(change.table)
+        if since is not None and since <= commit_pos and self.on_inexact is not None:
+            # The refresh under way rewrites the row (told of its key), as it would rewrite
+            # anything read now: reading the source for it would only cost time.
+            self.on_inexact(change.table, change.locator, commit_pos, None)
+            return replace(change, after=dict(change.after) | dict.fromkeys(absent))
         fetched = self._fetch(change, commit_pos)
         try:
             filled = {column: fetched.get(column, ABSENT) for column in absent}
