@@ -221,7 +221,9 @@ class Pipeline(FollowsDdl):
         self._checkpoint, self._buffer = checkpoint, buffer
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
         if self._done(checkpoint.lake_position, until):
-            yield checkpoint.lake_position  # caught up already: nothing to write
+            # Caught up already: only the position reached is recorded (see _flush).
+            yield from self._flush(checkpoint.lake_position)
+            yield checkpoint.lake_position
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
         self._fetch_chunk()
@@ -422,7 +424,11 @@ class Pipeline(FollowsDdl):
         previous = self._written_upto or self._checkpoint.lake_position
         # A refresh chunk may arrive at the position already written (a quiet source); one
         # that ends a refresh without an event still changes the marks, which must be written.
+        # The first flush of a run writes even an empty batch: the sink records the position
+        # the pipeline reached (a database target's progress row), which an initial load with
+        # no change after it never would.
         unchanged = not self._pending_events and self._marks() == self._written_marks
+        unchanged = unchanged and self._written_upto is not None
         behind = previous is not None and (
             position is not None and (position < previous or (position == previous and unchanged))
         )

@@ -263,3 +263,23 @@ def test_conflicts_overwrite_applies_and_counts(
         rows = conn.execute(f'SELECT a, b, v FROM "{source}".pairs ORDER BY a').fetchall()
     assert rows == [(1, "a", 1), (2, "b", 20), (3, "c", 30)]
     assert json.loads(_progress(postgres.url(target))[""]["detail"])["conflicts"] == 2
+
+
+def test_a_target_loaded_with_no_change_since_records_the_pipelines_position(
+    tmp_path: Path, mariadb_to_postgres: Databases
+) -> None:
+    """A validator confirms a live target at the position its pipeline row names: a pipeline
+    that only loaded (the source wrote nothing since) must record that row too, else
+    ``replication: replcheck`` finds no pipeline feeding the target (bench_vs_reladiff)."""
+    mariadb_full, postgres = mariadb_to_postgres.mariadb, mariadb_to_postgres.postgres
+    source, target = mariadb_to_postgres.source, mariadb_to_postgres.target
+    with contextlib.closing(mariadb_full.connect(source)) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO t VALUES (1, 10), (2, 20)")
+        conn.commit()
+    source_url = f"{mariadb_full.url(source)}?server_id=7743&heartbeat_s=0.2"
+    config = _write_configs(tmp_path, source_url, postgres.url(target), "t")
+    _catch_up(config)
+    progress = _progress(postgres.url(target))
+    assert json.loads(progress[""]["detail"])["tables"] == [f"{source}.t"]
+    assert progress[""]["position"] == progress[f"{source}.t"]["position"]
