@@ -14,8 +14,15 @@ one after the other:
 
 and scores each tool's findings, as (kind, key) pairs, against the injected set.
 
+``--replication`` names how the target is fed, per run of ``replcheck validate``
+(the comparison's ``replication:``): ``none`` and ``unknown`` (the default lag re-check)
+compare the copy loaded by COPY; ``replcheck`` compares a second PostgreSQL database that a
+``replcheck cdc run`` pipeline loaded from MariaDB and keeps following while it is read (a
+live replica), with the same drift injected into it behind the pipeline's back; reladiff
+runs against each target once per repeat.
+
     python -m bench.bench_vs_reladiff [--rows 1000000] [--diffs 100] [--workdir DIR]
-        [--engines database,spark] [--repeat 1]
+        [--engines database,spark] [--replication none,unknown,replcheck] [--repeat 1]
 
 The table has an integer key, an INT, two DECIMALs, two VARCHARs, a DATETIME(6) (timestamp
 without zone), a TIMESTAMP(3) (with zone) and a DOUBLE, with NULLs in four columns.
@@ -45,6 +52,7 @@ RELADIFF_VENV = HERE / ".venv-reladiff"
 RELADIFF_REQUIREMENT = "reladiff[mysql,postgresql]"
 CONFIG_TEMPLATE = HERE / "bench_vs_reladiff.yaml"
 DATABASE = "bench"
+FED_DATABASE = "bench_fed"  # the PostgreSQL database a replcheck pipeline feeds
 TABLE = "orders"
 SEED = 20261122
 COLUMNS = (
@@ -197,10 +205,10 @@ def plan_drift(rows: int, diffs: int) -> Drift:
     )
 
 
-def inject(server: PostgresServer, drift: Drift) -> None:
-    """Apply the drift to the PostgreSQL copy."""
+def inject(server: PostgresServer, drift: Drift, database: str = DATABASE) -> None:
+    """Apply the drift to a PostgreSQL copy."""
     rng = random.Random(SEED + 2)
-    with contextlib.closing(server.connect(DATABASE)) as connection:
+    with contextlib.closing(server.connect(database)) as connection:
         connection.execute("SET TimeZone = 'UTC'")
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {TABLE} WHERE id = ANY(%s)", (list(drift.missing),))
@@ -238,38 +246,103 @@ def timed(
         return time.perf_counter() - began, code
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A PostgreSQL copy of the source table and how it is fed (``replication:``)."""
+
+    database: str
+    replication: str
+
+
 def run_replcheck(
     mariadb: MariaDBServer,
     postgres: PostgresServer,
     workdir: Path,
     code: Path | None,
     engine: str = "database",
+    target: Target = Target(DATABASE, "none"),
 ) -> Run:
     """``replcheck validate`` in its own process, as a user runs it (with the packages of
     the checkout ``code`` ahead of the installed ones, to time another version)."""
-    config = workdir / f"replcheck-{engine}.yaml"
+    name = f"{engine}-{target.replication}"
+    config = workdir / f"replcheck-{name}.yaml"
     config.write_text(
         CONFIG_TEMPLATE.read_text().format(
             mariadb_url=mariadb.url(DATABASE),
-            postgres_url=postgres.url(DATABASE),
+            postgres_url=postgres.url(target.database),
             table=TABLE,
             max_reported_rows=10_000,
             engine=engine,
+            replication=target.replication,
         )
     )
-    out = workdir / f"replcheck-out-{engine}"
-    replcheck = Path(sys.executable).with_name("replcheck")
-    argv = [str(replcheck), "validate", "--config", str(config), "--out", str(out)]
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
-    seconds, exit_code = timed(argv, workdir / f"replcheck-{engine}.log", env)
+    out = workdir / f"replcheck-out-{name}"
+    argv = [str(_replcheck()), "validate", "--config", str(config), "--out", str(out)]
+    seconds, exit_code = timed(argv, workdir / f"replcheck-{name}.log", _env(code))
     document = json.loads((out / "result.json").read_text())
     comparison = document["comparisons"][0]
     findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
-    tool = f"replcheck ({comparison.get('engine', engine)} engine)"
+    tool = (
+        f"replcheck ({comparison.get('engine', engine)} engine, replication: {target.replication})"
+    )
     return Run(tool, seconds, exit_code, findings, f"in-job phases: {phases}")
+
+
+def _replcheck() -> Path:
+    return Path(sys.executable).with_name("replcheck")
+
+
+def _env(code: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(code), env.get("PYTHONPATH")]))
+    return env
+
+
+# --- a live replica fed by replcheck ------------------------------------------------------
+
+
+def _pipeline_config(mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path) -> Path:
+    """A pipeline from MariaDB's ``bench.orders`` into ``FED_DATABASE``'s ``public.orders``."""
+    source = f"{mariadb.url(DATABASE)}?server_id=7792&heartbeat_s=0.5"
+    config = workdir / "feed.yaml"
+    config.write_text(
+        f"connections:\n  src: {{url: {json.dumps(source)}}}\n"
+        f"  dst: {{url: {json.dumps(postgres.url(FED_DATABASE))}}}\n"
+        "pipelines:\n  - {name: feed, source: src, target: dst, tables: [orders],"
+        f" target_schema: public, state_dir: {json.dumps(str(workdir / 'feed-state'))}}}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+@contextlib.contextmanager
+def fed_replica(
+    mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path, drift: Drift
+) -> Iterator[Target]:
+    """``FED_DATABASE`` loaded by a replcheck pipeline, the drift injected into it behind the
+    pipeline's back, and the pipeline following the source while the caller reads it."""
+    with contextlib.closing(postgres.connect("postgres")) as admin:
+        admin.execute(f"CREATE DATABASE {FED_DATABASE}")
+    config = _pipeline_config(mariadb, postgres, workdir)
+    run = [str(_replcheck()), "cdc", "run", "--config", str(config), "--pipeline", "feed"]
+    began = time.perf_counter()
+    seconds, code = timed([*run, "--until-caught-up"], workdir / "feed-load.log")
+    if code != 0:
+        raise RuntimeError(f"the pipeline's initial load failed: see {workdir / 'feed-load.log'}")
+    print(f"pipeline loaded the replica in {seconds:.1f} s")
+    with contextlib.closing(postgres.connect(FED_DATABASE)) as connection:
+        connection.execute(f"VACUUM ANALYZE {TABLE}")
+    inject(postgres, drift, FED_DATABASE)
+    with (workdir / "feed.log").open("wb") as log:
+        follower = subprocess.Popen(run, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield Target(FED_DATABASE, "replcheck")
+        finally:
+            follower.terminate()
+            follower.wait(timeout=120)
+    print(f"replica fed by replcheck: {time.perf_counter() - began:.1f} s in all")
 
 
 def ensure_reladiff() -> Path:
@@ -282,14 +355,16 @@ def ensure_reladiff() -> Path:
     return program
 
 
-def reladiff_argv(program: Path, mariadb: MariaDBServer, postgres: PostgresServer) -> list[str]:
+def reladiff_argv(
+    program: Path, mariadb: MariaDBServer, postgres: PostgresServer, database: str = DATABASE
+) -> list[str]:
     """reladiff's hashdiff between the two servers, every column compared."""
     columns = [arg for column in COLUMNS[1:] for arg in ("-c", column)]
     return [
         str(program),
         f"mysql://{mariadb.user}@{mariadb.host}:{mariadb.port}/{DATABASE}",
         TABLE,
-        f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{DATABASE}",
+        f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{database}",
         TABLE,
         "-k",
         "id",
@@ -317,13 +392,15 @@ def reladiff_findings(output: Path) -> set[Finding]:
     return {(kinds.get(frozenset(s), "extra_in_target"), key) for key, s in signs.items()}
 
 
-def run_reladiff(mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path) -> Run:
+def run_reladiff(
+    mariadb: MariaDBServer, postgres: PostgresServer, workdir: Path, database: str = DATABASE
+) -> Run:
     """reladiff's CLI; its installation is not timed."""
-    argv = reladiff_argv(ensure_reladiff(), mariadb, postgres)
-    output = workdir / "reladiff.jsonl"
+    argv = reladiff_argv(ensure_reladiff(), mariadb, postgres, database)
+    output = workdir / f"reladiff-{database}.jsonl"
     # reladiff prints through rich, which wraps lines at 80 columns when not on a terminal.
     seconds, code = timed(argv, output, {**os.environ, "COLUMNS": "1000000"})
-    return Run("reladiff", seconds, code, reladiff_findings(output))
+    return Run(f"reladiff ({database})", seconds, code, reladiff_findings(output))
 
 
 # --- scoring and the report -------------------------------------------------------------
@@ -352,9 +429,9 @@ def report(runs: Sequence[Run], expected: set[Finding], rows: int) -> None:
         wrong = sorted(run.findings - expected)[:10]
         missed = sorted(expected - run.findings)[:10]
         print(f"{run.tool}: {run.detail} false: {wrong} missed: {missed}")
-    reladiff = [run.seconds for run in runs if run.tool == "reladiff"]
+    reladiff = [run.seconds for run in runs if run.tool.startswith("reladiff")]
     for run in runs:
-        if reladiff and run.tool != "reladiff":
+        if reladiff and not run.tool.startswith("reladiff"):
             ratio = min(reladiff) / run.seconds
             print(f"reladiff's best time / {run.tool} = {ratio:.2f}")
 
@@ -378,6 +455,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--engines", default="database", help="replcheck engines to time: database,spark"
     )
+    parser.add_argument(
+        "--replication",
+        default="none",
+        help="how the target is fed, per replcheck run: none,unknown (the COPY-loaded copy),"
+        " replcheck (a copy a running replcheck pipeline feeds)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each tool, in turn")
     args = parser.parse_args(argv)
     if not args.skip_reladiff:
@@ -395,16 +478,35 @@ def main(argv: Sequence[str] | None = None) -> None:
         inject(postgres, drift)
         data.unlink()
         print(f"generated and loaded in {time.perf_counter() - began:.1f} s")
-        runs = []
-        for _ in range(args.repeat):
-            for engine in args.engines.split(","):
-                runs.append(run_replcheck(mariadb, postgres, workdir, args.replcheck_code, engine))
-                print(f"{runs[-1].tool}: {runs[-1].seconds:.1f} s, load {machine()}")
-            if not args.skip_reladiff:
-                runs.append(run_reladiff(mariadb, postgres, workdir))
-                print(f"reladiff: {runs[-1].seconds:.1f} s, load {machine()}")
+        kinds = args.replication.split(",")
+        loaded = [Target(DATABASE, kind) for kind in kinds if kind != "replcheck"]
+        runs = _run_tools(args, mariadb, postgres, workdir, loaded)
+        if "replcheck" in kinds:
+            with fed_replica(mariadb, postgres, workdir, drift) as fed:
+                runs += _run_tools(args, mariadb, postgres, workdir, [fed])
         print(f"after the runs: {machine()}")
     report(runs, drift.expected(), args.rows)
+
+
+def _run_tools(
+    args: argparse.Namespace,
+    mariadb: MariaDBServer,
+    postgres: PostgresServer,
+    workdir: Path,
+    targets: Sequence[Target],
+) -> list[Run]:
+    """Each replcheck run asked for against ``targets`` (one database), then reladiff."""
+    runs: list[Run] = []
+    for _ in range(args.repeat if targets else 0):
+        for target in targets:
+            for engine in args.engines.split(","):
+                run = run_replcheck(mariadb, postgres, workdir, args.replcheck_code, engine, target)
+                runs.append(run)
+                print(f"{run.tool}: {run.seconds:.1f} s, load {machine()}")
+        if not args.skip_reladiff:
+            runs.append(run_reladiff(mariadb, postgres, workdir, targets[0].database))
+            print(f"{runs[-1].tool}: {runs[-1].seconds:.1f} s, load {machine()}")
+    return runs
 
 
 if __name__ == "__main__":
