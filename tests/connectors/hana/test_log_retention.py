@@ -9,9 +9,7 @@ files. Volume 1 (the nameserver) counts its own positions over the same numbers.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +17,8 @@ import pytest
 from cdc_core.errors import TerminalError
 from connectors.hana import log_retention as lr
 from connectors.hana.log_retention import Archived, Gone, LogBackupFile, LogSegment, Online
+from tests.connectors.hana.recorded import RECORDED, RETENTION
 
-DATA = Path(__file__).parent / "data"
-RECORDED: dict[str, Any] = json.loads((DATA / "log_retention.json").read_text("utf-8"))
-RETENTION = lr.retention_from_rows(RECORDED["M_LOG_SEGMENTS"], RECORDED["log_backups"])
 KEYWORDS = {"SELECT", "FROM", "JOIN", "ON", "WHERE", "AND", "ORDER", "BY", "SYS", "C", "F"}
 
 
