@@ -9,6 +9,7 @@ files. Volume 1 (the nameserver) counts its own positions over the same numbers.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from cdc_core.errors import TerminalError
 from connectors.hana import log_retention as lr
+from connectors.hana.connector import HanaConnector
 from connectors.hana.log_retention import Archived, Gone, LogBackupFile, LogSegment, Online
 from tests.connectors.hana.recorded import RECORDED, RETENTION
 
@@ -171,12 +173,10 @@ def test_everything_free_and_no_backup_leaves_nothing_available() -> None:
     assert lr.locate(150, free, [], volume=2) == Gone(150, 2, 0, oldest_available=None)
 
 
-@pytest.mark.parametrize(
-    "state", ["Free", "Formatting", "Preallocated", "ClosedIncomplete", "FreeIncomplete", "New"]
-)
-def test_segments_in_other_states_hold_nothing(state: str) -> None:
-    assert not LogSegment(2, 0, 1, state, 100, 200).holds(150)
-    assert LogSegment(2, 0, 1, "Closed", 100, 200).holds(150)
+@pytest.mark.parametrize("state", [*RECORDED["documented"]["M_LOG_SEGMENTS.STATE"], "New"])
+def test_only_segments_whose_state_keeps_their_records_hold_positions(state: str) -> None:
+    keeps = {"Writing", "Closed", "Truncated", "BackedUp", "RetainedFree"}
+    assert LogSegment(2, 0, 1, state, 100, 200).holds(150) == (state in keeps)
 
 
 def test_unused_segments_without_positions_are_left_out() -> None:
@@ -246,3 +246,25 @@ def test_fetching_runs_both_queries_and_reads_columns_by_name() -> None:
     (cursor,) = connection.cursors
     assert cursor.executed == [lr.SEGMENTS_SQL, lr.LOG_BACKUPS_SQL]
     assert cursor.closed
+
+
+@pytest.mark.hana
+@pytest.mark.integration
+def test_live_each_segment_being_written_is_online_at_its_first_position() -> None:
+    connector = HanaConnector(
+        os.environ["REPLCHECK_HANA_URL"], os.environ.get("REPLCHECK_HANA_PASSWORD")
+    )
+    retention = lr.read_retention(connector)
+    states = {segment.state for segment in retention.segments}
+    assert states <= set(RECORDED["documented"]["M_LOG_SEGMENTS.STATE"])
+    writing = [segment for segment in retention.segments if segment.state == "Writing"]
+    assert writing, "every service with a log volume writes one segment"
+    for segment in writing:
+        found = lr.locate(
+            segment.min_position,
+            retention.segments,
+            retention.backups,
+            volume=segment.volume,
+            partition=segment.partition,
+        )
+        assert found == Online(segment.min_position, segment)
