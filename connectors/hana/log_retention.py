@@ -2,14 +2,11 @@
 
 The question a log-based reader asks before it resumes at a position. HANA keeps its redo
 log in segments of each service's log volume (``SYS.M_LOG_SEGMENTS``) and, once backed up,
-in log backups listed by the backup catalog (``SYS.M_BACKUP_CATALOG`` joined with
-``SYS.M_BACKUP_CATALOG_FILES``), whose file names carry the volume, the log partition and
-the position range: ``log_backup_<volume>_<partition>_<first>_<last>.<backup ID>``. The
-backup ID is the epoch milliseconds at which the backup started.
-
-Positions are per log volume and partition: two volumes (two services) count their own
-positions, so `locate` takes the volume (and the partition, 0 unless the volume has several)
-and never mixes ranges of different volumes.
+in log backups listed by the backup catalog, whose file names carry the volume, the log
+partition and the range: ``log_backup_<volume>_<partition>_<first>_<last>.<backup ID>``,
+the backup ID being the epoch milliseconds at which the backup started. Each volume (each
+service) counts its own positions, so `locate` takes the volume and partition and never
+mixes ranges of different volumes.
 
 Ranges are half-open, ``[first, last)``: the SQL and System Views Reference, "M_LOG_SEGMENTS
 System View", says MIN_POSITION is "the first position contained in the log segment" and
@@ -252,24 +249,19 @@ def locate(
     for backup in sorted(own_backups, key=lambda b: (b.min_position, b.backup_id)):
         if backup.holds(position):
             return Archived(position, backup)
-    _check_not_ahead(position, own_segments, own_backups, volume)
+    end = _log_end(own_segments, own_backups)
+    if position >= end:
+        raise TerminalError(
+            f"position {position} is beyond the end of HANA log volume {volume} ({end}): not"
+            " from this log (a recovery to an earlier point?); take a new snapshot"
+        )
     return Gone(position, volume, partition, _oldest_available(own_segments, own_backups))
 
 
-def _check_not_ahead(
-    position: int,
-    segments: Sequence[LogSegment],
-    backups: Sequence[LogBackupFile],
-    volume: int,
-) -> None:
-    ends = [s.max_position for s in segments if s.max_position is not None]
-    ends += [b.max_position for b in backups]
-    if ends and position >= max(ends):
-        raise TerminalError(
-            f"position {position} is beyond the end of HANA log volume {volume}"
-            f" (position {max(ends)}): it is not from this log (was the database recovered"
-            " to an earlier point?); take a new snapshot"
-        )
+def _log_end(segments: Sequence[LogSegment], backups: Sequence[LogBackupFile]) -> int:
+    """How far the volume's log is known to reach (a segment being written: its start)."""
+    ends = [s.min_position if s.max_position is None else s.max_position for s in segments]
+    return max([*ends, *(b.max_position for b in backups)])
 
 
 def _oldest_available(

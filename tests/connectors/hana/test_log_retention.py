@@ -168,6 +168,11 @@ def test_a_position_past_the_end_of_a_log_with_no_segment_being_written_is_refus
         lr.locate(10683275264, closed, RETENTION.backups, volume=2)
 
 
+def test_a_gap_before_the_segment_being_written_is_gone_not_beyond_the_end() -> None:
+    segments = [LogSegment(2, 0, 1, "Closed", 100, 200), LogSegment(2, 0, 2, "Writing", 300, None)]
+    assert lr.locate(250, segments, [], volume=2) == Gone(250, 2, 0, oldest_available=100)
+
+
 def test_everything_free_and_no_backup_leaves_nothing_available() -> None:
     free = [LogSegment(2, 0, 1, "Free", 100, 200), LogSegment(2, 0, 2, "Formatting", 0, 0)]
     assert lr.locate(150, free, [], volume=2) == Gone(150, 2, 0, oldest_available=None)
