@@ -58,6 +58,24 @@ def _cdc_config(work: Path, state: str = "state", lake: str = "lake") -> str:
     return str(path)
 
 
+def _hana_config(work: Path) -> str:
+    path = work / "h.yaml"
+    path.write_text(
+        "connections:\n"
+        "  h01: {url: 'hana+hdbcli://monitor@127.0.0.1:1'}\n"
+        "  pg: {url: 'postgresql://u@127.0.0.1:1/db'}\n",
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def _hana_log(work: Path, connection: str, position: str = "1") -> list[str]:
+    return [
+        *("-c", _hana_config(work), "--connection", connection),
+        *("--position", position, "--volume", "2"),
+    ]
+
+
 def _result(work: Path, *, future: bool = False, other_sides: bool = False) -> str:
     config = load_validator_config(Path(_config(work)), environ={})
     finished = dt.datetime.now(dt.UTC) + dt.timedelta(days=1 if future else 0)
@@ -116,6 +134,9 @@ CASES = [
     Case("cdc run", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
     Case("package", lambda w: ["--out", str(w / "afile")], "afile"),
     Case("check-contract", lambda w: ["--master", "local[2]", "--bogus"], "--bogus"),
+    Case("hana log-position", lambda w: _hana_log(w, "nope"), "nope"),
+    Case("hana log-position", lambda w: _hana_log(w, "pg"), "not a HANA database"),
+    Case("hana log-position", lambda w: _hana_log(w, "h01", "-5"), "--position"),
 ]
 
 

@@ -1,7 +1,8 @@
 """The ``replcheck`` command line: the only place that turns errors into exit codes.
 
 Exit codes: 0 in sync (or the command succeeded), 1 differences found, 2 could not run
-(bad input, unreachable database, a feature not available yet).
+(bad input, unreachable database, a feature not available yet); ``hana log-position`` exits
+3 when the log position asked about is gone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ PROGRESS_LOGGERS = (
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
+EXIT_LOG_GONE = 3
 
 app = typer.Typer(
     name="replcheck",
@@ -58,6 +60,8 @@ def options(
 
 cdc_app = typer.Typer(help="Log-based change data capture into a Delta lake.", no_args_is_help=True)
 app.add_typer(cdc_app, name="cdc")
+hana_app = typer.Typer(help="Checks of SAP HANA sources.", no_args_is_help=True)
+app.add_typer(hana_app, name="hana")
 
 
 @app.command("check-contract")
@@ -349,6 +353,26 @@ def cdc_run(
         typer.echo(f"pipeline {pipeline}: the lake holds nothing yet (the source wrote nothing)")
     else:
         typer.echo(f"pipeline {pipeline}: the lake holds everything up to position {reached}")
+
+
+@hana_app.command("log-position")
+def hana_log_position(
+    config: ConfigOption,
+    connection: Annotated[str, typer.Option(help="The HANA connection's name in the config.")],
+    position: Annotated[int, typer.Option(min=0, help="The log position to resume at.")],
+    volume: Annotated[
+        int, typer.Option(min=1, help="Its log volume (VOLUME_ID in M_LOG_SEGMENTS).")
+    ],
+    partition: Annotated[int, typer.Option(min=0, help="Its log partition.")] = 0,
+) -> None:
+    """Say whether a HANA log position is online, in a log backup, or gone; exit 0 online or
+    archived, 3 gone, 2 could not check."""
+    from connectors.hana.log_retention import Availability
+    from validator.commands.hana_log import describe_location, locate_position
+
+    location = locate_position(config, connection, position, volume=volume, partition=partition)
+    typer.echo(describe_location(location, volume))
+    raise typer.Exit(EXIT_LOG_GONE if location.kind is Availability.GONE else EXIT_OK)
 
 
 def _configure_logging() -> None:

@@ -68,7 +68,13 @@ class HanaConnector(Connector):
         args = self.connect_args()
         return f"HANA {args['address']}:{args['port']}"
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
+        """An open hdbcli connection (autocommit on, hdbcli's default); the caller closes it.
+
+        Raises:
+            TransientError: The server cannot be reached or refuses the login.
+            TerminalError: hdbcli is not installed (names the extra to install).
+        """
         with driver_import("the HANA connector"):
             from hdbcli import dbapi
         try:
@@ -89,7 +95,7 @@ class HanaConnector(Connector):
 
     def reflect(self, table: str) -> TableSchema:
         with (
-            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(self.connect()) as connection,
             contextlib.closing(connection.cursor()) as cursor,
         ):
             schema, name = self._split(cursor, table)
@@ -103,7 +109,7 @@ class HanaConnector(Connector):
 
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
         with (
-            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(self.connect()) as connection,
             contextlib.closing(connection.cursor()) as cursor,
         ):
             schema, name = self._split(cursor, table)
@@ -133,7 +139,7 @@ class HanaConnector(Connector):
         schema = self.arrow_schema(table, columns)
         converters = [_converter(table.column(c).ltype) for c in columns]
         with (
-            contextlib.closing(self._connect()) as connection,
+            contextlib.closing(self.connect()) as connection,
             contextlib.closing(connection.cursor()) as cursor,
         ):
             located = self._split(cursor, table.table)  # still in autocommit: no snapshot yet
