@@ -98,6 +98,9 @@ class TargetTables:
         if any(name not in table.c for name in description.schema.names):
             self.add_columns(description)
             table = self.get(description.table)
+        if any(column.name not in description.schema.names for column in table.c):
+            self.drop_columns(description)
+            table = self.get(description.table)
         return table
 
     def holds(self, description: TableDescription) -> bool:
@@ -131,6 +134,22 @@ class TargetTables:
                 connection.exec_driver_sql(
                     f"ALTER TABLE {self._quoted(description.table)}"
                     f" ADD COLUMN {prepare.quote(name)} {kind}"
+                )
+        self._tables.pop(description.table, None)
+
+    def drop_columns(self, description: TableDescription) -> None:
+        """Drop the target table's columns the source dropped: descriptions of a table only
+        lag behind the source, so a column the target has and the batch's description
+        lacks is gone at the source (a key column is never dropped: a new key retires the
+        table instead)."""
+        table = self.get(description.table)
+        names = set(description.schema.names)
+        gone = [c.name for c in table.c if c.name not in names and not c.primary_key]
+        quote = self.engine.dialect.identifier_preparer.quote
+        with self.engine.begin() as connection:
+            for name in gone:
+                connection.exec_driver_sql(
+                    f"ALTER TABLE {self._quoted(description.table)} DROP COLUMN {quote(name)}"
                 )
         self._tables.pop(description.table, None)
 

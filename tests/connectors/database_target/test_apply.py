@@ -131,6 +131,7 @@ def test_mariadb_into_postgres(
             cur.execute(sql.format(q="`"))
         cur.execute("ALTER TABLE `order-lines` ADD COLUMN `extra` INT")
         cur.execute("UPDATE `order-lines` SET `extra` = id WHERE id > 30")
+        cur.execute("ALTER TABLE `order-lines` DROP COLUMN `ratio`")
         cur.execute("TRUNCATE TABLE pairs")
         cur.execute("INSERT INTO pairs VALUES (9, 'z', 1)")
         conn.commit()
@@ -144,6 +145,7 @@ def test_mariadb_into_postgres(
         found = {row[0]: row[1:] for row in rows.fetchall()}
     assert 3 not in found and found[1003] == (10, 1003) and found[5] == (55, None)
     assert found[31] == (93, 31)
+    assert "ratio" not in _columns(postgres.url(target), source, "order-lines")  # dropped too
     progress = _progress(postgres.url(target))
     assert progress[""]["pipeline"] == "copy" and progress[""]["position"] > 0
     assert json.loads(progress[""]["detail"])["conflicts"] == 0
@@ -178,6 +180,7 @@ def test_postgres_into_mariadb(
             conn.execute(sql.format(q='"'))
         conn.execute('ALTER TABLE "order-lines" ADD COLUMN "extra" integer')
         conn.execute('UPDATE "order-lines" SET "extra" = id WHERE id > 30')
+        conn.execute('ALTER TABLE "order-lines" DROP COLUMN "ratio"')
         conn.execute("TRUNCATE TABLE pairs")
         conn.execute("INSERT INTO pairs VALUES (9, 'z', 1)")
         conn.commit()
@@ -188,6 +191,15 @@ def test_postgres_into_mariadb(
     checked = _validator_config(tmp_path, source_url, target_url, "public")
     statuses = _in_sync(spark, checked)
     assert statuses == {"lines": ("in_sync", None, 40, 40), "pairs": ("in_sync", None, 1, 1)}
+    assert "ratio" not in _columns(target_url, None, "order-lines")
+
+
+def _columns(url: str, schema: str | None, table: str) -> list[str]:
+    engine = sa.create_engine(url)
+    try:
+        return [c["name"] for c in sa.inspect(engine).get_columns(table, schema=schema)]
+    finally:
+        engine.dispose()
 
 
 def _validator_config(tmp_path: Path, source_url: str, target_url: str, schema: str) -> Path:
