@@ -44,14 +44,15 @@ def _config(work: Path) -> str:
     )
 
 
-def _cdc_config(work: Path, state: str = "state", lake: str = "lake") -> str:
+def _cdc_config(work: Path, state: str = "state", lake: str = "lake", target: str = "lake") -> str:
     path = work / "p.yaml"
     path.write_text(
         "connections:\n"
         "  src: {url: 'postgresql://u@127.0.0.1:1/db'}\n"
         f"  lake: {{lake: '{work / lake}'}}\n"
+        f"  db: {{url: 'sqlite:///{work / 'target.db'}'}}\n"
         "pipelines:\n"
-        "  - {name: p, source: src, target: lake, tables: [public.a],"
+        f"  - {{name: p, source: src, target: {target}, tables: [public.a],"
         f" state_dir: '{work / state}'}}\n",
         encoding="utf-8",
     )
@@ -132,6 +133,11 @@ CASES = [
     ),
     Case("cdc run", lambda w: ["-c", _cdc_config(w, lake="afile"), "--pipeline", "p"], "lake"),
     Case("cdc run", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case(
+        "cdc run",
+        lambda w: ["-c", _cdc_config(w, target="db"), "--pipeline", "p"],
+        "is a sqlite database",
+    ),
     Case("package", lambda w: ["--out", str(w / "afile")], "afile"),
     Case("check-contract", lambda w: ["--master", "local[2]", "--bogus"], "--bogus"),
     Case("hana log-position", lambda w: _hana_log(w, "nope"), "nope"),

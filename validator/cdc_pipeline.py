@@ -49,6 +49,8 @@ def open_pipeline(
     if setup.config.lake is not None:
         check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
     check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
+    if not setup.target.is_lake:
+        _check_target(setup)
     connection = setup.source
     password = connection.password.reveal() if connection.password else None
     assert connection.url is not None  # a pipeline's source is a database connection
@@ -78,6 +80,17 @@ def open_pipeline(
         source.reader.close()
         if sink is not None:
             sink.engine.dispose()
+
+
+def _check_target(setup: PipelineSetup) -> None:
+    """A database target of a product the sink writes to (before the source is opened)."""
+    from sqlalchemy.engine import make_url
+
+    from connectors.database_target.types import check_target_dialect
+
+    assert setup.target.url is not None
+    backend = make_url(setup.target.url).get_backend_name()
+    check_target_dialect(backend, setup.target.display())
 
 
 def database_sink(setup: PipelineSetup, source_password: str | None) -> DatabaseSink:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import TerminalError
+from cdc_core.errors import ConfigError, TerminalError
 from connectors.model import SourceColumn
 from merkle import types as lt
 
@@ -23,6 +23,23 @@ if TYPE_CHECKING:
 
 KEY_LENGTH = 255  # characters (or bytes) of a text or binary key column on MariaDB
 MYSQL = ("mysql", "mariadb")
+# The targets whose SQL (DDL, multi-row INSERT/COPY, DELETE ... IN, the progress table in
+# the batch's transaction) is tested on real servers; others are refused up front.
+TARGET_DIALECTS = (*MYSQL, "postgresql")
+
+
+def check_target_dialect(dialect: str, target: str) -> None:
+    """Refuse a target database this sink is not tested on, before anything is written.
+
+    Raises:
+        ConfigError: Names the target and the products a pipeline can write to.
+    """
+    if dialect not in TARGET_DIALECTS:
+        raise ConfigError(
+            f"target {target} is a {dialect} database, which a pipeline cannot write to:"
+            " use a MariaDB/MySQL or PostgreSQL target, or a lake (target: {lake: DIR})",
+            {"target": target},
+        )
 
 
 def column_type(column: SourceColumn, table: str, dialect: str, key: bool) -> TypeEngine[Any]:
