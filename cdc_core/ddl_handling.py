@@ -19,7 +19,7 @@ from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.image_store import RowImageStore
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
-from cdc_core.rebuild import RebuildConfig, Rebuilder
+from cdc_core.rebuild import EqualKeysError, RebuildConfig, Rebuilder
 from cdc_core.sink import LakeEvent, Sink, TableBatch
 from cdc_core.source import (
     CapturesTables,
@@ -249,9 +249,12 @@ class FollowsDdl:
         state = self._refresher.states[0]
         table, first = state.table, REFRESH_SEQ_BASE + state.rows
         events: list[LakeEvent] = []
+        unique = chunk.snapshot.description.unique
         for found in iter_rows(chunk):
             row = self.config.tables.strip_row(table, found.row)
             seq = first + len(events)
+            if not unique and self._store.get(table, found.locator, chunk.position, seq=seq - 1):
+                raise EqualKeysError.of(table, chunk.position)
             self._store.put(table, found.locator, chunk.position, row, seq)
             events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
         state, done = self._refresher.written(chunk, len(events))

@@ -46,6 +46,10 @@ class TableDescriptions:
         """Per described table with key columns, the key."""
         return {table: d.key for table, d in self._known.items() if d.key}
 
+    def shared_keys(self) -> frozenset[str]:
+        """The described tables whose key the source does not keep unique."""
+        return frozenset(table for table, d in self._known.items() if d.key and not d.unique)
+
     def fitting(self, table: str, rows: Iterable[Mapping[str, object]]) -> TableDescription:
         """A description holding every column of ``rows`` (re-described when needed)."""
         current = self.get(table)

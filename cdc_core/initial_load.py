@@ -21,6 +21,7 @@ from cdc_core.image_store import RowImageStore
 from cdc_core.metrics import MetricsTracker
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
+from cdc_core.rebuild import EqualKeysError
 from cdc_core.sink import LakeEvent, Sink
 from cdc_core.source import (
     LOCATOR_COLUMN,
@@ -133,6 +134,8 @@ def _load_table(
     chunks = _iter_chunks(context, snapshot, position)
     for events in chunks:
         for event, locator in events:
+            if not description.unique and store.get(table, locator, position, seq=event.seq - 1):
+                raise EqualKeysError.of(table, position)
             store.put(table, locator, position, event.row, event.seq)
         rows += len(events)
         context.sink.write_snapshot(description, [event for event, _ in events], position)

@@ -333,6 +333,7 @@ class Pipeline(FollowsDdl):
         keys = self._descriptions.keys()
         return RebuildConfig(
             key_columns=keys,
+            shared_keys=self._descriptions.shared_keys(),
             fetch_missing=self.config.fetch_missing,
             fetch_unavailable_by_table=self.config.fetch_unavailable,
         )

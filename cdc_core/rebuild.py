@@ -104,6 +104,24 @@ source could no longer show them). The callee makes sure such values never stand
 (the pipeline refreshes the table from ``commit_pos`` when they may be wrong)."""
 
 
+class EqualKeysError(TerminalError):
+    """Two rows of a table whose key the source does not keep unique (a configured key, or
+    all the columns of a table without one) share a key: the lake keeps one row per key."""
+
+    @classmethod
+    def of(cls, table: str, position: Position) -> EqualKeysError:
+        """The error for ``table`` at ``position`` (never the key's values: they are the
+        row's, perhaps sensitive ones)."""
+        return cls(
+            f"table {table} has no primary key, and at position {position} two of its rows"
+            " share the columns that locate them (all its columns, or the configured key):"
+            " the lake keeps one row per key, so it would lose one of them. Give the table a"
+            " primary key, or configure a key whose values are unique (key.<table>=a,b in the"
+            " source URL), then load the table again",
+            {"table": table, "position": position.text},
+        )
+
+
 class IncompleteRowError(TerminalError):
     """A rebuilt row would still have ``ABSENT`` columns (the message names the columns)."""
 
@@ -120,6 +138,8 @@ class RebuildConfig:
         key_columns: Per table, the columns whose values form its locator, in locator order;
             used to notice updates that move a row to a new key. Tables located by a
             physical row id are not listed (their moves need a ``new_locator`` from the log).
+        shared_keys: Tables whose key the source does not keep unique: a row arriving on a
+            key another row holds is an ``EqualKeysError``.
         fetch_missing: Hook for every table without its own entry in ``fetch_missing_by_table``.
         fetch_missing_by_table: Per-table hooks.
         fetch_unavailable: Hook reading ``UNAVAILABLE`` columns for every table without its
@@ -128,6 +148,7 @@ class RebuildConfig:
     """
 
     key_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    shared_keys: frozenset[str] = frozenset()
     fetch_missing: FetchMissing | None = None
     fetch_missing_by_table: Mapping[str, FetchMissing] = field(default_factory=dict)
     fetch_unavailable: FetchUnavailable | None = None
@@ -376,6 +397,10 @@ class Rebuilder:
         return tuple(after.get(column, ABSENT) for column in columns)
 
     def _record(self, old: Hashable, change: RowChange, commit_pos: Position, seq: int) -> None:
+        arrives = change.op == "c" or change.locator != old
+        shared = arrives and change.table in self.config.shared_keys
+        if shared and self.store.get(change.table, change.locator, commit_pos, seq=seq - 1):
+            raise EqualKeysError.of(change.table, commit_pos)
         if change.locator != old:
             self.store.put(change.table, old, commit_pos, None, seq)
         self.store.put(change.table, change.locator, commit_pos, change.after, seq)

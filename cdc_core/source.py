@@ -94,11 +94,16 @@ class TableDescription:
         schema: The Arrow schema of its columns, in source order (no bookkeeping columns).
         key: The columns that identify a row (the mirror's MERGE key); empty for a table
             located only by a physical row id, which then has no mirror.
+        unique: The source keeps ``key`` unique (a primary key or unique index); False for
+            a configured key or all the columns of a table without one, where two rows may
+            share a key, which the lake cannot hold apart (``cdc_core.rebuild``
+            ``EqualKeysError``).
     """
 
     table: str
     schema: pa.Schema
     key: tuple[str, ...]
+    unique: bool = True
 
     def __post_init__(self) -> None:
         names = set(self.schema.names)

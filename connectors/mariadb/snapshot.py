@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
-from connectors.mariadb.errors import BinlogSetupError
+from connectors.mariadb.errors import BinlogSetupError, TableChangedError
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.model import POSITION_COLUMN, Partition, TableSchema
@@ -29,6 +29,36 @@ if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+CHANGED_ATTEMPTS = 5  # reads of a table a concurrent DDL keeps changing
+
+
+def retry_while_changing(read: Callable[[], _T]) -> _T:
+    """``read()``, again while a concurrent DDL changes the table under it."""
+    for attempt in range(1, CHANGED_ATTEMPTS + 1):
+        try:
+            return read()
+        except TableChangedError:
+            if attempt == CHANGED_ATTEMPTS:
+                raise
+            logger.info("a table changed while it was read: reading it again")
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _changes_of(table: str) -> Iterator[None]:
+    """The server's errors of a table that changed between its definition and its rows
+    (and a definition that lost a column read moments before) as ``TableChangedError``."""
+    import pymysql
+
+    try:
+        yield
+    except KeyError as exc:  # a column of the description is not in the fresh definition
+        raise TableChangedError.of(table) from exc
+    except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] in TableChangedError.CODES:
+            raise TableChangedError.of(table) from exc
+        raise
 
 
 def readable_columns(schema: TableSchema) -> list[str]:
@@ -59,7 +89,7 @@ def describe_table(
         logger.warning(key_warning(table, key, source))
     arrow = connector.arrow_schema(schema, columns)
     arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
-    return TableDescription(table, arrow, key)
+    return TableDescription(table, arrow, key, unique=source == "primary key")
 
 
 class MariaDBSnapshotReader:
@@ -133,15 +163,22 @@ class MariaDBSnapshotReader:
         # Errors name a row by the key the pipeline locates it by (``zero_dates``).
         schema = replace(self.connector.reflect(description.table), primary_key=description.key)
         columns = list(description.schema.names)
-        arrow = self.connector.arrow_schema(schema, columns)
-        sql, params = self.connector.select_sql(schema, columns, partition)
-        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+        with _changes_of(description.table):
+            arrow = self.connector.arrow_schema(schema, columns)
+            sql, params = self.connector.select_sql(schema, columns, partition)
+        with connection.cursor(pymysql.cursors.SSCursor) as cursor, _changes_of(schema.table):
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(BATCH_ROWS):
                 batch = self.connector.to_batch(rows, schema, columns, arrow, None)
                 yield batch.drop_columns([POSITION_COLUMN])
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """``read_one_chunk``, again while a concurrent DDL changes the table under it."""
+        return retry_while_changing(lambda: self.read_one_chunk(table, after, limit))
+
+    def read_one_chunk(
+        self, table: str, after: tuple[object, ...] | None, limit: int
+    ) -> TableChunk:
         """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
         consistent snapshot at its exact binlog position (``ReadsChunks``).
 
@@ -184,7 +221,9 @@ class MariaDBSnapshotReader:
         columns = list(description.schema.names)
         key = list(description.key)
         select = columns + [k for k in key if k not in columns]
-        sql, selected = self.connector.select_sql(schema, select, Partition(0))
+        with _changes_of(description.table):
+            sql, selected = self.connector.select_sql(schema, select, Partition(0))
+            arrow = self.connector.arrow_schema(schema, columns)
         params: list[object] = list(selected)
         quoted = ", ".join(quote(k) for k in key)
         if after is not None:
@@ -192,10 +231,9 @@ class MariaDBSnapshotReader:
             params = [*params, *after]
         if limit is not None:
             sql += f" ORDER BY {quoted} LIMIT {int(limit)}"
-        with connection.cursor() as cursor:
+        with connection.cursor() as cursor, _changes_of(description.table):
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-        arrow = self.connector.arrow_schema(schema, columns)
         batch = self.connector.to_batch(
             [row[: len(columns)] for row in rows], schema, columns, arrow, None
         )

@@ -171,7 +171,9 @@ def describe_table(
         )
     columns = [column.name for column in schema.columns if column.ltype is not None]
     arrow = connector.arrow_schema(schema, columns)
-    return TableDescription(table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), key)
+    unique = key in (tuple(schema.primary_key), tuple(index) if identity == "i" else ())
+    arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
+    return TableDescription(table, arrow, key, unique=bool(key) and unique)
 
 
 class PostgresSnapshotReader:
