@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import ConfigError, TerminalError, TransientError
 
 
 class BinlogSetupError(ConfigError):
@@ -111,5 +111,22 @@ class KeyConfigError(ConfigError):
         return cls(
             f"the key {list(configured)} configured for table {table} names columns"
             f" {list(missing)} the table does not have; fix the configured key",
+            {"table": table},
+        )
+
+
+class TableChangedError(TransientError):
+    """A DDL changed the table between reading its definition and its rows (the read is
+    retried: ``retry_while_changing``)."""
+
+    # The server's words for it: ER_TABLE_DEF_CHANGED, ER_BAD_FIELD_ERROR, ER_NO_SUCH_TABLE
+    # (https://mariadb.com/kb/en/mariadb-error-code-reference/).
+    CODES = (1412, 1054, 1146)
+
+    @classmethod
+    def of(cls, table: str) -> TableChangedError:
+        """The error for ``table``."""
+        return cls(
+            f"table {table} changed (a DDL) while it was read; read it again",
             {"table": table},
         )

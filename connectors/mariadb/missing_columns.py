@@ -43,6 +43,7 @@ from cdc_core.names import split_table
 from cdc_core.position import Position
 from cdc_core.rebuild import FetchedRow, UnreadableRowError
 from connectors.base import key_text
+from connectors.mariadb.snapshot import retry_while_changing
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
 
 if TYPE_CHECKING:
@@ -199,8 +200,12 @@ class MissingColumns:
     def read_row(self, table: str, locator: Hashable) -> tuple[Position, dict[str, object] | None]:
         """The source's row at ``locator`` now (None when it is gone), and where it was read."""
         key = locator if isinstance(locator, tuple) else (locator,)
-        with self._snapshots.snapshot([table], {table: [key]}) as (position, tables):
-            rows = [row for snap in tables for batch in snap.batches for row in batch.to_pylist()]
+
+        def read() -> tuple[Position, list[dict[str, object]]]:
+            with self._snapshots.snapshot([table], {table: [key]}) as (position, tables):
+                return position, [r for s in tables for b in s.batches for r in b.to_pylist()]
+
+        position, rows = retry_while_changing(read)
         logger.info("table %s: read a row by key from the source to complete a change", table)
         return position, rows[0] if rows else None
 

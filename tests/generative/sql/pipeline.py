@@ -53,7 +53,8 @@ class PipelineProcess:
         self.ready = False  # the running process is known to have installed its handlers
 
     def _command(self, *extra: str) -> list[str]:
-        command = [sys.executable, "-m", "validator.cli", "cdc", "run"]
+        # --verbose: a replcheck bug's traceback lands in the kept log.
+        command = [sys.executable, "-m", "validator.cli", "--verbose", "cdc", "run"]
         return [*command, "--config", str(self.config), "--pipeline", NAME, *extra]
 
     def _popen(self, *extra: str) -> subprocess.Popen[bytes]:
