@@ -44,11 +44,16 @@ def _config(work: Path) -> str:
     )
 
 
-def _cdc_config(work: Path, state: str = "state", lake: str = "lake") -> str:
+def _cdc_config(
+    work: Path,
+    state: str = "state",
+    lake: str = "lake",
+    source: str = "postgresql://u@127.0.0.1:1/db",
+) -> str:
     path = work / "p.yaml"
     path.write_text(
         "connections:\n"
-        "  src: {url: 'postgresql://u@127.0.0.1:1/db'}\n"
+        f"  src: {{url: '{source}'}}\n"
         f"  lake: {{lake: '{work / lake}'}}\n"
         "pipelines:\n"
         "  - {name: p, source: src, target: lake, tables: [public.a],"
@@ -114,6 +119,18 @@ CASES = [
     ),
     Case("cdc run", lambda w: ["-c", _cdc_config(w, lake="afile"), "--pipeline", "p"], "lake"),
     Case("cdc run", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case("cdc install-capture", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case(
+        "cdc install-capture",
+        lambda w: ["-c", _cdc_config(w), "--pipeline", "p", "--dry-run"],
+        "capture=trigger",
+    ),
+    Case("cdc remove-capture", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case(
+        "cdc remove-capture",
+        lambda w: ["-c", _cdc_config(w, source=f"sqlite:///{w / 'none.db'}"), "--pipeline", "p"],
+        "main schema only",
+    ),
     Case("package", lambda w: ["--out", str(w / "afile")], "afile"),
     Case("check-contract", lambda w: ["--master", "local[2]", "--bogus"], "--bogus"),
 ]

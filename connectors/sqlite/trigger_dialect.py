@@ -1,4 +1,6 @@
-"""SQLite's trigger capture (``connectors.trigger_capture``): the only capture SQLite has.
+"""SQLite's trigger capture (``connectors.trigger_capture``): the only capture SQLite has, so
+a pipeline whose source is ``sqlite:///path/file.db`` reads it (tables of ``main`` listed by
+name: ``orders`` or ``main.orders``).
 
 Set-up per captured table ``t`` of the ``main`` schema (``replcheck cdc install-capture``):
 
@@ -28,14 +30,17 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cdc_core.errors import ConfigError, TerminalError
-from cdc_core.names import parse_table
+from cdc_core.names import is_glob, parse_table
 from cdc_core.position import Position
 from cdc_core.source import SnapshotReader, TableDescription, TableSnapshot
+from connectors.base import file_path
 from connectors.model import POSITION_COLUMN, TableSchema
+from connectors.registry import register_capture_dialect
 from connectors.sqlite.connector import SQLiteConnector, value_converter
 from connectors.trigger_capture.dialect import (
     CaptureRow,
@@ -145,7 +150,8 @@ class SQLiteTriggerDialect(TriggerDialect):
         present = {row[0] for row in rows}
         if not present:
             return []
-        return [f"ALTER TABLE {quote(log)} ADD COLUMN {quote(c)}" for c in columns if c not in present]
+        added = [column for column in columns if column not in present]
+        return [f"ALTER TABLE {quote(log)} ADD COLUMN {quote(column)}" for column in added]
 
     def removal_statements(self, tables: Sequence[str]) -> list[str]:
         """The triggers and logging tables of ``tables``; the sequence table when no other
@@ -230,7 +236,8 @@ class SQLiteTriggerDialect(TriggerDialect):
         schema = self._reflect(table)
         columns = [column.name for column in schema.columns]
         arrow = self.connector.arrow_schema(schema, columns)
-        return TableDescription(table, arrow.remove(arrow.get_field_index(POSITION_COLUMN)), schema.primary_key)
+        arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
+        return TableDescription(table, arrow, schema.primary_key)
 
     def converters(self, table: str) -> list[tuple[str, Callable[[Any], Any]]]:
         """Each column's name and the conversion of its stored value."""
@@ -275,7 +282,9 @@ class SQLiteTriggerDialect(TriggerDialect):
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            connection = sqlite3.connect(self.path, isolation_level=None)
+            # mode=rw: a missing file is an error, never an empty database created for it.
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=rw"
+            connection = sqlite3.connect(uri, uri=True, isolation_level=None)
         except sqlite3.Error as exc:
             raise TerminalError(f"cannot open SQLite file {self.path}: {exc}") from exc
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -371,9 +380,7 @@ class SQLiteCaptureSnapshots:
 
         converters = self.dialect.converters(description.table)
         listed = ", ".join(quote(name) for name, _ in converters)
-        cursor = connection.execute(
-            f"SELECT {listed} FROM {quote(table_part(description.table))}"
-        )
+        cursor = connection.execute(f"SELECT {listed} FROM {quote(table_part(description.table))}")
         wanted = None if keys is None else {tuple(key) for key in keys}
         key_at = [description.schema.names.index(column) for column in description.key]
         while rows := cursor.fetchmany(SNAPSHOT_BATCH_ROWS):
@@ -386,3 +393,21 @@ class SQLiteCaptureSnapshots:
                 if wanted is None or tuple(row[i] for i in key_at) in wanted
             ]
             yield pa.RecordBatch.from_pylist(converted, schema=description.schema)
+
+
+def capture_dialect(url: str, password: str | None, tables: Sequence[str]) -> SQLiteTriggerDialect:
+    """The trigger capture of ``tables`` of an ``sqlite`` URL (no password: a file).
+
+    Raises:
+        ConfigError: A glob among the tables (capture is set up table by table).
+    """
+    globs = [table for table in tables if is_glob(table)]
+    if globs or not tables:
+        raise ConfigError(
+            f"SQLite trigger capture needs its tables listed by name, not {globs or 'none'}"
+        )
+    path = file_path(url.split("?", 1)[0], "sqlite", "SQLite", "path/file.db")
+    return SQLiteTriggerDialect(path, tables)
+
+
+register_capture_dialect(("sqlite",), capture_dialect, only_capture=True)

@@ -92,6 +92,7 @@ class TriggerDialect(ABC):
     """A product's trigger capture (see the module docstring)."""
 
     name: str  # the product, as messages name it
+    tables: tuple[str, ...]  # the captured tables, as ``RowChange.table`` names them
 
     @abstractmethod
     def install_statements(self, tables: Sequence[str]) -> list[str]:
@@ -126,6 +127,10 @@ class TriggerDialect(ABC):
     def snapshots(self, tables: Sequence[str]) -> SnapshotReader:
         """Reads ``tables`` in one snapshot whose position is a capture position: it holds
         exactly the transactions at or below it."""
+
+    @abstractmethod
+    def table_names(self) -> list[str]:
+        """Every table of the source (without the capture's own)."""
 
     @abstractmethod
     def purge(self, upto: int, batch_rows: int) -> int:
