@@ -248,7 +248,8 @@ class SQLiteTriggerDialect(TriggerDialect):
         return SQLiteCaptureSnapshots(self)
 
     def purge(self, upto: int, batch_rows: int) -> int:
-        """Delete up to ``batch_rows`` logging rows (per table) at or below ``upto``."""
+        """Delete up to ``batch_rows`` rows per logging table (and of the sequence table) at
+        or below ``upto``."""
         deleted = 0
         with contextlib.closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
@@ -259,8 +260,7 @@ class SQLiteTriggerDialect(TriggerDialect):
                     f" {quote(log)} WHERE {column} <= ? ORDER BY {column} LIMIT ?)",
                     (upto, batch_rows),
                 )
-                if log != SEQUENCE_TABLE:
-                    deleted += cursor.rowcount
+                deleted += cursor.rowcount
             connection.execute("COMMIT")
         return deleted
 

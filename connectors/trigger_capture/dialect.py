@@ -134,7 +134,8 @@ class TriggerDialect(ABC):
 
     @abstractmethod
     def purge(self, upto: int, batch_rows: int) -> int:
-        """Delete at most ``batch_rows`` logging rows at or below ``upto``; how many went."""
+        """Delete one batch of logging rows at or below ``upto`` (about ``batch_rows``);
+        returns how many rows went (0: none is left at or below ``upto``)."""
 
     @abstractmethod
     def backlog(self) -> int:

@@ -115,13 +115,10 @@ class TriggerLogReader:
             return
         self._purged_at = time.monotonic()
         purged = 0
-        while True:
-            deleted = self.dialect.purge(position.value, self.config.purge_batch_rows)
+        while deleted := self.dialect.purge(position.value, self.config.purge_batch_rows):
             purged += deleted
-            if deleted < self.config.purge_batch_rows:
-                break
         logger.info(
-            "trigger capture: purged %s logging rows at or below %s; %s rows wait to be purged"
+            "trigger capture: purged %s rows at or below %s; %s logging rows wait to be purged"
             " or read (capture at %s)",
             purged,
             position,
