@@ -406,6 +406,8 @@ def capture_dialect(url: str, password: str | None, tables: Sequence[str]) -> SQ
         raise ConfigError(
             f"SQLite trigger capture needs its tables listed by name, not {globs or 'none'}"
         )
+    for table in tables:
+        table_part(table)  # in main, or a ConfigError before the file is opened
     path = file_path(url.split("?", 1)[0], "sqlite", "SQLite", "path/file.db")
     return SQLiteTriggerDialect(path, tables)
 

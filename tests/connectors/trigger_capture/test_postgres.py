@@ -22,7 +22,7 @@ import pytest
 from cdc_core.events import RawChange
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged
-from connectors.registry import capture_dialect_for, log_source_for
+from connectors.registry import capture_dialect_for, connector_for, log_source_for
 from connectors.trigger_capture.install import apply_plan, plan_capture
 from tests.connectors.mariadb.pipeline_helpers import changelog, lake_rows
 from tests.connectors.postgres.helpers import PgCase
@@ -305,3 +305,5 @@ def test_the_initial_load_meets_the_capture_and_the_pipeline_follows_it(
     assert lake_rows(tmp_path / "lake", "public.t", ["id"]) == _source(pg)
     ops = [event["_op"] for event in changelog(tmp_path / "lake", "public.t")]
     assert ops == ["r"] * 20 + ["c"] + ["u"] * 5 + ["d"]
+    # The validator reads the same connection: libpq never sees the capture parameter.
+    assert connector_for(_url(pg)).reflect("public.t").primary_key == ("id",)
