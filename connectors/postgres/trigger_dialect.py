@@ -24,8 +24,9 @@ value; the order of the positions is therefore a commit order as far as any row 
 (transactions without a common row may commit in the other order within the instant
 between the commit trigger and the commit itself). A commit sequence value taken by a
 transaction still committing is a gap the reader waits for, and is closed once every
-transaction of the snapshot's ``xip`` list (``pg_current_snapshot()``) that could own it
-has finished (``connectors.trigger_capture.gaps``). The commit trigger holds a shared
+transaction that could own it has finished (``connectors.trigger_capture.gaps``; running
+transactions are those holding the lock on their own id in ``pg_locks``, listed before each
+read's snapshot). The commit trigger holds a shared
 transaction-level advisory lock, and the initial snapshot takes it exclusively for the
 instant it starts, so no transaction is between its commit trigger and its commit then:
 the snapshot holds exactly the transactions at or below the commit sequence value it reads.
@@ -263,9 +264,20 @@ END"""
 
     @contextlib.contextmanager
     def read_session(self) -> Iterator[CaptureSession]:
-        """A read-only REPEATABLE READ transaction: one snapshot for every query in it."""
-        with self.connector.read_transaction(None) as connection:
-            yield _Session(self, connection)
+        """The commit sequence's value, the transactions running then, and a read-only
+        REPEATABLE READ transaction whose snapshot starts after both were read."""
+        from psycopg import IsolationLevel
+
+        with contextlib.closing(self.connector.connect()) as connection:
+            taken = commit_sequence_value(connection)  # autocommit: before the snapshot
+            running = running_transactions(connection)
+            connection.autocommit = False
+            connection.isolation_level = IsolationLevel.REPEATABLE_READ
+            connection.read_only = True
+            try:
+                yield _Session(self, connection, taken, running)
+            finally:
+                connection.rollback()
 
     def end_position(self) -> int:
         """The commit sequence's last value: every commit so far is at or below it."""
@@ -336,6 +348,19 @@ END"""
         return self._schemas[table]
 
 
+def running_transactions(connection: psycopg.Connection[Any]) -> frozenset[str]:
+    """The transactions with an id that are running now: each holds an exclusive lock on its
+    own id until it ends, after its commit is visible
+    (https://www.postgresql.org/docs/current/view-pg-locks.html). Not the snapshot's ``xip``:
+    a transaction whose id is at or above the snapshot's ``xmax`` (one past the highest
+    *completed* id) is running but not listed there."""
+    rows = connection.execute(
+        "SELECT transactionid::text FROM pg_locks WHERE locktype = 'transactionid'"
+        " AND mode = 'ExclusiveLock' AND granted"
+    ).fetchall()
+    return frozenset(row[0] for row in rows)
+
+
 def commit_sequence_value(connection: psycopg.Connection[Any]) -> int:
     """The commit sequence's last value taken (0 before the first)."""
     row = connection.execute(f"SELECT last_value, is_called FROM {COMMIT_SEQUENCE}").fetchone()
@@ -346,20 +371,21 @@ def commit_sequence_value(connection: psycopg.Connection[Any]) -> int:
 class _Session(CaptureSession):
     """One REPEATABLE READ snapshot over the commits and logging tables."""
 
-    def __init__(self, dialect: PostgresTriggerDialect, connection: Any) -> None:
+    def __init__(
+        self, dialect: PostgresTriggerDialect, connection: Any, taken: int, running: frozenset[str]
+    ) -> None:
         self.dialect = dialect
         self.connection = connection
+        self.taken = taken
+        self.running = running
 
     def visible_commits(self, after: int) -> VisibleCommits:
-        """The committed commit sequence values above ``after``, and the snapshot's ``xip``
-        (its first query fixes the snapshot every later query of the session reads)."""
-        running = self.connection.execute(
-            "SELECT ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot()))::text[]"
-        ).fetchone()[0]
+        """The committed commit sequence values above ``after`` (this first query fixes the
+        snapshot every later query of the session reads)."""
         positions = self.connection.execute(
             f"SELECT commit_seq FROM {COMMITS} WHERE commit_seq > %s ORDER BY 1", (after,)
         ).fetchall()
-        return VisibleCommits(tuple(row[0] for row in positions), frozenset(running))
+        return VisibleCommits(tuple(row[0] for row in positions), self.taken, self.running)
 
     def iter_rows(self, after: int, upto: int) -> Iterator[CaptureRow]:
         """The transactions whose last commit value is in ``(after, upto]``, in that order."""

@@ -314,7 +314,7 @@ class _Session(CaptureSession):
     def visible_commits(self, after: int) -> VisibleCommits:
         """The sequence's high-water mark: everything up to it is committed (one writer)."""
         top = sequence_value(self.connection)
-        return VisibleCommits((top,) if top > after else (), frozenset())
+        return VisibleCommits((top,) if top > after else (), top, frozenset())
 
     def iter_rows(self, after: int, upto: int) -> Iterator[CaptureRow]:
         """Every table's rows in ``(after, upto]`` as one transaction at ``upto``."""

@@ -8,7 +8,7 @@ a product adds one file implementing ``TriggerDialect``:
   sequence), each statement idempotent;
 - a read session: one consistent read of the logging tables that tells which capture
   positions above a point are visible (committed) and which transactions were still
-  running (the product's own way of knowing: PostgreSQL's snapshot ``xip``, HANA's
+  running (the product's own way of knowing: PostgreSQL's transaction id locks, HANA's
   ``M_TRANSACTIONS``; a single-writer product has none), and yields the rows of the
   committed transactions up to a position, converted as the product's snapshot reads them;
 - the initial snapshot, whose position is a capture position (``SnapshotReader``);
@@ -67,11 +67,14 @@ class VisibleCommits:
 
     Args:
         positions: The capture positions of committed transactions above it, ascending.
-        running: The transactions still open in the read (they may fill gaps below the
-            highest visible position); empty for a single-writer product.
+        taken: The capture sequence's value, read before the read's snapshot began.
+        running: The transactions running when ``taken`` was read, listed after reading it
+            and before the snapshot (they may fill gaps at or below ``taken``); empty for a
+            single-writer product. See ``connectors.trigger_capture.gaps``.
     """
 
     positions: tuple[int, ...]
+    taken: int
     running: frozenset[str]
 
 

@@ -5,13 +5,16 @@ trigger), before the transaction's commit is visible. So a reader can see positi
 committed while 11 is not visible yet: 11 belongs to a transaction still committing, or to
 one that rolled back (its rows are gone), or was never used. Position 11 is a *gap*.
 
-A gap can only be filled by a transaction that was running when the gap was first seen:
-the gap's value was taken before the visible, higher value, whose transaction committed
-before the read began; so the gap's owner had started writing by then and was either
-running (then it is among the read's running transactions) or had finished (committed:
-its row would be visible; rolled back: it never will be). Each gap keeps that set of
-possible owners, narrowed at every read to those still running; a gap whose owners have all
-finished while it stayed invisible is closed for good.
+Each read gives the visible positions, the sequence value ``taken`` read *before* it, and
+the transactions ``running`` when that value was read (listed after it). A gap at or below
+``taken`` can only be filled by a transaction in ``running``: its value was taken before
+``taken`` was read, so its owner had begun by then and was either still running when
+``running`` was listed, or had finished before the read (committed: the value would be
+visible; rolled back: it never will be). Each such gap keeps that set of possible owners,
+narrowed at every read to those still running; a gap whose owners have all finished while
+it stayed invisible is closed for good. A gap above ``taken`` (below a visible position
+taken after the sequence was read) has owners the read cannot name: it holds the frontier
+until a later read, whose ``taken`` covers it, names them.
 
 The *frontier* is the highest position F such that every position <= F is visible or
 closed: every transaction at or below it can be emitted, and no transaction can appear at
@@ -39,29 +42,38 @@ class GapTracker:
 
     @property
     def open_gaps(self) -> dict[int, frozenset[str]]:
-        """The gaps above the frontier still open, with their possible owners."""
+        """The gaps above the frontier whose possible owners are known, with them."""
         return dict(self._gaps)
 
-    def advance(self, visible: Sequence[int], running: frozenset[str]) -> int:
-        """Take one read: ``visible``, the positions above the frontier it sees (ascending),
-        and ``running``, the transactions that were still open in it. Returns the new
-        frontier."""
+    def advance(self, visible: Sequence[int], running: frozenset[str], taken: int) -> int:
+        """Take one read and return the new frontier.
+
+        Args:
+            visible: The positions above the frontier the read sees (ascending).
+            running: The transactions running when ``taken`` was read, listed after it.
+            taken: The capture sequence's value read before the read began.
+        """
         if list(visible) != sorted(set(visible)) or (visible and visible[0] <= self.frontier):
             raise ContractError(f"visible capture positions must ascend above {self.frontier}")
-        if not visible:
+        top = max(visible[-1] if visible else self.frontier, taken)
+        if top <= self.frontier:
             return self.frontier
-        top = visible[-1]
-        if not running:  # nothing can fill a gap any more: they all close
+        if not running and taken >= top:  # nothing can fill a gap any more: they all close
             self._gaps = {}
             self.frontier = top
             return top
         seen = set(visible)
         gaps: dict[int, frozenset[str]] = {}
-        for value in range(self.frontier + 1, top):
-            if value not in seen:
-                owners = self._gaps.get(value, running) & running
-                if owners:
-                    gaps[value] = owners
+        unnamed = top + 1  # the first gap above taken (its owners are not known yet)
+        for value in range(self.frontier + 1, top + 1):
+            if value in seen:
+                continue
+            if value > taken:
+                unnamed = value
+                break
+            owners = self._gaps.get(value, running) & running
+            if owners:
+                gaps[value] = owners
         self._gaps = gaps
-        self.frontier = min(gaps, default=top + 1) - 1
+        self.frontier = min(min(gaps, default=unnamed), unnamed) - 1
         return self.frontier

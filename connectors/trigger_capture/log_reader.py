@@ -102,7 +102,7 @@ class TriggerLogReader:
         with self.dialect.read_session() as session:
             previous = tracker.frontier
             visible = session.visible_commits(previous)
-            frontier = tracker.advance(visible.positions, visible.running)
+            frontier = tracker.advance(visible.positions, visible.running, visible.taken)
             if tracker.open_gaps:
                 logger.debug("capture gaps open above %s: %s", frontier, sorted(tracker.open_gaps))
             if frontier == previous:

@@ -307,3 +307,17 @@ def test_the_initial_load_meets_the_capture_and_the_pipeline_follows_it(
     assert ops == ["r"] * 20 + ["c"] + ["u"] * 5 + ["d"]
     # The validator reads the same connection: libpq never sees the capture parameter.
     assert connector_for(_url(pg)).reflect("public.t").primary_key == ("id",)
+
+
+def test_a_rolled_back_last_commit_value_does_not_hold_the_end_back(pg: PgCase) -> None:
+    _install(pg)
+    pg.sql("INSERT INTO t VALUES (1, 'kept', 1.5, '2024-02-29 10:00:00+00')")
+    aborted = pg.session()
+    aborted.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    _insert(aborted, 2, "aborted")  # takes commit value 2, the sequence's end
+    with _changes(pg) as changes:
+        kept, idle = read_to_idle(changes)
+        aborted.rollback()
+        nothing, end = read_to_idle(changes)
+    assert transactions(kept)[0][1:] == (1, 1) and idle == Position.of(1)
+    assert nothing == [] and end == Position.of(2)  # --until-caught-up can finish
