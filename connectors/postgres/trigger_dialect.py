@@ -8,7 +8,8 @@ Set-up (``replcheck cdc install-capture``), all in schema ``replcheck_capture``:
   writing transaction ``pg_current_xact_id()``, the op and a copy of every column) and an
   AFTER INSERT/UPDATE/DELETE row trigger writing it: the new row for inserts and updates
   that keep the key, the old row for deletes; an update that moves the key is recorded as a
-  delete and an insert;
+  delete and an insert. A statement trigger records TRUNCATE (which fires no row trigger)
+  in ``truncates``;
 - a *commit sequence*. PostgreSQL exposes no commit order (``pg_xact_commit_timestamp``
   only with ``track_commit_timestamp``, and not as an order), and a row sequence taken at
   write time does not give one: a transaction that started later can commit first. So the
@@ -71,9 +72,11 @@ if TYPE_CHECKING:
 SCHEMA = "replcheck_capture"
 COMMITS = f"{SCHEMA}.commits"
 MARKERS = f"{SCHEMA}.markers"
+TRUNCATES = f"{SCHEMA}.truncates"
 ROW_SEQUENCE = f"{SCHEMA}.row_seq"
 COMMIT_SEQUENCE = f"{SCHEMA}.commit_seq"
 TRIGGER = "replcheck_capture"
+TRUNCATE_TRIGGER = "replcheck_capture_truncate"
 MARKED = "replcheck.capture_xid"  # the transaction-local setting: this transaction is marked
 COMMIT_LOCK = 0x7265706C63646301  # the advisory lock between commit triggers and snapshots
 META = (
@@ -92,6 +95,23 @@ BEGIN
   RETURN NULL;
 END $$"""
 
+_MARK_FUNCTION = f"""CREATE OR REPLACE FUNCTION {SCHEMA}.mark_transaction() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF current_setting('{MARKED}', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
+    INSERT INTO {MARKERS} VALUES (pg_current_xact_id());
+    PERFORM set_config('{MARKED}', pg_current_xact_id()::text, true);
+  END IF;
+END $$"""
+
+_TRUNCATE_FUNCTION = f"""CREATE OR REPLACE FUNCTION {SCHEMA}.at_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM {SCHEMA}.mark_transaction();
+  INSERT INTO {TRUNCATES} VALUES (nextval('{ROW_SEQUENCE}'), pg_current_xact_id(), TG_ARGV[0]);
+  RETURN NULL;
+END $$"""
+
 _COMMON = [
     f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}",
     f"CREATE SEQUENCE IF NOT EXISTS {ROW_SEQUENCE}",
@@ -100,7 +120,12 @@ _COMMON = [
     " committed_at timestamptz NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS commits_xid ON {COMMITS} (xid)",
     f"CREATE TABLE IF NOT EXISTS {MARKERS} (xid xid8 NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {TRUNCATES} (_rc_seq bigint NOT NULL, _rc_xid xid8 NOT NULL,"
+    " tbl text NOT NULL)",
+    f"CREATE INDEX IF NOT EXISTS truncates_xid ON {TRUNCATES} (_rc_xid)",
     _COMMIT_FUNCTION,
+    _MARK_FUNCTION,
+    _TRUNCATE_FUNCTION,
     f"DROP TRIGGER IF EXISTS at_commit ON {MARKERS}",
     f"CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON {MARKERS} DEFERRABLE INITIALLY"
     f" DEFERRED FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.at_commit()",
@@ -162,10 +187,7 @@ class PostgresTriggerDialect(TriggerDialect):
 
         same_key = " AND ".join(f"NEW.{quote(k)} IS NOT DISTINCT FROM OLD.{quote(k)}" for k in key)
         body = f"""BEGIN
-  IF current_setting('{MARKED}', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
-    INSERT INTO {MARKERS} VALUES (pg_current_xact_id());
-    PERFORM set_config('{MARKED}', pg_current_xact_id()::text, true);
-  END IF;
+  PERFORM {SCHEMA}.mark_transaction();
   IF TG_OP = 'INSERT' THEN {record("c", "NEW")}
   ELSIF TG_OP = 'DELETE' THEN {record("d", "OLD")}
   ELSIF {same_key} THEN {record("u", "NEW")}
@@ -184,6 +206,8 @@ END"""
             f" AS $$\n{body} $$",
             f"CREATE OR REPLACE TRIGGER {TRIGGER} AFTER INSERT OR UPDATE OR DELETE ON {source}"
             f" FOR EACH ROW EXECUTE FUNCTION {function}()",
+            f"CREATE OR REPLACE TRIGGER {TRUNCATE_TRIGGER} AFTER TRUNCATE ON {source}"
+            f" FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.at_truncate({_literal(table)})",
         ]
 
     def _missing_columns(self, table: str, columns: Sequence[str]) -> list[str]:
@@ -213,6 +237,7 @@ END"""
             source = self.connector.qualified(table)
             if self._exists(table):
                 statements.append(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {source}")
+                statements.append(f"DROP TRIGGER IF EXISTS {TRUNCATE_TRIGGER} ON {source}")
             statements.append(f"DROP FUNCTION IF EXISTS {capture_function(table)}()")
             statements.append(f"DROP TABLE IF EXISTS {log_table(table)}")
         removed = {f"log_{qualified_name(table)}" for table in tables}
@@ -317,9 +342,9 @@ END"""
                 )
             ]
             deleted = 0
-            for table in self.tables:
+            for log in [*map(log_table, self.tables), TRUNCATES]:
                 cursor = connection.execute(
-                    f"DELETE FROM {log_table(table)} WHERE _rc_xid = ANY(%s::xid8[])", (xids,)
+                    f"DELETE FROM {log} WHERE _rc_xid = ANY(%s::xid8[])", (xids,)
                 )
                 deleted += cursor.rowcount
             cursor = connection.execute(
@@ -399,7 +424,19 @@ class _Session(CaptureSession):
             return
         by_xid = {xid: (position, at) for xid, position, at in committed}
         rows = [row for table in self.dialect.tables for row in self._rows(table, by_xid)]
+        rows += self._truncates(by_xid)
         yield from sorted(rows, key=lambda row: (row.position, row.seq))
+
+    def _truncates(self, by_xid: Mapping[str, tuple[int, Any]]) -> list[CaptureRow]:
+        found = self.connection.execute(
+            f"SELECT _rc_seq, _rc_xid::text, tbl FROM {TRUNCATES}"
+            " WHERE _rc_xid = ANY(%s::xid8[]) AND tbl = ANY(%s)",
+            (list(by_xid), list(self.dialect.tables)),
+        ).fetchall()
+        return [
+            CaptureRow(by_xid[xid][0], seq, xid, table, "t", {}, by_xid[xid][1])
+            for seq, xid, table in found
+        ]
 
     def _rows(self, table: str, by_xid: Mapping[str, tuple[int, Any]]) -> Iterator[CaptureRow]:
         schema = self.dialect.log_schema(table)
@@ -456,6 +493,11 @@ class PostgresCaptureSnapshots:
                 for batch in connector.read_query(connection, schema, columns, sql, params)
             )
             yield TableSnapshot(description, batches)
+
+
+def _literal(text: str) -> str:
+    """An SQL string literal (a trigger's argument cannot be a bound parameter)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def capture_dialect(

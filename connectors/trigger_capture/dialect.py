@@ -31,7 +31,7 @@ from typing import Literal
 from cdc_core.errors import ContractError
 from cdc_core.source import SnapshotReader, TableDescription
 
-CaptureOp = Literal["c", "u", "d"]
+CaptureOp = Literal["c", "u", "d", "t"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,8 @@ class CaptureRow:
         seq: Its order among all captured rows (ascending within a transaction).
         txid: The transaction's id as the product spells it.
         table: The captured table (its name in the pipeline).
-        op: ``c``, ``u`` or ``d``.
-        row: The new row (``c``, ``u``) or the old row (``d``), every column.
+        op: ``c``, ``u``, ``d`` or ``t`` (truncate).
+        row: The new row (``c``, ``u``) or the old row (``d``), every column; empty for ``t``.
         written_at: When the trigger ran (UTC).
     """
 
@@ -57,7 +57,7 @@ class CaptureRow:
     written_at: datetime
 
     def __post_init__(self) -> None:
-        if self.op not in ("c", "u", "d"):
+        if self.op not in ("c", "u", "d", "t"):
             raise ContractError(f"unknown capture op {self.op!r}", {"table": self.table})
 
 

@@ -140,6 +140,8 @@ class TriggerLogReader:
         yield Commit(first.txid, position, max(row.written_at for row in rows))
 
     def _row_change(self, row: CaptureRow, position: Position) -> RowChange:
+        if row.op == "t":
+            return RowChange(row.txid, position, "t", row.table, None)
         image = dict(row.row)
         key = self._keys.get(row.table)
         if key is None:

@@ -39,8 +39,8 @@ def show(change: RawChange) -> Shown:
         return ("commit", change.position.value)
     assert isinstance(change, RowChange)
     image = change.after if change.after is not None else change.before
-    assert image is not None
-    return (change.op, change.position.value, change.table, change.locator, dict(image))
+    shown = dict(image) if image is not None else {}
+    return (change.op, change.position.value, change.table, change.locator, shown)
 
 
 def transactions(changes: list[RawChange]) -> list[tuple[str, int, int]]:

@@ -86,6 +86,7 @@ def test_install_capture_is_idempotent_and_a_dry_run_changes_nothing(
         assert _triggers(pg) == [
             ("at_commit", "replcheck_capture.markers"),
             ("replcheck_capture", "t"),
+            ("replcheck_capture_truncate", "t"),
         ]
     for _ in range(2):
         removed = replcheck("cdc", "remove-capture", "-c", config, "--pipeline", "p")
@@ -321,3 +322,28 @@ def test_a_rolled_back_last_commit_value_does_not_hold_the_end_back(pg: PgCase) 
         nothing, end = read_to_idle(changes)
     assert transactions(kept)[0][1:] == (1, 1) and idle == Position.of(1)
     assert nothing == [] and end == Position.of(2)  # --until-caught-up can finish
+
+
+def test_a_truncate_is_captured_in_its_place_in_the_transaction(pg: PgCase, tmp_path: Path) -> None:
+    from validator.cdc_pipeline import open_pipeline
+
+    _install(pg)
+    pg.sql("INSERT INTO t SELECT g, 'before', g, now() FROM generate_series(1, 5) g")
+    config = pipeline_config(tmp_path, _url(pg), ["public.t"])
+    with open_pipeline(config, "p") as pipeline:
+        pipeline.run_until_caught_up()
+    session = pg.session()
+    session.execute("TRUNCATE t")
+    _insert(session, 7, "after the truncate")
+    session.commit()
+    with _changes(pg, start=1) as changes:  # 1: the five inserts
+        read, _ = read_to_idle(changes)
+    assert [show(c)[:4] for c in read] == [
+        ("begin", 2),
+        ("t", 2, "public.t", None),
+        ("c", 2, "public.t", (7,)),
+        ("commit", 2),
+    ]
+    with open_pipeline(config, "p") as pipeline:
+        pipeline.run_until_caught_up()
+    assert lake_rows(tmp_path / "lake", "public.t", ["id"]) == _source(pg)
