@@ -85,8 +85,14 @@ META = (
     SourceColumn("_rc_op", '"char"', lt.StringType()),
 )
 
+# The functions run with their owner's (the installer's) rights, so an application's role
+# needs no grant on the capture's objects; a fixed search_path keeps them from running
+# another role's objects (https://www.postgresql.org/docs/current/sql-createfunction.html,
+# "Writing SECURITY DEFINER Functions Safely"). Every name in them is schema-qualified.
+DEFINER = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
+
 _COMMIT_FUNCTION = f"""CREATE OR REPLACE FUNCTION {SCHEMA}.at_commit() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql {DEFINER} AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock_shared({COMMIT_LOCK});
   INSERT INTO {COMMITS} VALUES (nextval('{COMMIT_SEQUENCE}'), NEW.xid, clock_timestamp());
@@ -96,7 +102,7 @@ BEGIN
 END $$"""
 
 _MARK_FUNCTION = f"""CREATE OR REPLACE FUNCTION {SCHEMA}.mark_transaction() RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql {DEFINER} AS $$
 BEGIN
   IF current_setting('{MARKED}', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
     INSERT INTO {MARKERS} VALUES (pg_current_xact_id());
@@ -105,7 +111,7 @@ BEGIN
 END $$"""
 
 _TRUNCATE_FUNCTION = f"""CREATE OR REPLACE FUNCTION {SCHEMA}.at_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql {DEFINER} AS $$
 BEGIN
   PERFORM {SCHEMA}.mark_transaction();
   INSERT INTO {TRUNCATES} VALUES (nextval('{ROW_SEQUENCE}'), pg_current_xact_id(), TG_ARGV[0]);
@@ -202,7 +208,7 @@ END"""
             *self._missing_columns(table, columns),
             f"CREATE INDEX IF NOT EXISTS {quote('xid_' + qualified_name(table))}"
             f" ON {log} (_rc_xid)",
-            f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql"
+            f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql {DEFINER}"
             f" AS $$\n{body} $$",
             f"CREATE OR REPLACE TRIGGER {TRIGGER} AFTER INSERT OR UPDATE OR DELETE ON {source}"
             f" FOR EACH ROW EXECUTE FUNCTION {function}()",

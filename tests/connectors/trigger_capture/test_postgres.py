@@ -347,3 +347,32 @@ def test_a_truncate_is_captured_in_its_place_in_the_transaction(pg: PgCase, tmp_
     with open_pipeline(config, "p") as pipeline:
         pipeline.run_until_caught_up()
     assert lake_rows(tmp_path / "lake", "public.t", ["id"]) == _source(pg)
+
+
+def test_an_application_role_without_grants_on_the_capture_writes_as_before(pg: PgCase) -> None:
+    _install(pg)
+    role = f"app_{pg.database}"
+    pg.sql(
+        f"CREATE ROLE {role}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON t TO {role}",
+    )
+    try:
+        session = pg.session()
+        session.execute(f"SET ROLE {role}")
+        _insert(session, 1, "by the application")
+        session.execute("UPDATE t SET id = 2 WHERE id = 1")
+        session.commit()
+        with _changes(pg) as changes:
+            read, _ = read_to_idle(changes)
+        assert [show(c)[:4] for c in read] == [
+            ("begin", 1),
+            ("c", 1, "public.t", (1,)),
+            ("d", 1, "public.t", (1,)),
+            ("c", 1, "public.t", (2,)),
+            ("commit", 1),
+        ]
+    finally:
+        session.rollback()
+        session.execute("RESET ROLE")
+        session.commit()
+        pg.sql(f"REVOKE ALL ON t FROM {role}", f"DROP ROLE {role}")
