@@ -19,6 +19,9 @@ from connectors.model import LogSource, LogSourceFactory
 if TYPE_CHECKING:
     from connectors.base import Connector
     from connectors.jdbc import JdbcDriver
+    from connectors.trigger_capture.dialect import TriggerDialect
+
+    CaptureDialectFactory = Callable[[str, str | None, Sequence[str]], TriggerDialect]
 
 PRODUCTS = ("duckdb", "hana", "mariadb", "oracle", "postgres", "sqlite", "synthetic")
 """The product folders of ``connectors/`` (each may hold ``connector.py``, ``log_source.py``)."""
@@ -26,6 +29,12 @@ PRODUCTS = ("duckdb", "hana", "mariadb", "oracle", "postgres", "sqlite", "synthe
 _CONNECTORS: dict[str, type[Connector]] = {}
 _LOG_SOURCES: dict[str, LogSourceFactory] = {}
 _LOG_PARAMETERS: dict[str, Callable[[str], bool]] = {}
+_CAPTURE_DIALECTS: dict[str, CaptureDialectFactory] = {}
+_TRIGGER_ONLY: set[str] = set()  # schemes whose products have no log: triggers by default
+CAPTURE_PARAMETER = "capture"
+"""The URL query parameter choosing how changes are captured: ``log`` (the product's log, the
+default where it has one) or ``trigger`` (``connectors.trigger_capture``)."""
+CAPTURE_METHODS = ("log", "trigger")
 
 
 def scheme_of(url: str) -> str:
@@ -53,6 +62,59 @@ def register_log_source(
             _LOG_PARAMETERS[scheme] = is_log_parameter
 
 
+def register_capture_dialect(
+    schemes: Sequence[str], factory: CaptureDialectFactory, *, only_capture: bool = False
+) -> None:
+    """Make ``factory`` the trigger capture of URLs with these schemes (each product's
+    ``trigger_dialect.py`` registers itself); ``only_capture``: the product has no log, so
+    its URLs capture by triggers without ``capture=trigger``."""
+    for scheme in schemes:
+        _CAPTURE_DIALECTS[scheme] = factory
+        if only_capture:
+            _TRIGGER_ONLY.add(scheme)
+
+
+def captures_by_trigger(url: str) -> bool:
+    """Whether a pipeline with this source URL reads trigger capture's logging tables."""
+    method = capture_method(url)
+    if method is not None:
+        return method == "trigger"
+    _load_products("trigger_dialect")
+    return scheme_of(url) in _TRIGGER_ONLY
+
+
+def capture_dialect_for(url: str, password: str | None, tables: Sequence[str]) -> TriggerDialect:
+    """The trigger capture of ``tables`` at ``url``.
+
+    Raises:
+        ConfigError: No product serving the scheme has trigger capture.
+    """
+    _load_products("trigger_dialect")
+    scheme = scheme_of(url)
+    if scheme not in _CAPTURE_DIALECTS:
+        known = ", ".join(sorted(_CAPTURE_DIALECTS))
+        raise ConfigError(f"no trigger capture for URL scheme {scheme!r}; known: {known}")
+    return _CAPTURE_DIALECTS[scheme](url, password, tables)
+
+
+def capture_method(url: str) -> str | None:
+    """The URL's ``capture`` parameter (``None``: not given).
+
+    Raises:
+        ConfigError: A value other than ``log`` or ``trigger``.
+    """
+    from urllib.parse import parse_qsl, urlsplit
+
+    given = [v for k, v in parse_qsl(urlsplit(url).query) if k == CAPTURE_PARAMETER]
+    if not given:
+        return None
+    if given[-1] not in CAPTURE_METHODS:
+        raise ConfigError(
+            f"URL parameter {CAPTURE_PARAMETER}={given[-1]!r} must be one of {CAPTURE_METHODS}"
+        )
+    return given[-1]
+
+
 def connector_for(url: str, password: str | None = None) -> Connector:
     """The connector serving ``url``.
 
@@ -73,6 +135,10 @@ def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> Log
     Raises:
         ConfigError: No product with a log reader serves the scheme.
     """
+    if captures_by_trigger(url):
+        from connectors.trigger_capture.log_source import open_trigger_source
+
+        return open_trigger_source(capture_dialect_for(url, password, tables))
     _load_products("log_source")
     scheme = scheme_of(url)
     if scheme not in _LOG_SOURCES:
@@ -90,10 +156,16 @@ def without_log_parameters(url: str) -> str:
 
     _load_products("log_source")
     is_log_parameter = _LOG_PARAMETERS.get(scheme_of(url))
-    if is_log_parameter is None:
+    if is_log_parameter is None and capture_method(url) is None:
         return url
     parsed = make_url(url)
-    dropped = [name for name in parsed.query if is_log_parameter(name)]
+    dropped = [
+        name
+        for name in parsed.query
+        if name == CAPTURE_PARAMETER or (is_log_parameter is not None and is_log_parameter(name))
+    ]
+    if not dropped:
+        return url
     return parsed.difference_update_query(dropped).render_as_string(hide_password=False)
 
 
@@ -108,7 +180,8 @@ def jdbc_drivers() -> list[JdbcDriver]:
 
 
 def _load_products(role: str) -> None:
-    """Import every product's ``role`` module (``connector`` or ``log_source``), which
+    """Import every product's ``role`` module (``connector``, ``log_source``,
+    ``trigger_dialect``), which
     registers it; a log source's module is imported only when a log is asked for."""
     for product in PRODUCTS:
         module = f"connectors.{product}.{role}"

@@ -44,11 +44,17 @@ def _config(work: Path) -> str:
     )
 
 
-def _cdc_config(work: Path, state: str = "state", lake: str = "lake", target: str = "lake") -> str:
+def _cdc_config(
+    work: Path,
+    state: str = "state",
+    lake: str = "lake",
+    source: str = "postgresql://u@127.0.0.1:1/db",
+    target: str = "lake",
+) -> str:
     path = work / "p.yaml"
     path.write_text(
         "connections:\n"
-        "  src: {url: 'postgresql://u@127.0.0.1:1/db'}\n"
+        f"  src: {{url: '{source}'}}\n"
         f"  lake: {{lake: '{work / lake}'}}\n"
         f"  db: {{url: 'sqlite:///{work / 'target.db'}'}}\n"
         "pipelines:\n"
@@ -137,6 +143,18 @@ CASES = [
         "cdc run",
         lambda w: ["-c", _cdc_config(w, target="db"), "--pipeline", "p"],
         "is a sqlite database",
+    ),
+    Case("cdc install-capture", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case(
+        "cdc install-capture",
+        lambda w: ["-c", _cdc_config(w), "--pipeline", "p", "--dry-run"],
+        "capture=trigger",
+    ),
+    Case("cdc remove-capture", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case(
+        "cdc remove-capture",
+        lambda w: ["-c", _cdc_config(w, source=f"sqlite:///{w / 'none.db'}"), "--pipeline", "p"],
+        "main schema only",
     ),
     Case("package", lambda w: ["--out", str(w / "afile")], "afile"),
     Case("check-contract", lambda w: ["--master", "local[2]", "--bogus"], "--bogus"),

@@ -13,7 +13,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 import typer
 from typer.exceptions import TyperException
@@ -32,6 +32,7 @@ PROGRESS_LOGGERS = (
     "validator.commands.cdc",
     "validator.positions",
     "validator.cdc_pipeline",
+    "connectors.trigger_capture.log_reader",  # the purge and its lag
 )
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
@@ -373,6 +374,52 @@ def hana_log_position(
     location = locate_position(config, connection, position, volume=volume, partition=partition)
     typer.echo(describe_location(location, volume))
     raise typer.Exit(EXIT_LOG_GONE if location.kind is Availability.GONE else EXIT_OK)
+
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the statements only; change nothing.")
+]
+
+
+@cdc_app.command("install-capture")
+def cdc_install_capture(
+    config: ConfigOption,
+    pipeline: Annotated[str, typer.Option(help="The pipeline's name in the config.")],
+    dry_run: DryRunOption = False,
+    set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
+) -> None:
+    """Set up trigger capture (logging tables, triggers) of a pipeline's tables, printing
+    each statement (idempotent)."""
+    _change_capture(config, pipeline, "install", dry_run, set_)
+
+
+@cdc_app.command("remove-capture")
+def cdc_remove_capture(
+    config: ConfigOption,
+    pipeline: Annotated[str, typer.Option(help="The pipeline's name in the config.")],
+    dry_run: DryRunOption = False,
+    set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
+) -> None:
+    """Remove a pipeline's trigger capture, printing each statement (idempotent)."""
+    _change_capture(config, pipeline, "remove", dry_run, set_)
+
+
+def _change_capture(
+    config: Path,
+    pipeline: str,
+    action: Literal["install", "remove"],
+    dry_run: bool,
+    sets: list[str],
+) -> None:
+    from validator.commands.capture import change_capture
+
+    plan = change_capture(
+        config, pipeline, action, typer.echo, dry_run=dry_run, overrides=_overrides(sets)
+    )
+    done = "would run" if dry_run else "ran"
+    typer.echo(
+        f"-- {action} capture of {', '.join(plan.tables)}: {done} {len(plan.statements)} statements"
+    )
 
 
 def _configure_logging() -> None:

@@ -38,7 +38,7 @@ from connectors.postgres.types import (
     to_arrow,
 )
 from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
-from connectors.registry import register_connector
+from connectors.registry import CAPTURE_PARAMETER, register_connector
 
 if TYPE_CHECKING:
     import psycopg
@@ -140,7 +140,11 @@ class PostgresConnector(Connector):
 
         url = self._parsed_url()
         password = self.password if self.password is not None else url.password
-        extra = {k: str(v) for k, v in url.query.items() if not is_log_parameter(k)}
+        extra = {
+            k: str(v)
+            for k, v in url.query.items()
+            if not is_log_parameter(k) and k != CAPTURE_PARAMETER
+        }
         options = " ".join(filter(None, [extra.pop("options", ""), "-c TimeZone=UTC"]))
         params = {
             "host": url.host,

@@ -112,7 +112,7 @@ class SQLiteConnector(Connector):
         schema = self.arrow_schema(table, columns)
         where, params = partition.predicate(_quote, "?")
         select = ", ".join(_quote(c) for c in columns)
-        converters = [_converter(table.column(c)) for c in columns]
+        converters = [value_converter(table.column(c)) for c in columns]
         with closing(self._connect()) as connection:
             connection.execute("BEGIN")  # one read transaction: a consistent snapshot
             cursor = connection.execute(
@@ -127,7 +127,7 @@ class SQLiteConnector(Connector):
                 yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _converter(column: SourceColumn) -> Callable[[Any], Any]:
+def value_converter(column: SourceColumn) -> Callable[[Any], Any]:
     """Stored value -> the value the declared type means (SQLite may store it as text)."""
     ltype = column.ltype
     if isinstance(ltype, lt.DecimalType):

@@ -66,7 +66,8 @@ def test_sigterm_flushes_checkpoints_and_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("sqlite:///x.db", "no log reader for URL scheme 'sqlite'"),
+        ("duckdb:///x.db", "no log reader for URL scheme 'duckdb'"),
+        ("sqlite:///x.db", "SQLite trigger capture covers the main schema only"),
         ("synthetic:///?tables=2&colour=red", "synthetic URL parameter 'colour' unknown"),
     ],
 )
