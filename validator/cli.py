@@ -225,10 +225,12 @@ def demo(
     source: Annotated[
         DemoSource,
         typer.Option(
-            help="duckdb: an embedded DuckDB source and a drifted lake copy; mariadb: a"
-            " private MariaDB server replicated into the lake by the CDC pipeline."
+            help="sqlite: an embedded SQLite source with trigger capture, replicated into the"
+            " lake, drifted, validated, re-synced and validated again; duckdb: an embedded"
+            " DuckDB source and a drifted lake copy; mariadb: a private MariaDB server"
+            " replicated into the lake by the CDC pipeline."
         ),
-    ] = DemoSource.DUCKDB,
+    ] = DemoSource.SQLITE,
 ) -> None:
     """Run the demo: a source, a drifted Delta lake copy, validation (see --source)."""
     from validator.commands.outputs import check_outputs, write_outputs
@@ -240,18 +242,38 @@ def demo(
         typer.echo(f"demo source, lake and config written under {workdir.resolve()}", err=True)
         document, masker, lake = _run_validation(setup.config, [], [])
         outputs = write_outputs(document, workdir.resolve() / "out", lake=lake, masker=masker)
+        _print_summary(document)
+        typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
+        found = found_differences(document)
+        if found != setup.expected:
+            typer.echo(
+                f"demo FAILED: missed {sorted(setup.expected - found)}, "
+                f"unexpected {sorted(found - setup.expected)}",
+                err=True,
+            )
+            raise typer.Exit(EXIT_DIFFERENCES)
+        typer.echo(f"demo: exactly the {len(found)} injected differences were found")
+        if setup.repairs:
+            _demo_repairs(setup.config, outputs.result)
+    typer.echo("demo ok")
+
+
+def _demo_repairs(config: Path, result: Path) -> None:
+    """The demo's last act: re-sync what the validation found, then validate everything."""
+    from validator.commands.outputs import write_outputs
+    from validator.commands.resync import ResyncArguments, run_resync, summary_lines
+
+    outcome, files = run_resync(ResyncArguments(config, result, verbose=_VERBOSE))
+    for line in summary_lines(outcome):
+        typer.echo(f"resync: {line}")
+    document, masker, lake = _run_validation(config, [], [])
+    outputs = write_outputs(document, result.parent.parent / "after", lake=lake, masker=masker)
     _print_summary(document)
-    typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
-    found = found_differences(document)
-    if found == setup.expected:
-        typer.echo(f"demo ok: exactly the {len(found)} injected differences were found")
-        raise typer.Exit(EXIT_OK)
-    typer.echo(
-        f"demo FAILED: missed {sorted(setup.expected - found)}, "
-        f"unexpected {sorted(found - setup.expected)}",
-        err=True,
-    )
-    raise typer.Exit(EXIT_DIFFERENCES)
+    typer.echo(f"re-sync report: {files.html}\nresult after the re-sync: {outputs.result}")
+    if document["status"] != "in_sync":
+        typer.echo("demo FAILED: the lake is not in sync after the re-sync", err=True)
+        raise typer.Exit(EXIT_DIFFERENCES)
+    typer.echo("demo: the re-sync repaired them; the lake equals the source again")
 
 
 @app.command()

@@ -46,6 +46,8 @@ def test_demo_runs_under_spark_submit(tmp_path: Path) -> None:
             str(bundle.archive),
             str(bundle.launcher),
             "demo",
+            "--source",
+            "duckdb",
             "--workdir",
             str(tmp_path / "work"),
         ],
@@ -57,7 +59,7 @@ def test_demo_runs_under_spark_submit(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "demo ok: exactly the 13 injected differences were found" in result.stdout
+    assert "demo: exactly the 13 injected differences were found" in result.stdout
     # --py-files entries come first on the path: the driver imported replcheck from the zip
     # (spark-submit merges the Python driver's stderr into its own stdout).
     assert f"replcheck imported from {bundle.archive}" in result.stdout

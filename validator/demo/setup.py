@@ -18,6 +18,7 @@ class DemoSetup:
 
     config: Path
     expected: Expected
+    repairs: bool = False  # the demo re-syncs what it found, then validates again
 
 
 def found_differences(document: dict[str, Any]) -> Expected:
@@ -32,5 +33,6 @@ def found_differences(document: dict[str, Any]) -> Expected:
 class DemoSource(enum.StrEnum):
     """Where the demo's source data lives."""
 
+    SQLITE = "sqlite"  # an embedded SQLite file with trigger capture: the whole loop
     DUCKDB = "duckdb"  # an embedded DuckDB file and a lake copy written directly
     MARIADB = "mariadb"  # a private MariaDB server, replicated by the real CDC pipeline

@@ -1,4 +1,5 @@
-"""The demo the command asked for: DuckDB (embedded, the default) or a private MariaDB."""
+"""The demo the command asked for: SQLite with trigger capture (embedded, the default),
+DuckDB (embedded, a prepared lake) or a private MariaDB."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def demo_source(
         from validator.demo.mariadb import mariadb_demo
 
         with mariadb_demo(workdir, echo) as setup:
+            yield setup
+    elif source is DemoSource.SQLITE:
+        from validator.demo.sqlite import sqlite_demo
+
+        with sqlite_demo(workdir, echo) as setup:
             yield setup
     else:
         from validator.demo.duckdb import build_demo
