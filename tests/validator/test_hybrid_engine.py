@@ -24,6 +24,7 @@ from deltalake import DeltaTable
 
 from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable, append_changelog, high_water_mark
 from cdc_core.names import format_table
+from reports.json_schema import validate_result
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
@@ -170,7 +171,9 @@ def _validate(spark: Any, tmp_path: Path, drifted: Drifted, engine: str) -> dict
         + f"validation: {{lake_wait_timeout_s: 60, engine: {engine}}}\n",
         encoding="utf-8",
     )
-    return validate(spark, load_validator_config(path, environ={}))
+    document = validate(spark, load_validator_config(path, environ={}))
+    validate_result(document)  # result.json's schema knows the engine
+    return document
 
 
 def _detail(comparison: dict[str, Any]) -> set[tuple[Any, ...]]:
