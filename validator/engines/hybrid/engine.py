@@ -8,14 +8,13 @@ database engine (``validator.engines.database.engine``), the source side run by 
    snapshot at its own position, or all in one shared snapshot) send ``(leaf, count, sum
    of MD5 row hashes)``, while Spark reads the lake as of those positions, hashes its
    compared columns with the same MD5 flavour into the same leaves (``lake.py`` here) and
-   sends the lake's digests (one pass over the lake, nothing persisted);
+   sends the lake's digests;
 2. the Merkle trees of both sides give the mismatched leaves;
 3. **keys** — only for those leaves, each source slice sends ``(key, key bytes, leaf, row
-   hash)`` (an index range scan under range leaves) while Spark reads the same from a
-   second pass over the lake that keeps (persists) only those leaves' rows; keys are
-   classified on the driver;
+   hash)`` (an index range scan under range leaves) while Spark reads the same from the
+   lake's persisted rows; keys are classified on the driver;
 4. **columns** — the changed keys' source rows are read again, each in its slice's
-   snapshot, and compared with the canonical payloads of the lake's kept rows.
+   snapshot, and compared with the lake's canonical payloads.
 
 Only leaf digests, the keys and hashes of the rows in mismatched leaves and the changed
 rows leave the source database.
@@ -49,13 +48,7 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
-from validator.engines.hybrid.lake import (
-    hash_into_leaves,
-    lake_digests,
-    lake_keys,
-    lake_rows,
-    rows_in_leaves,
-)
+from validator.engines.hybrid.lake import hash_into_leaves, lake_digests, lake_keys, lake_rows
 from validator.engines.spark.compare import Side, cache_level
 from validator.engines.spark.engine import target_side
 from validator.expectations import check_columns
@@ -107,24 +100,23 @@ def compare_with_lake(
         with timer.phase("lake"):  # waits for the lake to reach the source's positions
             target = target_side(spark, plan, positions)
         check_columns(plan.comparison.expectations, target.frame.columns, target.label)
-        lake = hash_into_leaves(_in_layout_names(target.frame, plan), layout, scheme)
+        hashed = hash_into_leaves(_in_layout_names(target.frame, plan), layout, scheme)
+        lake = hashed.persist(cache_level())
+        stack.callback(lake.unpersist)
         with timer.phase("leaves"):
             digests = _with_lake(slices, digests_of, partial(lake_digests, lake))
             trees = [build_tree(side, scheme.depth) for side in digests]
             mismatched = diff_trees(*trees).mismatched_leaves
-        # The lake's rows of the mismatched leaves, kept for the keys and the columns.
-        drifted = rows_in_leaves(lake, mismatched).persist(cache_level())
-        stack.callback(drifted.unpersist)
         with timer.phase("keys"):
             keyed = _with_lake(
                 slices,
                 partial(keys_of, mismatched=mismatched),
-                partial(lake_keys, drifted, layout) if mismatched else dict,
+                partial(lake_keys, lake, layout, mismatched),
             )
             diff = classify(*keyed)
         findings = reported(diff, settings.max_reported_rows)
         with timer.phase("columns"):
-            columns = _changed_columns(slices, drifted, layout, findings, settings)
+            columns = _changed_columns(slices, lake, layout, findings, settings)
     differences: list[Difference] = []
     for finding in findings:
         differences.extend(to_differences(finding, columns))
@@ -153,19 +145,18 @@ def compare_with_lake(
 
 def _changed_columns(
     slices: Sequence[Slice],
-    drifted: DataFrame,
+    lake: DataFrame,
     layout: RowLayout,
     findings: Sequence[KeyFinding],
     settings: CompareSettings,
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys: the source's rows read in their
-    slices' snapshots, the lake's payloads and values from its rows in the mismatched
-    leaves (``drifted``)."""
+    slices' snapshots, the lake's payloads and values from its persisted rows."""
     changed = [f for f in findings if f.kind == "changed"]
     if not changed:
         return {}
     source = side_rows(slices, changed, 0, layout)
-    found = lake_rows(drifted, layout, changed)
+    found = lake_rows(lake, layout, changed)
     differ = ColumnDiffer(layout, settings.sensitive)
     result: dict[Key, tuple[ColumnChange, ...]] = {}
     for finding in changed:

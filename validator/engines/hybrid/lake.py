@@ -3,11 +3,8 @@
 The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
 the hash the source database computes) and the leaf the source's ``LeafScheme`` gives their
-key, computed as ``connectors.pushdown`` computes it in SQL. The leaf digests are one pass
-over the lake, with nothing persisted: an in-sync table (the usual nightly run) needs no
-other. Only when leaves mismatch, a second pass keeps the rows of those leaves
-(``rows_in_leaves``, persisted by the caller), whose keys and changed rows are then read
-from that small frame.
+key, computed as ``connectors.pushdown`` computes it in SQL. The hashed frame is persisted
+once; keys and changed rows are then read from it for the mismatched leaves only.
 """
 
 from __future__ import annotations
@@ -68,8 +65,7 @@ def lake_digests(hashed: DataFrame) -> dict[int, LeafDigest]:
     return leaf_digests_of_hashed(hashed)
 
 
-def rows_in_leaves(hashed: DataFrame, leaves: Sequence[int]) -> DataFrame:
-    """The hashed rows in ``leaves``."""
+def _in_leaves(hashed: DataFrame, leaves: Sequence[int]) -> DataFrame:
     from pyspark.sql import functions as F
 
     spark = hashed.sparkSession
@@ -77,8 +73,11 @@ def rows_in_leaves(hashed: DataFrame, leaves: Sequence[int]) -> DataFrame:
     return hashed.join(F.broadcast(wanted), LEAF)
 
 
-def lake_keys(rows: DataFrame, layout: RowLayout) -> dict[bytes, KeyEntry]:
-    """The keys of hashed ``rows`` by canonical key bytes (as the source's are)."""
+def lake_keys(hashed: DataFrame, layout: RowLayout, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
+    """The lake's keys in ``leaves``, by canonical key bytes (as the source's are)."""
+    if not leaves:
+        return {}
+    rows = _in_leaves(hashed, leaves)
     keyed = rows.select(
         *[backtick_quote(k) for k in layout.key],
         key_bytes_column(rows, layout).alias(_KEY_BYTES),
@@ -89,17 +88,17 @@ def lake_keys(rows: DataFrame, layout: RowLayout) -> dict[bytes, KeyEntry]:
 
 
 def lake_rows(
-    rows: DataFrame, layout: RowLayout, changed: Sequence[KeyFinding]
+    hashed: DataFrame, layout: RowLayout, changed: Sequence[KeyFinding]
 ) -> dict[bytes, tuple[list[bytes | None], list[Any]]]:
-    """The canonical payloads and values (layout order) of the hashed ``rows`` of
-    ``changed`` keys, by canonical key bytes. Payloads are Spark's, so a value Python would
-    convert on its way out of Spark (a timestamp) is still compared as the contract encodes
-    it."""
+    """The canonical payloads and values (layout order) of the lake's rows of ``changed``
+    keys, by canonical key bytes. Payloads are Spark's, so a value Python would convert on
+    its way out of Spark (a timestamp) is still compared as the contract encodes it."""
     from pyspark.sql import functions as F
 
     if not changed:
         return {}
-    spark = rows.sparkSession
+    spark = hashed.sparkSession
+    rows = _in_leaves(hashed, [f.leaf for f in changed])
     wanted = spark.createDataFrame(
         [(bytearray(f.key_bytes),) for f in changed], f"{_KEY_BYTES} binary"
     )
