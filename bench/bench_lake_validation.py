@@ -203,7 +203,8 @@ def main(argv: list[str]) -> int:
     print("|---|---|---|---|---|---|")
     for run in runs:
         hits = len(run.findings & expected)
-        recall, precision = hits / len(expected), hits / max(1, len(run.findings))
+        recall = hits / len(expected) if expected else 1.0
+        precision = hits / len(run.findings) if run.findings else 1.0
         print(
             f"| replcheck validate, {run.engine} engine | {run.seconds:.1f} s | {run.exit_code}"
             f" | {recall:.0%} | {precision:.0%} | {run.load} |"
