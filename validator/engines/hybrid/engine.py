@@ -27,7 +27,6 @@ from contextlib import ExitStack
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.names import backtick_quote
 from merkle.layout import RowLayout
 from merkle.tree import build_tree, diff_trees
 from validator.engines.database.engine import PhaseTimer
@@ -50,7 +49,7 @@ from validator.engines.database.slices import (
 )
 from validator.engines.hybrid.lake import hash_into_leaves, lake_digests, lake_keys, lake_rows
 from validator.engines.spark.compare import Side, cache_level
-from validator.engines.spark.engine import target_side
+from validator.engines.spark.engine import in_layout_names, target_side
 from validator.expectations import check_columns
 from validator.plan import ComparisonPlan, EngineRun
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
@@ -73,17 +72,6 @@ def _with_lake(
     return merged, results[-1]
 
 
-def _in_layout_names(frame: DataFrame, plan: ComparisonPlan) -> DataFrame:
-    """The lake's compared columns, named as the layout (the source) names them."""
-    reconciled = plan.reflected.reconciled
-    return frame.select(
-        *[
-            frame[backtick_quote(reconciled.target_names[name])].alias(name)
-            for name in reconciled.layout.names
-        ]
-    )
-
-
 def compare_with_lake(
     spark: SparkSession, plan: ComparisonPlan, source: DatabaseSide
 ) -> tuple[ComparisonResult, Side]:
@@ -100,7 +88,8 @@ def compare_with_lake(
         with timer.phase("lake"):  # waits for the lake to reach the source's positions
             target = target_side(spark, plan, positions)
         check_columns(plan.comparison.expectations, target.frame.columns, target.label)
-        hashed = hash_into_leaves(_in_layout_names(target.frame, plan), layout, scheme)
+        compared = in_layout_names(target.frame, plan.reflected.reconciled)
+        hashed = hash_into_leaves(compared, layout, scheme)
         lake = hashed.persist(cache_level())
         stack.callback(lake.unpersist)
         with timer.phase("leaves"):
