@@ -4,7 +4,12 @@
 engines: ``replcheck check-contract``) holds one row per line::
 
     {"id": "decimal-003", "options": {...}, "columns": [{"type": "decimal(10,2)",
-     "value": "1.10"}, ...], "canonical": "<hex of the row bytes>", "row_hash": <int>}
+     "value": "1.10"}, ...], "canonical": "<hex of the row bytes>", "row_hash": <int>,
+     "row_hash_md5": <int>}
+
+``row_hash`` is the xxh64 flavour of the contract, ``row_hash_md5`` the MD5 flavour
+(``merkle.hashing.md5_hash64``) that databases compute; every implementation of a flavour
+reproduces it.
 
 Values by logical type: ``integer`` a JSON number; ``decimal`` a string; ``float`` a string
 read by ``float()`` (so ``nan``, ``inf``, ``-0.0`` work); ``string``/``char``/``json`` a
@@ -28,7 +33,7 @@ from importlib import resources
 from typing import Any
 
 from merkle.canonical import Interval, RowEncoder, time_tz_parts
-from merkle.hashing import hash_bytes
+from merkle.hashing import hash_bytes, md5_hash64
 from merkle.layout import RowLayout
 from merkle.options import ComparisonOptions
 from merkle.types import (
@@ -54,8 +59,9 @@ from merkle.types import (
 
 VECTORS_FILE = "golden_vectors.jsonl"
 
-Outcome = tuple[str, int]
-"""What an implementation produced for a vector: canonical bytes as hex, and the row hash."""
+Outcome = tuple[str, int, int]
+"""What an implementation produced for a vector: canonical bytes as hex, the row hash, and
+the row hash in the MD5 flavour."""
 
 
 def vectors_text() -> str:
@@ -70,7 +76,7 @@ def load_vectors() -> list[dict[str, Any]]:
 
 def expected_outcomes(vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
     """What the file says each vector must produce."""
-    return {v["id"]: (v["canonical"], v["row_hash"]) for v in vectors}
+    return {v["id"]: (v["canonical"], v["row_hash"], v["row_hash_md5"]) for v in vectors}
 
 
 def python_outcomes(vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
@@ -81,7 +87,7 @@ def python_outcomes(vectors: list[dict[str, Any]]) -> dict[str, Outcome]:
         columns = zip(ltypes, vector["columns"], strict=True)
         values = [to_python(ltype, column["value"]) for ltype, column in columns]
         data = RowEncoder(ltypes, options_of(vector)).to_bytes(values)
-        produced[vector["id"]] = (data.hex(), hash_bytes(data))
+        produced[vector["id"]] = (data.hex(), hash_bytes(data), md5_hash64(data))
     return produced
 
 
@@ -94,7 +100,10 @@ def spark_outcomes(spark: Any, vectors: list[dict[str, Any]]) -> dict[str, Outco
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame)
-    return {r["id"]: (bytes(r["bytes"]).hex(), r["row_hash"]) for r in combined.collect()}
+    return {
+        r["id"]: (bytes(r["bytes"]).hex(), r["row_hash"], r["row_hash_md5"])
+        for r in combined.collect()
+    }
 
 
 def _group_key(vector: dict[str, Any]) -> tuple[str, ...]:
@@ -108,7 +117,7 @@ def _spark_frame(spark: Any, vectors: list[dict[str, Any]]) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from merkle.spark import row_bytes_column
+    from merkle.spark import md5_hash64_column, row_bytes_column
 
     first = vectors[0]
     ltypes = ltypes_of(first)
@@ -126,7 +135,12 @@ def _spark_frame(spark: Any, vectors: list[dict[str, Any]]) -> Any:
             df = df.withColumn(name, F.make_ym_interval(F.lit(0), F.col(name)))
     layout = RowLayout.of(list(zip(names, ltypes, strict=True)), [names[0]], options_of(first))
     row_bytes = row_bytes_column(df, layout)
-    return df.select("id", row_bytes.alias("bytes"), F.xxhash64(row_bytes).alias("row_hash"))
+    return df.select(
+        "id",
+        row_bytes.alias("bytes"),
+        F.xxhash64(row_bytes).alias("row_hash"),
+        md5_hash64_column(row_bytes).alias("row_hash_md5"),
+    )
 
 
 def options_of(vector: dict[str, Any]) -> ComparisonOptions:

@@ -15,6 +15,10 @@ Spark 4 runs in ANSI mode, where ``sum`` of 64-bit hashes raises on overflow: ea
 split into a signed upper and an unsigned lower 32-bit half, the halves are summed as
 longs, and the wrapping sum is put back together with bit operations.
 
+The MD5 flavour (``merkle.hashing.md5_hash64``, what databases compute) is Spark's native
+``md5`` of the same bytes: its first 16 hex digits are read as two unsigned 32-bit halves
+and joined with bit operations, which wrap where ANSI arithmetic would raise.
+
 The session time zone must be UTC: ``timestamp`` (no zone) values are read as wall clocks
 through Spark's session zone.
 """
@@ -365,6 +369,26 @@ def leaf_column(key_hash: Column, depth: int) -> Column:
     return F.shiftrightunsigned(key_hash, 64 - depth)
 
 
+def md5_hash64_column(data: Column) -> Column:
+    """``merkle.hashing.md5_hash64`` of binary ``data``: the first 8 bytes of its MD5,
+    big-endian, as a signed 64-bit integer."""
+    digest = F.md5(data)  # 32 lower-case hex digits
+
+    def half(start: int) -> Column:
+        return F.conv(F.substring(digest, start, 8), 16, 10).cast("bigint")  # < 2**32
+
+    return F.shiftleft(half(1), 32).bitwiseOR(half(9))
+
+
+def with_md5_hashes(df: DataFrame, layout: RowLayout) -> DataFrame:
+    """``df`` plus ``_key_hash`` and ``_row_hash`` in the MD5 flavour of the contract (the
+    database engine's hashes), for comparing with digests a database computed."""
+    _check_session_zone(df)
+    return df.withColumn(KEY_HASH, md5_hash64_column(key_bytes_column(df, layout))).withColumn(
+        ROW_HASH, md5_hash64_column(row_bytes_column(df, layout))
+    )
+
+
 def with_hashes(df: DataFrame, layout: RowLayout, depth: int) -> DataFrame:
     """``df`` plus ``_key_hash``, ``_row_hash`` and ``_leaf`` columns."""
     _check_session_zone(df)
@@ -428,7 +452,9 @@ __all__ = [
     "leaf_digest_frame",
     "leaf_digests",
     "leaf_digests_of_hashed",
+    "md5_hash64_column",
     "payload_column",
     "row_bytes_column",
     "with_hashes",
+    "with_md5_hashes",
 ]

@@ -19,9 +19,10 @@ keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` 
 
 ``validation.engine`` (or a comparison's own ``engine``) says who computes the digests:
 ``auto`` (the default) lets two databases that can compute their own do so, with no Spark
-and no full read (``connectors.pushdown``), and uses Spark otherwise (a lake target, JSON
-columns, ``float_digits``, ...); ``spark`` and ``database`` insist on one engine.
-``validation.database_parallelism`` is how many connections each database reads on.
+and no full read (``connectors.pushdown``); against a lake target it lets such a source
+compute its own while Spark hashes the lake (``hybrid``); it uses Spark alone otherwise
+(JSON columns, ``float_digits``, ...); ``spark``, ``database`` and ``hybrid`` insist on one
+engine. ``validation.database_parallelism`` is how many connections each database reads on.
 
 ``expectations`` (optional) is a data-quality suite checked with Great Expectations on the
 target as materialised at the agreed position (``validator.expectations``). Columns are
@@ -64,7 +65,7 @@ from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 
-ENGINES = ("auto", "spark", "database")
+ENGINES = ("auto", "spark", "database", "hybrid")
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
 # table), "mariadb" (a MariaDB replica: GTID), "postgres" (a subscriber or standby: LSN),
 # "none" (nothing in flight: no re-check), "unknown" (re-check after the lag).
@@ -208,9 +209,10 @@ class ValidationSettings:
     replica_wait_timeout_s: float = 300.0  # a replcheck-fed target must reach a position
     max_reported_rows: int = 1000  # differing rows detailed per comparison
     # Who computes the digests (ENGINES): "auto" lets two databases compute their own when
-    # both can (connectors.pushdown), else Spark; "spark" or "database" insist.
+    # both can (connectors.pushdown), a source database against a lake ("hybrid"), else
+    # Spark; "spark", "database" or "hybrid" insist.
     engine: str = "auto"
-    database_parallelism: int = 2  # database engine: connections a side reads on at once
+    database_parallelism: int = 2  # database/hybrid: connections a database reads on at once
     # The secret sensitive key parts are hashed under (validator.key_masks); None: per run.
     mask_key: Secret | None = None
 

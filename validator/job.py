@@ -1,11 +1,13 @@
 """Run the configured comparisons and return the run's result document.
 
-Each comparison runs in one of two engines (``validation.engine``): the two databases
-compute their own digests when both can (``validator.engines.database.engine``), else Spark does
-(``validator.engines.spark.engine``), in one session for the whole run, started only when a
-comparison needs it (so a run in the databases never imports pyspark). A source without a
-transaction log (DuckDB, SQLite) has no position: it is compared with a lake target as of
-the lake's high-water mark, i.e. with everything the lake has.
+Each comparison runs in one of three engines (``validation.engine``): the two databases
+compute their own digests when both can (``validator.engines.database.engine``); a source
+database computes its own while Spark hashes the lake target
+(``validator.engines.hybrid.engine``); else Spark does it all
+(``validator.engines.spark.engine``). Spark runs in one session for the whole run, started
+only when a comparison needs it (so a run in the databases never imports pyspark). A source
+without a transaction log (DuckDB, SQLite) has no position: it is compared with a lake
+target as of the lake's high-water mark, i.e. with everything the lake has.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def run_comparison(
 def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSession]) -> Engine:
     if plan.databases is not None:
         return DatabaseEngine()
+    if plan.lake_source is not None:
+        from validator.engines.hybrid.engine import HybridEngine
+
+        return HybridEngine(_session(spark))
     from validator.engines.spark.engine import SparkEngine
 
     return SparkEngine(_session(spark))

@@ -1,9 +1,10 @@
 """One plan per comparison: everything an engine needs, built once, in one place.
 
 ``plan_comparison`` reflects both sides, reconciles their columns, chooses the engine
-(``validation.engine``: the two databases when both can compute their own digests, else
-Spark) and gathers the settings the run needs; an engine then gets the plan and nothing
-else (never the whole config). Both engines answer to ``Engine``.
+(``validation.engine``: the two databases when both can compute their own digests; the
+source database and Spark on the lake (``hybrid``) when the target is a lake and the
+source can; else Spark) and gathers the settings the run needs; an engine then gets the
+plan and nothing else (never the whole config). Every engine answers to ``Engine``.
 """
 
 from __future__ import annotations
@@ -33,16 +34,23 @@ class ComparisonPlan:
     Attributes:
         reflected: Both sides as reflected, the reconciled layout and the key.
         settings: Tree and report sizes, sensitive columns, how long to wait for a lake.
-        databases: Both sides planned for the database engine; None: Spark compares.
-        parallelism: Connections a side reads on at once (database engine).
+        databases: Both sides planned for the database engine; None: it does not compare.
+        lake_source: The source planned for the hybrid engine (its digests in its database,
+            the lake's in Spark); None: it does not compare.
+        parallelism: Connections a database side reads on at once (database, hybrid).
         recheck_lag_s: Live targets: how long to wait before re-checking differences.
     """
 
     reflected: Reflected
     settings: CompareSettings
     databases: tuple[DatabaseSide, DatabaseSide] | None
+    lake_source: DatabaseSide | None
     parallelism: int
     recheck_lag_s: float
+
+    def __post_init__(self) -> None:
+        if self.databases is not None and self.lake_source is not None:
+            raise ValueError("a comparison is planned for one engine")
 
     @property
     def comparison(self) -> ComparisonConfig:
@@ -75,32 +83,52 @@ def plan_comparison(config: ValidatorConfig, comparison: ComparisonConfig) -> Co
         lake_wait_timeout_s=validation.lake_wait_timeout_s,
     )
     engine = comparison.engine or validation.engine
-    databases = _database_sides(reflected, engine)
+    databases, lake_source = _pushed_sides(reflected, engine)
     return ComparisonPlan(
-        reflected, settings, databases, validation.database_parallelism, validation.recheck_lag_s
+        reflected,
+        settings,
+        databases,
+        lake_source,
+        validation.database_parallelism,
+        validation.recheck_lag_s,
     )
 
 
-def _database_sides(reflected: Reflected, engine: str) -> tuple[DatabaseSide, DatabaseSide] | None:
-    """Both sides planned for the database engine, or None to compare in Spark."""
+Pushed = tuple[tuple[DatabaseSide, DatabaseSide] | None, DatabaseSide | None]
+"""Both sides for the database engine, or the source for the hybrid engine (or neither)."""
+
+
+def _pushed_sides(reflected: Reflected, engine: str) -> Pushed:
+    """The sides that compute their own digests, for the database or the hybrid engine;
+    neither when Spark compares."""
     if engine == "spark":
-        return None
+        return None, None
     comparison = reflected.comparison
     try:
-        if reflected.target is None:
-            raise NotPushable("the target is a lake, which only Spark reads")
-        layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
-        same = {n: n for n in layout.names}
-        source = plan_side(
-            reflected.source, reflected.source_schema, layout, same, reflected.source_label
-        )
-        target = plan_side(*reflected.target, layout, names, reflected.target_label)
+        return _plan_pushed(reflected, engine)
     except NotPushable as exc:
-        if engine == "database":
+        if engine in ("database", "hybrid"):
             raise ConfigError(
-                f"comparison {comparison.name}: the database engine cannot compare it ({exc});"
+                f"comparison {comparison.name}: the {engine} engine cannot compare it ({exc});"
                 " set engine: auto or spark"
             ) from exc
         log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
-        return None
-    return source, target
+        return None, None
+
+
+def _plan_pushed(reflected: Reflected, engine: str) -> Pushed:
+    """The pushed sides (``engine``: auto, database or hybrid), or NotPushable."""
+    if reflected.target is None and engine == "database":
+        raise NotPushable("the target is a lake, which only Spark reads (engine: hybrid)")
+    if reflected.target is not None and engine == "hybrid":
+        raise NotPushable("the target is a database, not a lake (engine: database)")
+    layout = reflected.reconciled.layout
+    same = {n: n for n in layout.names}
+    source = plan_side(
+        reflected.source, reflected.source_schema, layout, same, reflected.source_label
+    )
+    if reflected.target is None:
+        return None, source
+    names = reflected.reconciled.target_names
+    target = plan_side(*reflected.target, layout, names, reflected.target_label)
+    return (source, target), None

@@ -3,8 +3,10 @@
 Every golden vector whose values a product stores exactly is inserted into a table of that
 product (times at full precision, so reducing them is the dialect's job), and the
 product's dialect computes the canonical row bytes and the MD5 row hash in SQL. Both must
-equal the vector's bytes and ``md5_hash64`` of them. Vectors with options no dialect
-writes (``float_digits``, ``case_insensitive``) must be refused with ``NotPushable``.
+equal the vector's bytes and ``md5_hash64`` of them, and the MD5 hash of the vector's own
+columns must be the vector's ``row_hash_md5`` (as Python and Spark reproduce it). Vectors
+with options no dialect writes (``float_digits``, ``case_insensitive``) must be refused
+with ``NotPushable``.
 """
 
 from __future__ import annotations
@@ -236,14 +238,18 @@ def group_vectors(product: Product) -> tuple[list[Group], list[dict[str, Any]]]:
     return list(groups.values()), refused
 
 
+Replayed = dict[str, tuple[bytes, int, int]]
+"""Per vector: its key bytes and row hash with the ``id`` column, and its own MD5 row hash."""
+
+
 def replay(
     product: Product, connector: Connector, run: Callable[[str, list[Any]], None]
-) -> dict[str, tuple[bytes, int]]:
-    """Each vector's canonical bytes and row hash as the product's SQL computes them."""
+) -> Replayed:
+    """Each vector's canonical bytes and row hashes as the product's SQL computes them."""
     groups, _ = group_vectors(product)
     dialect = connector.digest_dialect()
     assert dialect is not None
-    produced: dict[str, tuple[bytes, int]] = {}
+    produced: Replayed = {}
     for number, group in enumerate(groups):
         table = f"g{number}"
         run(product.create(table, group.natives), [])
@@ -254,8 +260,27 @@ def replay(
                 for t, c in zip(ltypes, vector["columns"], strict=True)
             ]
             run(product.insert(table, group.natives), [row_id, *values])
-        produced.update(_read_back(connector, dialect, table, group))
+        own = dict(_vector_hashes(connector, dialect, table, group))
+        for vector_id, (data, with_id) in _read_back(connector, dialect, table, group):
+            produced[vector_id] = (data, with_id, own[vector_id])
     return produced
+
+
+def _vector_hashes(
+    connector: Connector, dialect: Any, table: str, group: Group
+) -> Iterator[tuple[str, int]]:
+    """The MD5 row hash of each vector's own columns (without ``id``), as the dialect's
+    ``hash64`` writes it over the dialect's payloads and fields."""
+    schema = connector.reflect(table)
+    first = group.vectors[0]
+    options = options_of(first)
+    columns = zip(schema.columns[1:], ltypes_of(first), strict=True)
+    payloads = [dialect.payload(DigestColumn(c, t), options) for c, t in columns]
+    fields = [(dialect.field(p.sql, p), p.binary) for p in payloads]
+    sql = f"SELECT {dialect.quote('id')}, {dialect.hash64(fields)} FROM {dialect.table(table)}"
+    with connector.digest_session(schema, None) as session:
+        for row_id, row_hash in session.iter_rows(sql):
+            yield group.vectors[int(row_id)]["id"], int(row_hash)
 
 
 def _read_back(
@@ -278,17 +303,19 @@ def _read_back(
             yield group.vectors[row_id]["id"], (data, int(row[len(names) + 2]))
 
 
-def _check(produced: dict[str, tuple[bytes, int]], product: Product) -> None:
+def _check(produced: Replayed, product: Product) -> None:
     vectors = {v["id"]: v for v in load_vectors()}
     groups, _ = group_vectors(product)
     expected_ids = {v["id"] for g in groups for v in g.vectors}
     assert set(produced) == expected_ids
     wrong = []
-    for vector_id, (data, row_hash) in produced.items():
+    for vector_id, (data, row_hash, own_hash) in produced.items():
         row_id = next(i for g in groups for i, v in enumerate(g.vectors) if v["id"] == vector_id)
         want = to_field(str(row_id).encode()) + bytes.fromhex(vectors[vector_id]["canonical"])
         if data != want or row_hash % 2**64 != md5_hash64(want) % 2**64:
             wrong.append((vector_id, data.hex(), want.hex()))
+        if own_hash % 2**64 != vectors[vector_id]["row_hash_md5"] % 2**64:
+            wrong.append((vector_id, str(own_hash), str(vectors[vector_id]["row_hash_md5"])))
     assert wrong == []
 
 

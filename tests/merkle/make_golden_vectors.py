@@ -15,7 +15,7 @@ from typing import Any
 
 from merkle.canonical import RowEncoder
 from merkle.golden import VECTORS_FILE, ltypes_of, options_of, to_python
-from merkle.hashing import hash_bytes
+from merkle.hashing import hash_bytes, md5_hash64
 
 Case = tuple[list[tuple[str, Any]], dict[str, Any]]
 
@@ -312,6 +312,7 @@ def build_vectors() -> list[dict[str, Any]]:
             data = encoder.to_bytes(values)
             vector["canonical"] = data.hex()
             vector["row_hash"] = hash_bytes(data)
+            vector["row_hash_md5"] = md5_hash64(data)
             vectors.append(vector)
     return vectors
 

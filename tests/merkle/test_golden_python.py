@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from merkle.golden import expected_outcomes, load_vectors, python_outcomes
+from merkle.hashing import md5_hash64
 from tests.merkle.make_golden_vectors import build_vectors
 
 VECTORS = load_vectors()
@@ -52,3 +53,14 @@ def test_python_reproduces_every_vector() -> None:
 def test_a_changed_vector_is_caught() -> None:
     tampered = [dict(VECTORS[0], row_hash=VECTORS[0]["row_hash"] + 1)]
     assert python_outcomes(tampered) != expected_outcomes(tampered)
+
+
+def test_a_changed_md5_vector_is_caught() -> None:
+    tampered = [dict(VECTORS[0], row_hash_md5=VECTORS[0]["row_hash_md5"] ^ 1)]
+    assert python_outcomes(tampered) != expected_outcomes(tampered)
+
+
+def test_the_md5_flavour_is_the_first_eight_bytes_of_md5() -> None:
+    # md5(b"") = d41d8cd98f00b204 e9800998ecf8427e: the first 8 bytes, read signed
+    assert md5_hash64(b"") == int.from_bytes(bytes.fromhex("d41d8cd98f00b204"), "big", signed=True)
+    assert md5_hash64(b"") < 0  # 0xd4... has its top bit set

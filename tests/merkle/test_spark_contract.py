@@ -60,3 +60,23 @@ def test_spark_ignores_columns_outside_the_layout(spark: Any) -> None:
     expected = leaf_digests_of_rows([(1, "a"), (2, "b")], layout, 1)
     assert leaf_digests(first, layout, 1) == leaf_digests(second, layout, 1) == expected
     assert leaf_digests(first, full, 1) != leaf_digests(second, full, 1)
+
+
+def test_spark_md5_hashes_equal_python(spark: Any) -> None:
+    """The MD5 flavour of keys and rows (what databases compute) as Python computes it,
+    over enough rows that both 32-bit halves take values with their top bit set."""
+    from merkle.hashing import RowHasher, md5_hash64
+    from merkle.spark import KEY_HASH, ROW_HASH, with_md5_hashes
+    from merkle.types import IntegerType, StringType
+
+    layout = RowLayout.of([("id", IntegerType()), ("name", StringType())], ["id"])
+    rows = [(i, None if i % 7 == 0 else f"n{i}") for i in range(-50, 150)]
+    frame = with_md5_hashes(spark.createDataFrame(rows, "id bigint, name string"), layout)
+    produced = {r["id"]: (r[KEY_HASH], r[ROW_HASH]) for r in frame.collect()}
+    hasher = RowHasher(layout)
+    expected = {
+        row[0]: (md5_hash64(hasher.key_bytes(row)), md5_hash64(hasher.row_bytes(row)))
+        for row in rows
+    }
+    assert produced == expected
+    assert {h < 0 for pair in produced.values() for h in pair} == {True, False}

@@ -16,6 +16,7 @@ from tests.validator.resync.helpers import write_config
 from validator import cli
 from validator.config import load_validator_config
 from validator.engines.database.engine import DatabaseEngine
+from validator.engines.hybrid.engine import HybridEngine, compare_with_lake
 from validator.engines.spark import engine as spark_engine
 from validator.plan import ComparisonPlan, plan_comparison
 
@@ -35,15 +36,16 @@ def _config(tmp_path: Path, extra: str = "") -> Path:
 def test_the_plan_carries_what_the_engines_need(tmp_path: Path) -> None:
     config = load_validator_config(_config(tmp_path), environ={})
     plan = plan_comparison(config, config.comparison("t"))
-    assert plan.databases is None  # SQLite computes no digests: Spark compares
+    assert plan.databases is plan.lake_source is None  # SQLite computes no digests: Spark
     assert plan.settings.lake_wait_timeout_s == 7 and plan.parallelism == 3
     assert plan.reflected.reconciled.layout.key == ("id",)
 
 
 def test_engines_take_a_plan_not_the_config() -> None:
-    for engine in (DatabaseEngine.__call__, spark_engine.SparkEngine.__call__):
-        assert list(inspect.signature(engine).parameters) == ["self", "plan"]
-    for function in (spark_engine.compare_in_spark, spark_engine.target_side):
+    engines = (DatabaseEngine, spark_engine.SparkEngine, HybridEngine)
+    for engine in engines:
+        assert list(inspect.signature(engine.__call__).parameters) == ["self", "plan"]
+    for function in (spark_engine.compare_in_spark, spark_engine.target_side, compare_with_lake):
         hints = inspect.signature(function).parameters
         assert "config" not in hints and hints["plan"].annotation in (
             ComparisonPlan,

@@ -175,9 +175,11 @@ def test_zero_dates_reach_the_lake_as_null_and_every_engine_finds_it_in_sync(
     assert source_rows(server, database, "ev", ["id"]) == _expected_rows()
 
     copies = Copies(server.url(database), server.url(copy), postgres.url(pg_copy))
-    config = _config(tmp_path, "lake", copies, f"{{connection: lake, table: {table}}}")
+    lake = f"{{connection: lake, table: {table}}}"
+    config = _config(tmp_path, "lake", copies, lake, "    engine: spark\n")
     for jdbc in (False, True):
         _assert_in_sync(_run_in_spark(spark, config, jdbc, monkeypatch, caplog), "spark")
+    _assert_in_sync(_run(spark, _config(tmp_path, "hybrid", copies, lake)), "hybrid")
     for target in ("maria", "pg"):
         config = _config(
             tmp_path,

@@ -71,12 +71,14 @@ def collect_keys(
 
 @dataclass(frozen=True, slots=True)
 class KeyFinding:
-    """A differing key: its kind, both sides' entries (None where absent) and its text."""
+    """A differing key: its kind, both sides' entries (None where absent), its text and its
+    canonical bytes."""
 
     kind: str
     key: Key
     source: KeyEntry | None
     target: KeyEntry | None
+    key_bytes: bytes
 
     @property
     def leaf(self) -> int:
@@ -137,7 +139,7 @@ def classify(source: dict[bytes, KeyEntry], target: dict[bytes, KeyEntry]) -> Ke
         present = left or right
         assert present is not None  # the key came from one of the sides
         values = present.values
-        finding = KeyFinding(kind, tuple(key_text(v) for v in values), left, right)
+        finding = KeyFinding(kind, tuple(key_text(v) for v in values), left, right, key)
         diff.findings.append(finding)
         diff.by_kind[kind] = diff.by_kind.get(kind, 0) + finding.weight
         diff.per_leaf[finding.leaf] = diff.per_leaf.get(finding.leaf, 0) + finding.weight
@@ -196,9 +198,19 @@ class ColumnDiffer:
         return None if value is None else self._encoders[index](value)
 
     def changes(self, source: Sequence[Any], target: Sequence[Any]) -> Iterator[ColumnChange]:
+        """The changed columns of two rows (values in layout order)."""
+        payloads = [self._payload(index, value) for index, value in enumerate(target)]
+        return self.changes_to_payloads(source, payloads, target)
+
+    def changes_to_payloads(
+        self, source: Sequence[Any], payloads: Sequence[bytes | None], target: Sequence[Any]
+    ) -> Iterator[ColumnChange]:
+        """The changed columns of a source row and a target row whose canonical payloads
+        were computed elsewhere (Spark: ``merkle.spark.payload_column``); ``target`` holds its
+        values to show."""
         for index, column in enumerate(self._layout.columns):
             left, right = source[index], target[index]
-            if self._payload(index, left) == self._payload(index, right):
+            if self._payload(index, left) == payloads[index]:
                 continue
             hidden = self._hidden[index]
             yield ColumnChange(

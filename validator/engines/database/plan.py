@@ -9,7 +9,7 @@ and the comparison runs in Spark.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from connectors.base import Connector
@@ -74,17 +74,17 @@ def plan_side(
 
 
 def choose_leaves(
-    source: DatabaseSide, target: DatabaseSide, layout: RowLayout, depth: int | None
+    sides: Sequence[DatabaseSide], layout: RowLayout, depth: int | None
 ) -> LeafScheme:
-    """Key ranges for an integer first key column (both sides' extremes), else hash leaves."""
+    """Key ranges for an integer first key column (spanning the extremes of ``sides``),
+    else hash leaves. Keys a side not asked holds beyond them fall into the first or last
+    leaf (``RangeLeaves``)."""
     if not isinstance(layout.key_columns[0].ltype, lt.IntegerType):
         return HashLeaves(MAX_DEPTH if depth is None else depth)
-    ranges = [
-        side.connector.key_range(side.schema.table, side.table.key[0]) for side in (source, target)
-    ]
+    ranges = [side.connector.key_range(side.schema.table, side.table.key[0]) for side in sides]
     known = [r for r in ranges if r is not None]
     if not known:
-        return RangeLeaves(0, 1, 0)  # both sides empty
+        return RangeLeaves(0, 1, 0)  # every side empty
     low, high = min(r[0] for r in known), max(r[1] for r in known)
     span = high - low + 1
     if span > MAX_SPAN:

@@ -26,6 +26,7 @@ from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.plan import ComparisonPlan, EngineRun
 from validator.positions import SourcePositions, check_exact, read_positions, wait_for_lake
+from validator.reconcile import Reconciled
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
 
@@ -105,7 +106,6 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
     """The Spark engine (``compare.py`` here); the result and the target it read."""
     reflected, settings = plan.reflected, plan.settings
     comparison, reconciled = reflected.comparison, reflected.reconciled
-    names = reconciled.layout.names
     started = time.perf_counter()
     source, positions = _read_source_once(
         spark, reflected.source, reflected.source_schema, reconciled.layout
@@ -114,9 +114,7 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
     try:
         target = target_side(spark, plan, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
-        target_frame = target.frame.select(
-            *[target.frame[backtick_quote(reconciled.target_names[n])].alias(n) for n in names]
-        )
+        target_frame = in_layout_names(target.frame, reconciled)
         position = positions.describe() if positions else None
         result = compare_sides(
             comparison.name,
@@ -128,6 +126,16 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
     finally:
         source.unpersist()
     return replace(result, timings={"source": read_s, **result.timings}), target
+
+
+def in_layout_names(frame: DataFrame, reconciled: Reconciled) -> DataFrame:
+    """The target's compared columns, named as the layout (the source) names them."""
+    return frame.select(
+        *[
+            frame[backtick_quote(reconciled.target_names[name])].alias(name)
+            for name in reconciled.layout.names
+        ]
+    )
 
 
 def target_side(

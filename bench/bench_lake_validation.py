@@ -1,0 +1,221 @@
+"""A MariaDB table against the lake its pipeline writes: the Spark engine, the hybrid engine,
+and the floor.
+
+Starts a private MariaDB server (``tests/private_servers.py``), loads ``--rows`` generated
+rows (the table of ``bench/bench_vs_reladiff.py``), builds the lake with
+``replcheck cdc run --until-caught-up``, then changes ``--diffs`` rows at the source with
+``sql_log_bin = 0`` (drift the pipeline never sees: rows deleted at the source are extra in
+the lake, rows inserted are missing from it, rows updated are changed). Then it times, one
+after the other, ``replcheck validate`` as a subprocess with ``engine: spark`` (the source
+read into Spark) and ``engine: auto`` (the hybrid engine: MariaDB computes its own digests,
+Spark the lake's), Spark start-up included, and scores each run's findings against the
+drift. The floor is one MD5 pass over the source table inside MariaDB (``CONCAT_WS`` of
+every column) plus reading the lake's mirror into Arrow with ``deltalake``; the canonical
+digest pass (the hybrid engine's own SQL, on one connection) is shown beside it.
+
+    python -m bench.bench_lake_validation [--rows 200000] [--diffs 30] [--workdir DIR]
+
+Each figure is printed with the load average (``os.getloadavg``) when it was taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.bench_vs_reladiff import (
+    COLUMNS,
+    DATABASE,
+    SEED,
+    TABLE,
+    load_mariadb,
+    make_row,
+    source_key,
+    timed,
+    write_rows,
+)
+from cdc_core.lake import LakeTable
+from tests.private_servers import MariaDBServer, running_mariadb
+
+ROOT = Path(__file__).resolve().parents[1]
+Finding = tuple[str, str]
+
+
+def _cli(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "validator.cli", *arguments]
+
+
+def _env() -> dict[str, str]:
+    """The checkout this file is in, ahead of any installed replcheck."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def build_lake(server: MariaDBServer, workdir: Path) -> float:
+    """``replcheck cdc run --until-caught-up`` into ``workdir/lake``; its wall seconds."""
+    config = workdir / "pipeline.yaml"
+    source = f"{server.url(DATABASE)}?server_id=7793&heartbeat_s=0.5"
+    config.write_text(
+        f"connections:\n  src: {{url: {json.dumps(source)}}}\n"
+        f"  lake: {{lake: {json.dumps(str(workdir / 'lake'))}}}\n"
+        f"pipelines:\n  - {{name: lake, source: src, target: lake, tables: [{DATABASE}.{TABLE}],"
+        f" state_dir: {json.dumps(str(workdir / 'state'))}}}\n",
+        encoding="utf-8",
+    )
+    argv = _cli("cdc", "run", "--config", str(config), "--pipeline", "lake", "--until-caught-up")
+    seconds, code = timed(argv, workdir / "pipeline.log", _env())
+    if code != 0:
+        raise RuntimeError(f"the pipeline failed: see {workdir / 'pipeline.log'}")
+    return seconds
+
+
+def drift_source(server: MariaDBServer, rows: int, diffs: int) -> set[Finding]:
+    """Change the source without the binlog; the findings a validation must report."""
+    rng = random.Random(SEED + 3)
+    picked = rng.sample(range(rows), 2 * (diffs // 3))
+    deleted = [source_key(i) for i in picked[: diffs // 3]]
+    updated = [source_key(i) for i in picked[diffs // 3 :]]
+    inserted = [2 * i + 2 for i in rng.sample(range(rows), diffs - len(picked))]
+    marks = ", ".join(["%s"] * len(COLUMNS))
+    connection = server.connect(DATABASE)
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        cursor.execute("SET SESSION sql_log_bin = 0")
+        cursor.execute("SET SESSION time_zone = '+00:00'")
+        for key in deleted:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE id = %s", (key,))
+        for key in updated:
+            cursor.execute(f"UPDATE {TABLE} SET amount = amount + 0.01 WHERE id = %s", (key,))
+        for key in inserted:
+            row = [None if v == "\\N" else v for v in make_row(rng, key)]
+            cursor.execute(f"INSERT INTO {TABLE} VALUES ({marks})", row)
+    return (
+        {("extra_in_target", str(k)) for k in deleted}
+        | {("changed", str(k)) for k in updated}
+        | {("missing_in_target", str(k)) for k in inserted}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """One ``replcheck validate`` run."""
+
+    engine: str
+    seconds: float
+    exit_code: int
+    findings: set[Finding]
+    phases: str
+    load: str
+
+
+def validate(server: MariaDBServer, workdir: Path, engine: str) -> Validation:
+    """``replcheck validate`` of the source against the lake, in its own process."""
+    config = workdir / f"validate-{engine}.yaml"
+    config.write_text(
+        f"connections:\n  src: {{url: {json.dumps(server.url(DATABASE))}}}\n"
+        f"  lake: {{lake: {json.dumps(str(workdir / 'lake'))}}}\n"
+        f"comparisons:\n  - {{name: {TABLE}, source: {{connection: src, table: {TABLE}}},"
+        f" target: {{connection: lake, table: {DATABASE}.{TABLE}}}}}\n"
+        f"validation: {{engine: {engine}, lake_wait_timeout_s: 60, max_reported_rows: 10000}}\n",
+        encoding="utf-8",
+    )
+    out = workdir / f"out-{engine}"
+    argv = _cli("validate", "--config", str(config), "--out", str(out))
+    seconds, code = timed(argv, workdir / f"validate-{engine}.log", _env())
+    comparison = json.loads((out / "result.json").read_text())["comparisons"][0]
+    if comparison.get("error"):
+        raise RuntimeError(f"engine {engine}: {comparison['error']}")
+    findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
+    phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
+    return Validation(comparison["engine"], seconds, code, findings, phases, _load())
+
+
+def floor(server: MariaDBServer, workdir: Path) -> list[tuple[str, float, str]]:
+    """The parts of the floor, and the canonical digest pass for comparison."""
+    from deltalake import DeltaTable
+
+    parts: list[tuple[str, float, str]] = []
+    columns = ", ".join(COLUMNS)
+    raw = f"SELECT COUNT(*), SUM(CONV(LEFT(MD5(CONCAT_WS('|', {columns})), 8), 16, 10))"
+    connection = server.connect(DATABASE)
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        began = time.perf_counter()
+        cursor.execute(f"{raw} FROM {TABLE}")
+        cursor.fetchall()
+        parts.append(("one MD5 pass in MariaDB", time.perf_counter() - began, _load()))
+        began = time.perf_counter()
+        cursor.execute(_canonical_digest_sql(server))
+        cursor.fetchall()
+        seconds = time.perf_counter() - began
+    mirror = LakeTable(workdir / "lake", f"{DATABASE}.{TABLE}").mirror
+    began = time.perf_counter()
+    DeltaTable(str(mirror)).to_pyarrow_table()
+    parts.append(("deltalake: the mirror into Arrow", time.perf_counter() - began, _load()))
+    parts.append(("(canonical digest SQL, one connection)", seconds, _load()))
+    return parts
+
+
+def _canonical_digest_sql(server: MariaDBServer) -> str:
+    """The hybrid engine's digest query over the whole table, in one leaf."""
+    from connectors.pushdown import HashLeaves, digest_sql
+    from connectors.registry import connector_for
+    from merkle.layout import RowLayout
+    from validator.engines.database.plan import plan_side
+
+    connector = connector_for(server.url(DATABASE))
+    schema = connector.reflect(TABLE)
+    columns = [(c.name, c.ltype) for c in schema.columns if c.ltype is not None]
+    layout = RowLayout.of(columns, ["id"])
+    same = {name: name for name in layout.names}
+    side = plan_side(connector, schema, layout, same, "bench")
+    return digest_sql(side.dialect, side.table, HashLeaves(0))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--diffs", type=int, default=30)
+    parser.add_argument("--workdir", type=Path)
+    arguments = parser.parse_args(argv)
+    workdir = arguments.workdir or Path(tempfile.mkdtemp(prefix="bench-lake-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    with running_mariadb("FULL") as server:
+        write_rows(workdir / "rows.tsv", arguments.rows)
+        load_mariadb(server, workdir / "rows.tsv")
+        print(f"lake built by cdc run in {build_lake(server, workdir):.1f} s ({_load()})")
+        expected = drift_source(server, arguments.rows, arguments.diffs)
+        runs = [validate(server, workdir, engine) for engine in ("spark", "auto")]
+        parts = floor(server, workdir)
+    print(f"\n{arguments.rows:,} rows, {len(expected)} differences injected\n")
+    print("| run | wall time | exit | recall | precision | when |")
+    print("|---|---|---|---|---|---|")
+    for run in runs:
+        hits = len(run.findings & expected)
+        recall = hits / len(expected) if expected else 1.0
+        precision = hits / len(run.findings) if run.findings else 1.0
+        print(
+            f"| replcheck validate, {run.engine} engine | {run.seconds:.1f} s | {run.exit_code}"
+            f" | {recall:.0%} | {precision:.0%} | {run.load} |"
+        )
+    for name, seconds, load in parts:
+        print(f"| {name} | {seconds:.1f} s | | | | {load} |")
+    print(f"\nfloor: {sum(s for n, s, _ in parts if not n.startswith('(')):.1f} s")
+    for run in runs:
+        print(f"{run.engine}: in-job phases: {run.phases}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
