@@ -86,7 +86,7 @@ def test_the_default_demo_captures_replicates_finds_the_drift_and_repairs_it(
     result = run_cli("demo", "--workdir", str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "demo: exactly the 3 injected differences were found" in result.stdout
-    assert "capture: 19 statements installed logging tables and triggers" in result.stderr
+    assert "capture: 20 statements installed logging tables and triggers" in result.stderr
     assert "pipeline: the workload replicated from the capture tables up to capture:" in (
         result.stderr
     )

@@ -51,6 +51,7 @@ from connectors.trigger_capture.dialect import (
 from connectors.trigger_capture.position import capture_position
 
 SEQUENCE_TABLE = "replcheck_capture_seq"
+GROUPS_TABLE = "replcheck_capture_groups"  # where each transaction the reader yielded ends
 LOG_PREFIX = "replcheck_log_"
 TRIGGER_PREFIX = "replcheck_"
 META = ("_rc_seq", "_rc_op", "_rc_at")
@@ -101,7 +102,8 @@ class SQLiteTriggerDialect(TriggerDialect):
         so a second run follows added columns)."""
         statements = [
             f"CREATE TABLE IF NOT EXISTS {quote(SEQUENCE_TABLE)}"
-            " (seq INTEGER PRIMARY KEY AUTOINCREMENT)"
+            " (seq INTEGER PRIMARY KEY AUTOINCREMENT)",
+            f"CREATE TABLE IF NOT EXISTS {quote(GROUPS_TABLE)} (end_seq INTEGER PRIMARY KEY)",
         ]
         for table in tables:
             statements += self._table_statements(table)
@@ -164,6 +166,7 @@ class SQLiteTriggerDialect(TriggerDialect):
         removed = {log_table(table) for table in tables}
         if not set(self._log_tables()) - removed:
             statements.append(f"DROP TABLE IF EXISTS {quote(SEQUENCE_TABLE)}")
+            statements.append(f"DROP TABLE IF EXISTS {quote(GROUPS_TABLE)}")
         return statements
 
     def table_names(self) -> list[str]:
@@ -206,7 +209,8 @@ class SQLiteTriggerDialect(TriggerDialect):
                 )
             }
         for table in tables:
-            wanted = {log_table(table), SEQUENCE_TABLE, *_trigger_names(table_part(table))}
+            wanted = {log_table(table), SEQUENCE_TABLE, GROUPS_TABLE}
+            wanted |= set(_trigger_names(table_part(table)))
             if not wanted <= found:
                 raise TerminalError(
                     f"trigger capture of table {table} is not set up in {self.path}: run"
@@ -253,8 +257,9 @@ class SQLiteTriggerDialect(TriggerDialect):
         deleted = 0
         with contextlib.closing(self._connect()) as connection:
             connection.execute("BEGIN IMMEDIATE")
-            for log in [*self._log_tables(), SEQUENCE_TABLE]:
-                column = "seq" if log == SEQUENCE_TABLE else META[0]
+            columns = {SEQUENCE_TABLE: "seq", GROUPS_TABLE: "end_seq"}
+            for log in [*self._log_tables(), SEQUENCE_TABLE, GROUPS_TABLE]:
+                column = columns.get(log, META[0])
                 cursor = connection.execute(
                     f"DELETE FROM {quote(log)} WHERE {column} IN (SELECT {column} FROM"
                     f" {quote(log)} WHERE {column} <= ? ORDER BY {column} LIMIT ?)",
@@ -271,6 +276,28 @@ class SQLiteTriggerDialect(TriggerDialect):
                 connection.execute(f"SELECT count(*) FROM {quote(log)}").fetchone()[0]
                 for log in self._log_tables()
             )
+
+    def next_group(self, after: int) -> int | None:
+        """Where the transaction after ``after`` ends: as recorded, or the sequence's value
+        now, recorded before the reader yields it.
+
+        SQLite records no transaction ids, so the reader yields what committed between two
+        polls as one transaction. Recording where each ends makes a re-read after a restart
+        yield the same transactions at the same positions, as the pipeline's exactly-once
+        writes and its row image store need (a killed run may have written some of them).
+        """
+        with contextlib.closing(self._connect()) as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            row = connection.execute(
+                f"SELECT min(end_seq) FROM {quote(GROUPS_TABLE)} WHERE end_seq > ?", (after,)
+            ).fetchone()
+            end = row[0] if row and row[0] is not None else sequence_value(connection)
+            if end > after:
+                connection.execute(
+                    f"INSERT OR IGNORE INTO {quote(GROUPS_TABLE)} VALUES (?)", (end,)
+                )
+            connection.execute("COMMIT")
+        return end if end > after else None
 
     def close(self) -> None:
         """Connections are opened per use: nothing to release."""
@@ -312,9 +339,11 @@ class _Session(CaptureSession):
         self.connection = connection
 
     def visible_commits(self, after: int) -> VisibleCommits:
-        """The sequence's high-water mark: everything up to it is committed (one writer)."""
-        top = sequence_value(self.connection)
-        return VisibleCommits((top,) if top > after else (), top, frozenset())
+        """The next recorded transaction end (``next_group``): everything up to it is
+        committed (one writer). Recorded before this read's first statement, so the read's
+        snapshot holds it."""
+        end = self.dialect.next_group(after)
+        return VisibleCommits((end,) if end is not None else (), end or after, frozenset())
 
     def iter_rows(self, after: int, upto: int) -> Iterator[CaptureRow]:
         """Every table's rows in ``(after, upto]`` as one transaction at ``upto``."""

@@ -92,7 +92,9 @@ def test_install_capture_prints_its_ddl_runs_twice_alike_and_dry_run_changes_not
     assert "would run" in printed and _objects(path) == []
     assert cli.run(arguments) == 0
     installed = _objects(path)
-    assert len(installed) == 1 + 2 * 5  # the sequence; per table a logging table, 4 triggers
+    assert (
+        len(installed) == 2 + 2 * 5
+    )  # the sequence, the transaction ends; per table a logging table, 4 triggers
     assert cli.run(arguments) == 0  # idempotent: the same objects, nothing doubled
     assert _objects(path) == installed
     removal = ["cdc", "remove-capture", "-c", config, "--pipeline", "p"]
@@ -165,6 +167,34 @@ def test_a_restarted_reader_resumes_after_its_position(tmp_path: Path) -> None:
     finally:
         source.reader.close()
     assert transactions(resumed) == [("sqlite:3-3", 3, 1)] and idle == Position.of(3)
+
+
+def test_a_re_read_yields_the_transactions_read_before_at_the_same_positions(
+    tmp_path: Path,
+) -> None:
+    """What committed between two polls is one transaction: a reader restarted behind a
+    killed one must cut the log where it did, or the lake gets the same changes again at
+    other positions and the row image store versions the rebuild cannot follow (it stopped
+    with "no row image": found by the kill test below)."""
+    path = _database(tmp_path)
+    _install(path, ["t"])
+    _run(path, "INSERT INTO t VALUES (1, 'a', 1, NULL)")
+    first = log_source_for(f"sqlite:///{path}", None, ["t"])
+    try:
+        before, _ = read_to_idle(first.reader.iter_changes(Position.of(0)))
+    finally:
+        first.reader.close()
+    _run(path, "UPDATE t SET name = 'b' WHERE id = 1", "INSERT INTO t VALUES (2, 'c', 2, NULL)")
+    again = log_source_for(f"sqlite:///{path}", None, ["t"])
+    try:
+        changes = again.reader.iter_changes(Position.of(0))
+        reread, _ = read_to_idle(changes)
+        later, idle = read_to_idle(changes)
+    finally:
+        again.reader.close()
+    assert [show(c) for c in reread] == [show(c) for c in before]
+    assert transactions(reread + later) == [("sqlite:1-1", 1, 1), ("sqlite:2-3", 3, 2)]
+    assert idle == Position.of(3)
 
 
 def test_pipeline_refuses_a_table_whose_capture_is_not_installed(tmp_path: Path) -> None:
