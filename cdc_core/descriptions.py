@@ -12,8 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from cdc_core.source import LogReader, TableDescription
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 logger = logging.getLogger(__name__)
 
@@ -80,3 +84,12 @@ class TableDescriptions:
             return description
         kept = [f for f in description.schema if f.name not in ignored]
         return replace(description, schema=pa.schema(kept))
+
+
+def as_held(description: TableDescription, held: pa.Schema) -> TableDescription:
+    """``description`` with the types the target holds for the columns it has (a column it
+    does not have yet keeps the described type)."""
+    import pyarrow as pa
+
+    fields = [held.field(f.name) if f.name in held.names else f for f in description.schema]
+    return replace(description, schema=pa.schema(fields))

@@ -27,7 +27,7 @@ from pathlib import Path
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from cdc_core.ddl_handling import FollowsDdl
-from cdc_core.descriptions import TableDescriptions
+from cdc_core.descriptions import TableDescriptions, as_held
 from cdc_core.errors import ConfigError
 from cdc_core.events import (
     ABSENT,
@@ -487,6 +487,17 @@ class Pipeline(FollowsDdl):
             batch = self._pending[exc.table]
             carried = {column for event in batch.events for column in event.row}
             batch.description = self._descriptions.refresh(exc.table, carried)
+        try:
+            return write()
+        except StaleDescriptionError as exc:
+            # The source is ahead of the log: a column was renamed and one of its old name
+            # added with another type since these changes. They were made in the shape the
+            # lake holds (its DDL comes later in the log and reloads the table then).
+            batch = self._pending[exc.table]
+            held = self._sink.held_schema(exc.table)
+            if held is None:
+                raise
+            batch.description = as_held(batch.description, held)
             return write()
 
     def _record_checkpoint(self, position: Position) -> None:

@@ -33,6 +33,7 @@ from cdc_core.events import CommittedTransaction, RowChange
 from cdc_core.lake import (
     COMMIT_POS,
     COMMIT_TS,
+    META_COLUMNS,
     OP,
     PART_POSITION_KEY,
     PART_SEQ_KEY,
@@ -179,6 +180,11 @@ class Sink(Protocol):
         """Whether the table can hold every value of the described columns."""
         ...
 
+    def held_schema(self, table: str) -> pa.Schema | None:
+        """The columns the target holds for ``table`` as the sink types its batches (None:
+        not known, or the sink converts values by the target's own column types)."""
+        ...
+
     def follow_schema(self, description: TableDescription, position: Position) -> None:
         """Add columns new at the source (existing rows hold NULL there)."""
         ...
@@ -248,6 +254,16 @@ class LakeSink:
         root = self.table(name).root
         self._forget(root)
         shutil.rmtree(root, ignore_errors=True)
+
+    def held_schema(self, table: str) -> pa.Schema | None:
+        """The columns of the table's changelog (bookkeeping columns left out)."""
+        import pyarrow as pa
+
+        delta = self._open(self.table(table).changelog)
+        if delta is None:
+            return None
+        lake = pa.schema(delta.schema().to_arrow())
+        return pa.schema([field for field in lake if field.name not in META_COLUMNS])
 
     def holds(self, description: TableDescription) -> bool:
         """Whether the lake's tables of ``description.table`` can hold every value of its

@@ -43,6 +43,7 @@ from connectors.model import RepairDialect, TableSchema
 from connectors.sql_target import to_target_value
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,11 @@ class DatabaseSink:
         with self.engine.begin() as connection:
             self.progress.forget(connection, table)
         self._marks.pop(table, None)
+
+    def held_schema(self, table: str) -> pa.Schema | None:
+        """None: rows are converted by the target columns' own types, never by a
+        description's Arrow types."""
+        return None
 
     def holds(self, description: TableDescription) -> bool:
         """Whether the target table's columns hold the described ones' values."""
