@@ -69,6 +69,15 @@ class _Conflict(Exception):
         self.table, self.expected = table, expected
 
 
+def _behind(mark: Written, held: Written) -> bool:
+    """Whether ``mark`` is before what the target holds (a restart re-reads from its
+    checkpoint and may flush what the target has in smaller batches): recording it would
+    move the table's mark back and apply the changes after it again."""
+    if mark.done is None or held.done is None:
+        return False
+    return (mark.done, mark.seq) < (held.done, held.seq)
+
+
 class DatabaseSink:
     """Writes a pipeline's batches into a database, exactly once (module doc).
 
@@ -208,6 +217,8 @@ class DatabaseSink:
                     self._apply(connection, table, batch.description, events)
                     written += len(events)
                 for name, mark in marks_of(connection):
+                    if _behind(mark, self._mark(name)):
+                        continue  # re-read after a restart: the target holds more already
                     done = mark.done if mark.done is not None else self._mark(name).done
                     self.progress.record(connection, name, mark, text if done else "")
                     new_marks[name] = mark

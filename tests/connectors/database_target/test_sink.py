@@ -64,6 +64,28 @@ def test_a_batch_handed_again_after_a_restart_is_skipped(
     assert _rows(postgres, database) == {1: 9, 2: 0}
 
 
+def test_batches_handed_again_in_smaller_steps_never_move_the_mark_back(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    """A restart re-reads from its checkpoint, behind what the target holds, and may flush
+    the re-read changes in smaller batches: recording such a batch's lower position as the
+    table's mark made the next batch apply changes again (the SIGKILL test stopped on a
+    delete of a row already deleted)."""
+    database = postgres_database(postgres)
+    url = postgres.url(database)
+    written = [_event("c", 1, 5, 0), _event("c", 2, 6, 0), _event("d", 1, 8, 0)]
+    assert _sink(url).write([TableBatch(DESCRIPTION, written)], Position.of(8), ["shop.t"]) == 3
+
+    restarted = _sink(url)
+    step = [TableBatch(DESCRIPTION, written[:1])]
+    assert restarted.write(step, Position.of(5), ["shop.t"]) == 0
+    step = [TableBatch(DESCRIPTION, [*written[1:], _event("c", 3, 9, 0)])]
+    assert restarted.write(step, Position.of(9), ["shop.t"]) == 1  # not the delete again
+
+    assert _rows(postgres, database) == {2: 0, 3: 0}
+    assert _sink(url).load_position("shop.t") == 9
+
+
 def test_parts_of_a_big_transaction_are_written_once(
     postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
 ) -> None:
