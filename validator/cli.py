@@ -33,6 +33,7 @@ PROGRESS_LOGGERS = (
     "validator.positions",
     "validator.cdc_pipeline",
     "connectors.trigger_capture.log_reader",  # the purge and its lag
+    "connectors.postgres.rewrites",  # event triggers created in the source
 )
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1

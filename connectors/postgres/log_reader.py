@@ -39,6 +39,12 @@ a stack, and changes after a ``ROLLBACK TO`` belong to a new subtransaction whos
 not streamed before that abort is decoded), so each undo removes exactly one of them.
 Subtransactions aborted before they were streamed never reach the stream.
 
+DDL. Logical decoding shows none: a table's new columns show in its next Relation message
+(or in the catalog while the log is quiet, ``cdc_core.ddl_handling``), and DDL that changes
+stored values but no column (a same-type ``USING`` rewrite, an enum value renamed) in the
+transactional messages the event triggers of ``rewrites.py`` write into its transaction.
+Either is a ``TableChanged`` that refreshes the table.
+
 Acknowledgement: ``acknowledge(position)`` (called once the lake holds everything up to
 ``position``) confirms it to the slot, so the server keeps exactly the WAL still needed.
 
@@ -63,6 +69,7 @@ from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback,
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.postgres import pgoutput as pg
+from connectors.postgres import rewrites
 from connectors.postgres.connector import split_table
 from connectors.postgres.errors import WalRemovedError
 from connectors.postgres.feedback import end_stream, send_status
@@ -77,6 +84,7 @@ from connectors.postgres.replication import (
     next_xid,
     open_stream_connection,
 )
+from connectors.postgres.rewrites import ensure_rewrite_triggers
 from connectors.postgres.snapshot import describe_table
 from connectors.postgres.wal_values import ValueDecoder, lookup_type
 
@@ -230,6 +238,7 @@ class PostgresLogReader:
         with self.connector.connect() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
+            ensure_rewrite_triggers(connection, where, self.config.record_rewrites)
             confirmed = ensure_slot(connection, self.config, where, create=start is None)
             told = self._held is not None
             horizon = next_xid(connection) if start is not None and not told else None
@@ -342,6 +351,7 @@ class _Session:
             "publication_names": config.publication,
             "streaming": "on",
             "binary": "true",
+            "messages": "true",  # the DDL rewrites.py's triggers write (PostgreSQL 14+)
         }
         start = self.positions.boundary
         try:
@@ -429,6 +439,16 @@ class _Session:
         if changed is not None:  # a DDL changed its columns: what else it did is unknown
             reason = "its columns changed at the source (a DDL logical decoding does not show)"
             yield TableChanged(self._after(), changed, "refresh", "ALTER TABLE", reason)
+
+    def _on_logical_message(
+        self, message: pg.LogicalMessage, _: int
+    ) -> Iterator[RawChange | TableChanged]:
+        if not message.transactional or message.prefix != rewrites.PREFIX:
+            return
+        table = rewrites.changed_table(message.content)
+        if table is not None and table in self.reader.tables:
+            reason = "a DDL changed its stored values and left its columns as they were"
+            yield TableChanged(self._after(), table, "refresh", "ALTER", reason)
 
     def _on_row(self, message: Any, _: int) -> Iterator[RawChange]:
         txid = self._current_txid()
@@ -538,6 +558,7 @@ _HANDLERS: dict[type, Any] = {
     pg.UpdateMessage: _Session._on_row,
     pg.DeleteMessage: _Session._on_row,
     pg.TruncateMessage: _Session._on_row,
+    pg.LogicalMessage: _Session._on_logical_message,
     pg.StreamStartMessage: _Session._on_stream_start,
     pg.StreamStopMessage: _Session._on_stream_stop,
     pg.StreamCommitMessage: _Session._on_stream_commit,

@@ -11,6 +11,8 @@ parameter              meaning                                               def
 ``publication``        the publication of the captured tables                ``replcheck``
 ``create_slot``        create the slot if missing (``false``: an error)      ``true``
 ``create_publication`` create the publication if missing                     ``true``
+``record_rewrites``    install the event triggers that put DDL the catalog      ``true``
+                       cannot show into the log (``rewrites.py``; superuser)
 ``idle_s``             how often a quiet stream reports its position, in s   ``0.5``
 ``decoding_work_mem``  the walsender's ``logical_decoding_work_mem``: larger  the server's
                        transactions are streamed while in progress

@@ -176,8 +176,20 @@ class StreamAbortMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class LogicalMessage:
+    """A message written by ``pg_logical_emit_message`` (sent with ``messages 'true'``);
+    a transactional one comes in its transaction, and only if that commits."""
+
+    xid: int | None
+    transactional: bool
+    lsn: int
+    prefix: str
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class OtherMessage:
-    """A message replcheck does not act on (Origin, logical decoding Message)."""
+    """A message replcheck does not act on (Origin)."""
 
     kind: str
 
@@ -195,6 +207,7 @@ Message = (
     | StreamStopMessage
     | StreamCommitMessage
     | StreamAbortMessage
+    | LogicalMessage
     | OtherMessage
 )
 
@@ -270,7 +283,7 @@ def parse_message(payload: bytes, in_stream: bool) -> Message:
     xid = reader.uint32() if in_stream and kind in STREAMED_KINDS else None
     parse = _PARSERS.get(kind)
     if parse is None:
-        if kind in ("O", "M"):
+        if kind == "O":
             return OtherMessage(kind)
         raise ProtocolError(f"unknown pgoutput message type {kind!r}")
     return parse(reader, xid)
@@ -350,6 +363,12 @@ def _stream_abort(reader: _Reader, _: int | None) -> Message:
     return StreamAbortMessage(reader.uint32(), reader.uint32())
 
 
+def _logical_message(reader: _Reader, xid: int | None) -> Message:
+    transactional = bool(reader.int8() & 1)
+    lsn, prefix = reader.lsn(), reader.string()
+    return LogicalMessage(xid, transactional, lsn, prefix, reader.take(reader.int32()))
+
+
 def _expect(reader: _Reader, kind: str) -> None:
     found = reader.char()
     if found != kind:
@@ -398,4 +417,5 @@ _PARSERS = {
     "E": _stream_stop,
     "c": _stream_commit,
     "A": _stream_abort,
+    "M": _logical_message,
 }

@@ -44,6 +44,7 @@ from connectors.postgres.replication import (
     open_stream_connection,
     slot_state,
 )
+from connectors.postgres.rewrites import ensure_rewrite_triggers
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -212,6 +213,8 @@ class PostgresSnapshotReader:
         with self.connector.connect() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
+            # Before the slot: every DDL after the snapshot's position then leaves its message.
+            ensure_rewrite_triggers(connection, where, self.config.record_rewrites)
             state = slot_state(connection, slot)
         if state is None:
             if not self.config.create_slot:

@@ -26,6 +26,8 @@ class PostgresSourceConfig:
         publication: The publication naming the captured tables.
         create_slot: Create the slot when it does not exist (else it is an error).
         create_publication: Create the publication when it does not exist.
+        record_rewrites: Install the event triggers that write table rewrites and type
+            changes into the log (``connectors.postgres.rewrites``) when they are missing.
         keys: Per table without a primary key or replica identity index, the columns that
             identify a row.
         idle_s: How often a quiet stream reports ``Idle`` (and asks the server how far the
@@ -41,6 +43,7 @@ class PostgresSourceConfig:
     publication: str = "replcheck"
     create_slot: bool = True
     create_publication: bool = True
+    record_rewrites: bool = True
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     idle_s: float = 0.5
     decoding_work_mem: str | None = None

@@ -8,7 +8,7 @@ out, and what remains goes to libpq, which refuses a parameter it does not know 
 from __future__ import annotations
 
 TEXT = ("slot", "publication", "decoding_work_mem")
-FLAGS = ("create_slot", "create_publication")
+FLAGS = ("create_slot", "create_publication", "record_rewrites")
 SECONDS = ("idle_s",)
 KEY_PREFIX = "key."  # key.<table>=col,col: the columns locating rows of a keyless table
 LOG_PARAMETERS = (*TEXT, *FLAGS, *SECONDS, KEY_PREFIX + "<table>")

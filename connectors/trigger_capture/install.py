@@ -1,7 +1,9 @@
 """Setting trigger capture up and removing it: explicit, idempotent, printed, dry-run-able.
 
-Nothing else in replcheck alters a source's schema: the pipeline refuses to start on a table
-whose capture is not installed (``TriggerDialect.check_installed``) rather than install it.
+Trigger capture is never installed implicitly: the pipeline refuses to start on a table whose
+capture is not installed (``TriggerDialect.check_installed``) rather than install it. (The
+PostgreSQL log source's two event triggers, ``connectors/postgres/rewrites.py``, are created
+by ``cdc run`` like its publication and slot, and announced.)
 """
 
 from __future__ import annotations

@@ -49,6 +49,18 @@ def test_update_with_key_tuple_inside_a_stream() -> None:
     )
 
 
+def test_logical_decoding_messages_in_and_outside_a_stream() -> None:
+    body = b"\x01" + struct.pack(">Q", 0x1_0000_0028) + _string("replcheck.rewrite")
+    body += struct.pack(">i", 5) + b'{"a"}'
+    assert pg.parse_message(b"M" + body, in_stream=False) == pg.LogicalMessage(
+        None, True, 0x1_0000_0028, "replcheck.rewrite", b'{"a"}'
+    )
+    streamed = pg.parse_message(b"M" + struct.pack(">I", 77) + b"\x00" + body[1:], True)
+    assert streamed == pg.LogicalMessage(77, False, 0x1_0000_0028, "replcheck.rewrite", b'{"a"}')
+    with pytest.raises(TerminalError, match="truncated"):
+        pg.parse_message(b"M" + body[:-1], in_stream=False)
+
+
 def test_relation_truncate_and_stream_messages() -> None:
     relation = (
         b"R"

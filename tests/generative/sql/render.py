@@ -287,6 +287,10 @@ class Postgres(Dialect):
             out["modify"] = [f"ALTER TABLE {t} ALTER COLUMN {c} TYPE bigint USING {c} * 2"]
         elif column.kind == "str":
             out["modify"] = [f"ALTER TABLE {t} ALTER COLUMN {c} TYPE text USING upper({c})"]
+        if column.kind in ("int", "str"):  # a rewrite keeping the type: only the log shows it
+            change = f"{c} / 2" if column.kind == "int" else f"reverse({c})"
+            kept = self.types[column.kind]
+            out["rewrite"] = [f"ALTER TABLE {t} ALTER COLUMN {c} TYPE {kept} USING {change}"]
         return out
 
 
