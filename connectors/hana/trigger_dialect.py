@@ -17,8 +17,9 @@ so all its later rows take larger values); transactions without a common row are
 by their last write, which may differ from their commit order. Either way each transaction
 reaches the lake whole, once, at a position no later transaction takes.
 
-Gaps. A value not visible yet belongs to a transaction still running, to one rolled back,
-or is a non-last row of a visible transaction: the reader waits for it while any
+Gaps. Each read lists every visible capture value (each row's, so the values a visible
+transaction took before its last are no gaps). A value not visible yet belongs to a
+transaction still running or to one rolled back: the reader waits for it while any
 transaction that could own it still runs (``connectors.trigger_capture.gaps``), the running
 ones being the writing transactions in ``M_TRANSACTIONS``, listed after the sequence value
 is read and before each read's REPEATABLE READ snapshot starts. This relies on a
@@ -294,9 +295,9 @@ class _Session(CaptureSession):
         self.logs = dialect.log_tables()
 
     def visible_commits(self, after: int) -> VisibleCommits:
-        """The visible transactions' positions above ``after`` (this first query fixes the
-        snapshot every later query of the session reads)."""
-        self.cursor.execute(tsql.visible_positions(self.logs), [after] * len(self.logs))
+        """The visible capture values above ``after``, every row's (this first query fixes
+        the snapshot every later query of the session reads)."""
+        self.cursor.execute(tsql.visible_values(self.logs), [after] * len(self.logs))
         positions = tuple(int(row[0]) for row in self.cursor.fetchall())
         return VisibleCommits(positions, self.taken, self.running)
 

@@ -222,10 +222,10 @@ def _union(logs: Sequence[Located], columns: str) -> str:
     )
 
 
-def visible_positions(logs: Sequence[Located]) -> str:
-    """Each visible transaction's position (its last sequence value) above ``?``."""
-    union = _union(logs, f"{quote(TXID)}, {quote(SEQ)}")
-    return f"SELECT MAX({quote(SEQ)}) FROM ({union}) GROUP BY {quote(TXID)} ORDER BY 1"
+def visible_values(logs: Sequence[Located]) -> str:
+    """Every visible capture value above ``?`` (one per table), ascending: each row's, so
+    that a transaction's values before its last are visible too, not gaps to wait for."""
+    return f"{_union(logs, quote(SEQ))} ORDER BY 1"
 
 
 def committed_transactions(logs: Sequence[Located]) -> str:
