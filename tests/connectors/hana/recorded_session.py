@@ -64,12 +64,13 @@ def from_json(value: Any) -> Any:
 
 
 class Recording:
-    """The exchanges of one recording file, answered once each."""
+    """The exchanges of one recording file (or given, named ``path``), answered once each."""
 
-    def __init__(self, path: Path) -> None:
-        document = json.loads(path.read_text(encoding="utf-8"))
+    def __init__(self, path: Path, exchanges: Sequence[dict[str, Any]] | None = None) -> None:
+        if exchanges is None:
+            exchanges = json.loads(path.read_text(encoding="utf-8"))["exchanges"]
         self.path = path
-        self.exchanges: list[dict[str, Any]] = list(document["exchanges"])
+        self.exchanges: list[dict[str, Any]] = list(exchanges)
         self.answered = [False] * len(self.exchanges)
 
     def answer(self, sql: str, params: Sequence[Any]) -> dict[str, Any]:
