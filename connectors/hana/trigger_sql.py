@@ -113,9 +113,9 @@ def _guarded(check: str, wanted: str, statements: Sequence[str]) -> str:
     ``wanted`` (``= 0``: missing, ``> 0``: present)."""
     body = "\n".join(f"    EXEC {literal(statement)};" for statement in statements)
     return (
-        "DO BEGIN\n  DECLARE EXISTING INTEGER;\n"
-        f"  SELECT COUNT(*) INTO EXISTING FROM {check};\n"
-        f"  IF :EXISTING {wanted} THEN\n{body}\n  END IF;\nEND"
+        "DO BEGIN\n  DECLARE OBJECT_COUNT INTEGER;\n"
+        f"  SELECT COUNT(*) INTO OBJECT_COUNT FROM {check};\n"
+        f"  IF :OBJECT_COUNT {wanted} THEN\n{body}\n  END IF;\nEND"
     )
 
 
@@ -134,10 +134,10 @@ def create_sequence() -> str:
     create = f"CREATE SEQUENCE {QUALIFIED_SEQUENCE} START WITH 1 INCREMENT BY 1 NO CACHE NO CYCLE"
     first = f"SELECT {QUALIFIED_SEQUENCE}.NEXTVAL FROM DUMMY"
     return (
-        "DO BEGIN\n  DECLARE EXISTING INTEGER;\n  DECLARE FIRST_VALUE BIGINT;\n"
-        f"  SELECT COUNT(*) INTO EXISTING FROM {check};\n"
-        f"  IF :EXISTING = 0 THEN\n    EXEC {literal(create)};\n"
-        f"    EXEC {literal(first)} INTO FIRST_VALUE;\n  END IF;\nEND"
+        "DO BEGIN\n  DECLARE OBJECT_COUNT INTEGER;\n  DECLARE TAKEN_VALUE BIGINT;\n"
+        f"  SELECT COUNT(*) INTO OBJECT_COUNT FROM {check};\n"
+        f"  IF :OBJECT_COUNT = 0 THEN\n    EXEC {literal(create)};\n"
+        f"    EXEC {literal(first)} INTO TAKEN_VALUE;\n  END IF;\nEND"
     )
 
 

@@ -88,7 +88,9 @@ def test_install_creates_schema_sequence_logging_table_and_three_row_triggers() 
     assert recording.unanswered() == []
     schema, sequence, log, *rest = statements
     assert "SYS.SCHEMAS WHERE SCHEMA_NAME = 'REPLCHECK_CAPTURE'" in schema
-    assert ":EXISTING = 0" in schema and _executed(schema) == ['CREATE SCHEMA "REPLCHECK_CAPTURE"']
+    assert ":OBJECT_COUNT = 0" in schema and _executed(schema) == [
+        'CREATE SCHEMA "REPLCHECK_CAPTURE"'
+    ]
     create, first = _executed(sequence)
     assert create.startswith('CREATE SEQUENCE "REPLCHECK_CAPTURE"."CAPTURE_SEQ" START WITH 1')
     assert "NO CACHE" in create  # values are given out in the order they are asked for
@@ -112,7 +114,7 @@ def test_install_creates_schema_sequence_logging_table_and_three_row_triggers() 
     names = tsql.trigger_names(tsql.Located(SCHEMA, TABLE))
     for drop, name in zip(drops, names, strict=True):
         assert f"TRIGGER_NAME = '{name.replace(chr(39), chr(39) * 2)}'" in drop
-        assert ":EXISTING > 0" in drop
+        assert ":OBJECT_COUNT > 0" in drop
     assert len(triggers) == 3
 
 
