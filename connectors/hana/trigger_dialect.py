@@ -102,7 +102,7 @@ class HanaTriggerDialect(TriggerDialect):
         return statements
 
     def _table_statements(self, table: str) -> list[str]:
-        columns, schema = self._reflect(table)
+        columns, schema = self.catalog(table)
         if not schema.primary_key:
             raise ConfigError(f"HANA trigger capture needs a primary key on table {table}")
         unreadable = [c for c in schema.columns if c.ltype is None]
@@ -196,7 +196,7 @@ class HanaTriggerDialect(TriggerDialect):
 
     def describe(self, table: str) -> TableDescription:
         """The table's columns (as the snapshot reads them) and primary key."""
-        _, schema = self._reflect(table)
+        _, schema = self.catalog(table)
         names = [column.name for column in schema.columns]
         arrow = self.connector.arrow_schema(schema, names)
         arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
@@ -204,7 +204,7 @@ class HanaTriggerDialect(TriggerDialect):
 
     def converters(self, table: str) -> list[Callable[[Any], Any]]:
         """The conversion of each column's hdbcli value, in column order."""
-        _, schema = self._reflect(table)
+        _, schema = self.catalog(table)
         return converters_of(schema, [column.name for column in schema.columns])
 
     def snapshots(self, tables: Sequence[str]) -> SnapshotReader:
@@ -248,7 +248,7 @@ class HanaTriggerDialect(TriggerDialect):
         """The captured tables' logging tables, in the order of ``tables``."""
         return [tsql.log_table(self.located(table)) for table in self.tables]
 
-    def _reflect(self, table: str) -> tuple[tuple[HanaColumn, ...], TableSchema]:
+    def catalog(self, table: str) -> tuple[tuple[HanaColumn, ...], TableSchema]:
         """The table's catalog columns and its schema (read once)."""
         table = self.qualified(table)
         if table not in self._catalog:
@@ -320,7 +320,7 @@ class _Session(CaptureSession):
     def _rows(
         self, table: str, chunk: Sequence[int], positions: Mapping[int, int], upto: int
     ) -> Iterator[CaptureRow]:
-        _, schema = self.dialect._reflect(table)
+        _, schema = self.dialect.catalog(table)
         names = [column.name for column in schema.columns]
         converters = self.dialect.converters(table)
         log = tsql.log_table(self.dialect.located(table))
@@ -395,7 +395,7 @@ class HanaCaptureSnapshots:
     ) -> Iterator[TableSnapshot]:
         for table in tables:
             description = self.dialect.describe(table)
-            _, schema = self.dialect._reflect(table)
+            _, schema = self.dialect.catalog(table)
             names = list(description.schema.names)
             partition = Partition(0)
             if table in keys:
