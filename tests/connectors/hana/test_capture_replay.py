@@ -110,3 +110,38 @@ def test_the_pipeline_loads_at_a_capture_position_and_writes_the_transactions_in
     ]
     assert done == [("501", 12), ("503", 14), ("505", 17), ("502", 18)]
     assert recording.unanswered() == []
+
+
+def test_the_initial_snapshot_gives_its_locks_back_and_tries_again_while_a_table_is_written() -> (
+    None
+):
+    from connectors.hana import sql
+    from connectors.hana import trigger_sql as tsql
+    from connectors.model import Partition
+
+    source = tsql.Located("SHOP", "ORDERS")
+    catalog = Recording(DATA / "capture_reader.json").exchanges[2:4]  # columns, primary key
+    exchanges = [
+        *catalog,
+        {"call": "setautocommit", "args": [False]},
+        {"sql": tsql.BEGIN_SNAPSHOT},
+        {"call": "setautocommit", "args": [False]},
+        {"sql": tsql.lock_exclusive(source), "error": "lock not available (NOWAIT)"},
+        {"call": "rollback"},  # every lock given back before the next try
+        {"sql": tsql.lock_exclusive(source)},
+        {"sql": tsql.SEQUENCE_VALUE, "params": list(tsql.SEQUENCE_PARAMS), "rows": [[42]]},
+        {"call": "rollback"},
+        {
+            "sql": sql.partition_select("SHOP", "ORDERS", ["ID", "AMOUNT", "NOTE", "PLACED"],
+                                        Partition(0))[0],
+            "rows": [[5, {"decimal": "5.00"}, "five", None]],
+        },
+        {"call": "rollback"},
+    ]  # fmt: skip
+    recording = Recording(Path("snapshot.json"), exchanges)
+    dialect = _dialect(recording)
+    with dialect.snapshots(dialect.tables).snapshot(dialect.tables) as (position, tables):
+        rows = [row for table in tables for batch in table.batches for row in batch.to_pylist()]
+    assert position == Position.of(42)
+    assert rows == [_row(5, "5.00", "five", None)]
+    assert recording.unanswered() == []
