@@ -233,7 +233,7 @@ def committed_transactions(logs: Sequence[Located]) -> str:
     ``(? [per table], ?]``, by position."""
     union = _union(logs, f"{quote(TXID)}, {quote(SEQ)}")
     return (
-        f"SELECT {quote(TXID)}, MAX({quote(SEQ)}) FROM ({union}) GROUP BY {quote(TXID)}"
+        f"SELECT {quote(TXID)}, MAX({quote(SEQ)}) FROM ({union}) AS CAPTURED GROUP BY {quote(TXID)}"
         f" HAVING MAX({quote(SEQ)}) <= ? ORDER BY 2"
     )
 
@@ -243,7 +243,7 @@ def purgeable_transactions(logs: Sequence[Located], limit: int) -> str:
     a transaction above it keeps its rows at or below it)."""
     union = _union(logs, f"{quote(TXID)}, {quote(SEQ)}")
     return (
-        f"SELECT {quote(TXID)} FROM ({union}) GROUP BY {quote(TXID)}"
+        f"SELECT {quote(TXID)} FROM ({union}) AS CAPTURED GROUP BY {quote(TXID)}"
         f" HAVING MAX({quote(SEQ)}) <= ? ORDER BY MAX({quote(SEQ)}) LIMIT {int(limit)}"
     )
 
