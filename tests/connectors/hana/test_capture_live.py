@@ -1,7 +1,9 @@
 """HANA trigger capture against a real server: runs only when REPLCHECK_HANA_URL is set (see
 ``test_live``; the password in REPLCHECK_HANA_PASSWORD or the URL). Creates one table in the
 current schema, installs its capture (schema REPLCHECK_CAPTURE), writes, reads, replicates
-into a lake, validates, then removes the capture and drops the table."""
+into a lake, validates, then removes the capture and drops the table. With
+REPLCHECK_HANA_RECORD set to a directory, the reader test records its session there in the
+replay format (``recorded_session``)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ import pytest
 from cdc_core.position import Position
 from connectors.hana.connector import HanaConnector
 from connectors.hana.trigger_dialect import HanaTriggerDialect
-from connectors.registry import capture_dialect_for, log_source_for
+from connectors.registry import capture_dialect_for
 from connectors.trigger_capture.install import apply_plan, plan_capture
+from connectors.trigger_capture.log_reader import TriggerLogReader, TriggerReaderConfig
+from tests.connectors.hana.recorded_session import RecordingHanaConnector, save
 from tests.connectors.mariadb.pipeline_helpers import lake_rows
 from tests.connectors.trigger_capture.helpers import (
     read_to_idle,
@@ -30,6 +34,7 @@ from tests.connectors.trigger_capture.helpers import (
 )
 
 pytestmark = [pytest.mark.hana, pytest.mark.integration]
+RECORD = "REPLCHECK_HANA_RECORD"  # a directory: the reader test saves its session there
 
 
 @pytest.fixture
@@ -106,9 +111,11 @@ def test_a_later_commit_waits_behind_an_open_writer_and_a_rollback_never_shows(
     )
     aborted.rollback()
     aborted.close()
-    source = log_source_for(url, os.environ.get("REPLCHECK_HANA_PASSWORD"), [table])
+    exchanges: list[dict[str, Any]] = []
+    recorder = HanaTriggerDialect(RecordingHanaConnector(dialect.connector, exchanges), [table])
+    reader = TriggerLogReader(recorder, TriggerReaderConfig(recorder.tables, 0.05))
     try:
-        changes = source.reader.iter_changes(Position.of(start))
+        changes = reader.iter_changes(Position.of(start))
         held, _ = read_to_idle(changes)
         _run(dialect.connector, f"UPDATE {quoted} SET ID = 20 WHERE ID = 2")  # a key move
         open_.commit()
@@ -119,7 +126,14 @@ def test_a_later_commit_waits_behind_an_open_writer_and_a_rollback_never_shows(
                 break
             later += read_to_idle(changes)[0]
     finally:
-        source.reader.close()
+        reader.close()
+    if os.environ.get(RECORD):  # a real session for tests/connectors/hana/data
+        path = Path(os.environ[RECORD]) / f"capture_live_{table}.json"
+        save(
+            path,
+            "recorded live: an open writer, a committed insert, a rollback, a key move",
+            exchanges,
+        )
     assert held == []  # the open insert took the first value: everything waits behind it
     rows = [show(c) for c in later if show(c)[0] in ("c", "u", "d")]
     # By last write: the open insert wrote first (its position is lowest) though it committed

@@ -145,3 +145,26 @@ def test_the_initial_snapshot_gives_its_locks_back_and_tries_again_while_a_table
     assert position == Position.of(42)
     assert rows == [_row(5, "5.00", "five", None)]
     assert recording.unanswered() == []
+
+
+def test_a_session_recorded_through_the_recorder_is_the_recording_it_ran_on() -> None:
+    """The recorder (used on a live server, see ``recorded_session``) writes what replay
+    reads: recording the replayed reader session gives back the same exchanges."""
+    import json
+
+    from tests.connectors.hana.recorded_session import RecordingHanaConnector
+
+    replayed = Recording(DATA / "capture_reader.json")
+    recorded: list[dict[str, Any]] = []
+    connector = RecordingHanaConnector(RecordedHanaConnector(URL, replayed), recorded)
+    dialect = HanaTriggerDialect(connector, ["ORDERS"])
+    reader = TriggerLogReader(dialect, TriggerReaderConfig(dialect.tables, 0.01))
+    changes = reader.iter_changes(Position.of(10))
+    for _ in range(3):
+        read_to_idle(changes)
+    assert replayed.unanswered() == []
+
+    def key(exchange: dict[str, Any]) -> str:
+        return json.dumps(exchange, sort_keys=True)
+
+    assert sorted(map(key, recorded)) == sorted(map(key, replayed.exchanges))
