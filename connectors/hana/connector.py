@@ -62,6 +62,15 @@ class HanaConnector(Connector):
         args.update({key: str(value) for key, value in url.query.items()})
         return args
 
+    def default_schema(self) -> str:
+        """The schema an unqualified table name is in: the URL's ``currentSchema``, else the
+        user's own schema, which HANA names after the user (SAP HANA SQL Reference, "SET
+        SCHEMA"). Known without a connection, so table names resolve before one is open."""
+        args = self.connect_args()
+        if "currentSchema" in args:
+            return str(args["currentSchema"])
+        return sql.split_table(str(args["user"]), "")[1]
+
     @property
     def where(self) -> str:
         """The server, for messages: host and port, never the password."""
@@ -84,6 +93,13 @@ class HanaConnector(Connector):
             if exc.errorcode == AUTHENTICATION_FAILED:
                 problem = "authentication failed (check user and password)"
             raise TransientError(f"cannot connect to {self.where}: {problem}") from exc
+
+    def driver_error(self) -> type[Exception]:
+        """hdbcli's root error class (a statement the server refused raises it)."""
+        with driver_import("the HANA connector"):
+            from hdbcli import dbapi
+        error: type[Exception] = dbapi.Error
+        return error
 
     @staticmethod
     def _split(cursor: Any, table: str) -> tuple[str, str]:
@@ -137,7 +153,7 @@ class HanaConnector(Connector):
         snapshot: Snapshot | None = None,
     ) -> Iterator[pa.RecordBatch]:
         schema = self.arrow_schema(table, columns)
-        converters = [_converter(table.column(c).ltype) for c in columns]
+        converters = converters_of(table, columns)
         with (
             contextlib.closing(self.connect()) as connection,
             contextlib.closing(connection.cursor()) as cursor,
@@ -148,8 +164,7 @@ class HanaConnector(Connector):
             try:
                 position = _begin_snapshot(cursor)
                 cursor.execute(query, params)
-                while rows := cursor.fetchmany(BATCH_ROWS):
-                    yield _batch(rows, converters, schema, position)
+                yield from iter_batches(cursor, converters, schema, position)
             finally:
                 connection.rollback()  # read only: nothing to keep
 
@@ -159,6 +174,19 @@ def _begin_snapshot(cursor: Any) -> int:
     cursor.execute(sql.BEGIN_SNAPSHOT)
     cursor.execute(sql.SNAPSHOT_POSITION)  # the transaction's first read fixes its snapshot
     return int(cursor.fetchone()[0])
+
+
+def iter_batches(
+    cursor: Any, converters: Sequence[Callable[[Any], Any]], schema: pa.Schema, position: int
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``cursor``'s query as batches of ``schema``, each row at ``position``."""
+    while rows := cursor.fetchmany(BATCH_ROWS):
+        yield _batch(rows, converters, schema, position)
+
+
+def converters_of(table: TableSchema, columns: Sequence[str]) -> list[Callable[[Any], Any]]:
+    """How each of ``columns`` of ``table`` becomes the value its Arrow type takes."""
+    return [value_converter(table.column(column).ltype) for column in columns]
 
 
 def _batch(
@@ -177,7 +205,7 @@ def _batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _converter(ltype: lt.LogicalType | None) -> Callable[[Any], Any]:
+def value_converter(ltype: lt.LogicalType | None) -> Callable[[Any], Any]:
     """How one hdbcli value becomes the Python value its Arrow type takes."""
     if isinstance(ltype, lt.IntegerType):
         return int  # BIGINT may arrive as a Decimal

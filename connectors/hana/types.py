@@ -44,6 +44,10 @@ _SIMPLE: dict[str, lt.LogicalType] = {
 }
 
 
+_SIZED = ("VARCHAR", "NVARCHAR", "ALPHANUM", "CHAR", "NCHAR", "VARBINARY", "BINARY")
+"""The types declared with a length (SAP HANA SQL Reference, "Data Types")."""
+
+
 @dataclass(frozen=True, slots=True)
 class HanaColumn:
     """One ``SYS.TABLE_COLUMNS`` row, as much of it as the mapping needs.
@@ -67,6 +71,21 @@ class HanaColumn:
             return f"DECIMAL({self.length},{self.scale})"
         return self.data_type
 
+    @property
+    def declaration(self) -> str:
+        """The type as a column definition spells it, length included, so that a copy of
+        the column (trigger capture's logging table) holds every value the column can."""
+        name = self.data_type.upper()
+        if name == "SHORTTEXT":  # a full-text column type: its values are NVARCHAR
+            name = "NVARCHAR"
+        if name in _SIZED and self.length is not None:
+            return f"{name}({self.length})"
+        if name == "FLOAT" and self.length is not None:
+            return f"FLOAT({self.length})"
+        if name == "TEXT":  # the column store's full-text NCLOB
+            return "NCLOB"
+        return self.native_type
+
 
 def logical_type(column: HanaColumn) -> lt.LogicalType | None:
     """The logical type of a HANA column, or None when replcheck cannot hash it."""
@@ -83,13 +102,15 @@ def logical_type(column: HanaColumn) -> lt.LogicalType | None:
 
 def source_columns(rows: Sequence[tuple[Any, ...]]) -> tuple[SourceColumn, ...]:
     """``SYS.TABLE_COLUMNS`` rows (name, type, length, scale, nullable) as source columns."""
-    columns = []
-    for name, data_type, length, scale, nullable in rows:
-        column = HanaColumn(str(name), str(data_type), _int(length), _int(scale))
-        columns.append(
-            SourceColumn(column.name, column.native_type, logical_type(column), nullable == "TRUE")
-        )
-    return tuple(columns)
+    return tuple(
+        SourceColumn(column.name, column.native_type, logical_type(column), nullable == "TRUE")
+        for column, nullable in zip(catalog_columns(rows), (row[4] for row in rows), strict=True)
+    )
+
+
+def catalog_columns(rows: Sequence[tuple[Any, ...]]) -> tuple[HanaColumn, ...]:
+    """``SYS.TABLE_COLUMNS`` rows (name, type, length, scale, ...) as ``HanaColumn``s."""
+    return tuple(HanaColumn(str(row[0]), str(row[1]), _int(row[2]), _int(row[3])) for row in rows)
 
 
 def _int(value: Any) -> int | None:

@@ -16,7 +16,7 @@ import pytest
 from cdc_core.drivers import DRIVER_EXTRAS, driver_import
 from cdc_core.errors import TerminalError
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings
-from connectors.registry import connector_for
+from connectors.registry import capture_dialect_for, connector_for
 from validator import cli
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
@@ -32,6 +32,10 @@ def _block(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
 def _binlog_stream() -> None:
     settings = StreamSettings("127.0.0.1", 1, "u", None, "db", 1, 1.0, "mysql://u@127.0.0.1:1")
     next(BinlogStream(settings, []).events("binlog.000001", 4, "binlog.000001:4"))
+
+
+def _hana_capture() -> None:
+    capture_dialect_for("hana://u@h:30015/", "pw", ["T"]).check_installed(["T"])
 
 
 def _great_expectations() -> None:
@@ -53,6 +57,7 @@ CASES: list[tuple[str, Callable[[Path], object], str]] = [
     ("psycopg", lambda _: connector_for("postgresql://u@127.0.0.1:1/db").reflect("t"), "postgres"),
     ("oracledb", lambda _: connector_for("oracle://u@h/?service_name=S").reflect("t"), "oracle"),
     ("hdbcli", lambda _: connector_for("hana://u@h:30015/", "pw").reflect("T"), "hana"),
+    ("hdbcli", lambda _: _hana_capture(), "hana"),
     ("duckdb", lambda tmp: connector_for(f"duckdb:///{tmp}/x.duckdb").reflect("t"), "embedded"),
     ("great_expectations", lambda _: _great_expectations(), "quality"),
     ("pyspark", lambda _: _spark(), "spark"),

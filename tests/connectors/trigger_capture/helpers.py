@@ -1,8 +1,10 @@
 """Helpers of the trigger capture tests: read a reader to its next ``Idle``, show raw changes
-as compact tuples that tests compare exactly, and run ``replcheck`` as a user would."""
+as compact tuples that tests compare exactly, and run ``replcheck`` as a user would (the
+pipeline, and ``validate`` as the product's own judge of the lake)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +92,21 @@ def pipeline_config(work: Path, url: str, tables: list[str]) -> Path:
         encoding="utf-8",
     )
     return config
+
+
+def validate_in_sync(config: Path, source_table: str, lake_table: str, out: Path) -> None:
+    """Run ``replcheck validate`` of ``source_table`` against the lake of ``config`` (written
+    by ``pipeline_config``) and fail unless it reports them in sync."""
+    text = config.read_text(encoding="utf-8") + (
+        "comparisons:\n"
+        f"  - {{name: judged, source: {{connection: src, table: {source_table}}},"
+        f" target: {{connection: lake, table: {lake_table}}}}}\n"
+        "spark: {master: 'local[1]'}\n"
+    )
+    judged = config.with_name("validate.yaml")
+    judged.write_text(text, encoding="utf-8")
+    result = replcheck("validate", "-c", str(judged), "--out", str(out))
+    document = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    counts = [c["counts_by_kind"] for c in document["comparisons"]]
+    assert result.returncode == 0, (counts, result.stdout[-2000:], result.stderr[-2000:])
+    assert document["status"] == "in_sync", counts

@@ -1,7 +1,8 @@
 """PostgreSQL trigger capture on the private server: concurrent sessions whose commit order
 differs from their start order, a transaction between its commit trigger and its commit, a
 long transaction, rollbacks, the exact raw changes, and ``replcheck cdc run`` killed under
-concurrent writers, compared with the source read with plain SQL."""
+concurrent writers, compared with the source read with plain SQL and by ``replcheck
+validate``."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from tests.connectors.trigger_capture.helpers import (
     show,
     start_replcheck,
     transactions,
+    validate_in_sync,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -285,6 +287,7 @@ def test_cdc_run_killed_under_concurrent_writers_ends_equal_to_the_source(
     events = changelog(tmp_path / "lake", "public.t")
     positions = [(event["_commit_pos"], event["_seq"]) for event in events]
     assert len(positions) == len(set(positions))  # no transaction written twice
+    validate_in_sync(Path(config), "public.t", "public.t", tmp_path / "validated")
 
 
 def test_the_initial_load_meets_the_capture_and_the_pipeline_follows_it(

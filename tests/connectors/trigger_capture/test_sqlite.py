@@ -1,7 +1,7 @@
 """SQLite trigger capture on real files: the install commands, the exact raw changes the
 reader yields, the initial load meeting the capture, the purge, and ``replcheck cdc run``
 killed at random moments under a concurrent writer with rollbacks, judged against the
-source table read with plain SQL."""
+source table read with plain SQL and by ``replcheck validate``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from tests.connectors.trigger_capture.helpers import (
     show,
     start_replcheck,
     transactions,
+    validate_in_sync,
 )
 from validator import cli
 
@@ -288,3 +289,4 @@ def test_cdc_run_killed_under_a_concurrent_writer_ends_equal_to_the_source(
     positions = [(event["_commit_pos"], event["_seq"]) for event in events]
     assert len(positions) == len(set(positions))  # no transaction written twice
     assert LakeTable(tmp_path / "lake", "t").mirror.exists()
+    validate_in_sync(Path(config), "t", "t", tmp_path / "validated")

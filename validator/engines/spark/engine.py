@@ -18,6 +18,7 @@ from cdc_core.lake import LakeTable, high_water_mark
 from cdc_core.names import backtick_quote
 from connectors.base import Connector
 from connectors.model import TableSchema
+from connectors.registry import captures_by_trigger
 from merkle.layout import RowLayout
 from validator.config import ComparisonConfig
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
@@ -142,10 +143,16 @@ def target_side(
     spark: SparkSession, plan: ComparisonPlan, positions: SourcePositions | None
 ) -> Side:
     """The target as Spark reads it: a lake at ``positions`` (None: at its high-water
-    mark), or a live database as it is now."""
+    mark), or a live database as it is now.
+
+    A lake fed by trigger capture records capture positions, which the source's snapshot
+    positions (its log's: an LSN, a commit ID) do not order: it is read at its high-water
+    mark, as a lake of a source without a log is."""
     reflected = plan.reflected
     connection, table = reflected.target_connection, reflected.comparison.target.table
     if reflected.target is None:
+        if captures_by_trigger(reflected.source.url):
+            positions = None
         key = reflected.target_key
         return _lake_side(spark, plan.settings, connection, table, key, positions)
     return _database_side(spark, connection, reflected.target, reflected.target_key)
