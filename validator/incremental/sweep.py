@@ -2,8 +2,8 @@
 scratch, so that every leaf is re-verified within ``ceil(1 / share)`` runs.
 
 The cursor is the first leaf the next run sweeps; a full run sets it to 0. Run i of a cycle
-sweeps ``[cursor, cursor + per_run)`` and the cycle ends when the cursor passes the last leaf,
-so any ``sweep_runs`` consecutive runs sweep every leaf at least once.
+sweeps ``[i * per_run, (i + 1) * per_run)`` and the cycle ends when the cursor passes the
+last leaf, so any ``sweep_runs`` consecutive runs sweep every leaf at least once.
 """
 
 from __future__ import annotations
@@ -41,14 +41,18 @@ class Sweep:
 
 
 def next_sweep(count: int, share: float, cursor: int) -> Sweep:
-    """This run's sweep from ``cursor`` (a cursor beyond the leaves starts again at 0)."""
-    first = cursor if 0 <= cursor < count else 0
-    stop = min(count, first + per_run(count, share))
+    """This run's sweep from ``cursor`` (a cursor beyond the leaves starts again at 0).
+
+    Windows start at multiples of ``per_run``: a cursor left by another share is moved
+    back to one, so the windows of a cycle still tile the leaves."""
+    step = per_run(count, share)
+    first = cursor - cursor % step if 0 <= cursor < count else 0
+    stop = min(count, first + step)
     return Sweep(first, stop, 0 if stop >= count else stop)
 
 
 def runs_until_swept(count: int, share: float, cursor: int) -> int:
     """Runs until the cycle that reached ``cursor`` has swept every leaf (0: it has)."""
-    if cursor == 0:
+    if not 0 < cursor < count:
         return 0
     return math.ceil((count - cursor) / per_run(count, share))
