@@ -5,15 +5,13 @@ Under ``RangeLeaves`` a run of consecutive leaves is one key range. The source's
 group only the rows of their ranges (``connectors.pushdown.range_predicate``); Spark reads
 the lake's rows filtered on the same ranges, a filter on the first key column that Spark
 pushes below the per-key window of ``lake_state_at`` into the Parquet scan. Past
-``MAX_RANGES`` runs a predicate costs more than it saves: each side reads its whole range
-and keeps the wanted leaves.
+``MAX_RANGES`` runs (``MAX_LAKE_RANGES`` in Spark) a predicate costs more than it saves:
+the side reads its whole range and keeps the wanted leaves.
 """
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Collection
-from functools import reduce
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.names import backtick_quote
@@ -25,7 +23,8 @@ from validator.engines.database.slices import MAX_RANGES_PER_QUERY, Slice, diges
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-MAX_RANGES = MAX_RANGES_PER_QUERY
+MAX_RANGES = MAX_RANGES_PER_QUERY  # per source slice (SQL)
+MAX_LAKE_RANGES = 4 * MAX_RANGES  # in one Spark filter (a balanced tree of ORs)
 
 
 def source_digests(part: Slice, leaves: Collection[int]) -> dict[int, LeafDigest]:
@@ -57,27 +56,36 @@ def lake_in_leaves(
     frame: DataFrame, key: str, scheme: RangeLeaves, leaves: Collection[int]
 ) -> DataFrame:
     """The rows of ``frame`` (before hashing) whose first key column ``key`` falls in
-    ``leaves``; beyond ``MAX_RANGES`` runs, rows are kept by leaf after hashing instead
+    ``leaves``; beyond ``MAX_LAKE_RANGES`` runs, rows are kept by leaf after hashing instead
     (``keep_leaves``)."""
     from pyspark.sql import functions as F
 
     runs = leaf_ranges(list(leaves))
     if not runs:
         return frame.where(F.lit(False))
-    if len(runs) > MAX_RANGES:
+    if len(runs) > MAX_LAKE_RANGES:
         return frame
     column = frame[backtick_quote(key)]
     bounded = [_range_column(column, *scheme.bounds(a, b)) for a, b in runs]
     conditions = [c for c in bounded if c is not None]
     if len(conditions) < len(bounded):  # one run is every key
         return frame
-    return frame.where(reduce(operator.or_, conditions))
+    return frame.where(_any_of(conditions))
+
+
+def _any_of(conditions: Sequence[Column]) -> Column:
+    """The OR of ``conditions`` as a balanced tree: a chain of a thousand ORs is a plan as
+    deep, which Spark's optimizer walks recursively."""
+    if len(conditions) == 1:
+        return conditions[0]
+    middle = len(conditions) // 2
+    return _any_of(conditions[:middle]) | _any_of(conditions[middle:])
 
 
 def keep_leaves(hashed: DataFrame, leaves: Collection[int]) -> DataFrame:
     """Rows of a hashed frame in ``leaves`` (exact, whatever ``lake_in_leaves`` kept)."""
     from pyspark.sql import functions as F
 
-    if len(leaf_ranges(list(leaves))) <= MAX_RANGES:
+    if len(leaf_ranges(list(leaves))) <= MAX_LAKE_RANGES:
         return hashed
     return hashed.where(F.col(LEAF).isin(sorted(leaves)))
