@@ -132,8 +132,8 @@ class Coverage:
 
     Attributes:
         mode: ``full`` (every leaf re-hashed) or ``incremental`` (stored digests reused).
-        reason: Why a run asked to be incremental was full (None: it was not asked, or it
-            was incremental).
+        reason: Why a run asked to be incremental was full, or why its state could not be
+            stored (None: neither).
         from_position: P0, the position the reused digests hold for (incremental runs).
         to_position: P1, the position this run compared at.
         leaves_changed: Leaves re-hashed because the lake's changelog shows changes in them

@@ -10,6 +10,7 @@ positions P1 are known; None: every leaf), ``merged`` (fresh digests plus stored
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import LakeTable
@@ -147,9 +148,18 @@ class Increment:
         state is kept for this comparison)."""
         if not self.active:
             return None
-        to = positions.describe() if positions else None
+        coverage = self._coverage(positions.describe() if positions else None)
         if isinstance(self.scheme, RangeLeaves) and positions is not None:
-            self._store(digests, positions)
+            try:
+                self._store(digests, positions)
+            except OSError as exc:  # the comparison stands; the next run is full
+                log.warning("comparison %s: state not stored: %s", self.plan.comparison.name, exc)
+                unstored = f"the state could not be stored ({exc}): the next run is full"
+                reason = f"{coverage.reason}; {unstored}" if coverage.reason else unstored
+                return replace(coverage, reason=reason)
+        return coverage
+
+    def _coverage(self, to: str | None) -> Coverage:
         count = self.scheme.count
         if self.state is None or self.sweep is None or self.rehash is None:
             return full_coverage(to, count, self.reason)

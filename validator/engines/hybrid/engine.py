@@ -23,7 +23,7 @@ rows leave the source database.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +93,7 @@ def compare_with_lake(
             target = target_side(spark, plan, positions)
         check_columns(plan.comparison.expectations, target.frame.columns, target.label)
         compared = in_layout_names(target.frame, plan.reflected.reconciled)
-        with timer.phase("changes"):
+        with timer.phase("changes") if increment.active else nullcontext():
             rehash = increment.leaves_to_rehash(positions)
         work: Callable[[Slice], dict[Any, Any]] = digests_of
         if rehash is not None and isinstance(scheme, RangeLeaves):
