@@ -4,27 +4,30 @@ the lake's Parquet statistics can use.
 Under ``RangeLeaves`` a run of consecutive leaves is one key range. The source's slices
 group only the rows of their ranges (``connectors.pushdown.range_predicate``); Spark reads
 the lake's rows filtered on the same ranges, a filter on the first key column that Spark
-pushes below the per-key window of ``lake_state_at`` into the Parquet scan. Past
-``MAX_RANGES`` runs (``MAX_LAKE_RANGES`` in Spark) a predicate costs more than it saves:
-the side reads its whole range and keeps the wanted leaves.
+pushes below the per-key window of ``lake_state_at`` (a few covering ranges into the
+Parquet scan, the exact leaves as a hash-set lookup). Past ``MAX_RANGES`` runs a SQL
+predicate costs more than it saves: the slice reads its whole range and keeps the wanted
+leaves.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection, Sequence
+from functools import reduce
 from typing import TYPE_CHECKING
 
 from cdc_core.names import backtick_quote
 from connectors.pushdown import RangeLeaves, leaf_ranges, range_predicate
-from merkle.spark import LEAF
 from merkle.tree import LeafDigest
 from validator.engines.database.slices import MAX_RANGES_PER_QUERY, Slice, digests_of
+from validator.engines.hybrid.lake import range_leaf
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 MAX_RANGES = MAX_RANGES_PER_QUERY  # per source slice (SQL)
-MAX_LAKE_RANGES = 4 * MAX_RANGES  # in one Spark filter (a balanced tree of ORs)
+MAX_PUSHED_RANGES = 32  # key ranges pushed into the lake's Parquet scan
 
 
 def source_digests(part: Slice, leaves: Collection[int]) -> dict[int, LeafDigest]:
@@ -56,36 +59,31 @@ def lake_in_leaves(
     frame: DataFrame, key: str, scheme: RangeLeaves, leaves: Collection[int]
 ) -> DataFrame:
     """The rows of ``frame`` (before hashing) whose first key column ``key`` falls in
-    ``leaves``; beyond ``MAX_LAKE_RANGES`` runs, rows are kept by leaf after hashing instead
-    (``keep_leaves``)."""
+    ``leaves``: at most ``MAX_PUSHED_RANGES`` key ranges covering them, which Spark pushes
+    into the Parquet scan (row groups outside them are skipped), then the exact leaves as
+    one hash-set lookup per row (testing a thousand ranges per row would cost more than
+    the hashing it saves). Both filters sit below the per-key window of the lake's state."""
     from pyspark.sql import functions as F
 
-    runs = leaf_ranges(list(leaves))
-    if not runs:
+    wanted = sorted(set(leaves))
+    if not wanted:
         return frame.where(F.lit(False))
-    if len(runs) > MAX_LAKE_RANGES:
-        return frame
     column = frame[backtick_quote(key)]
-    bounded = [_range_column(column, *scheme.bounds(a, b)) for a, b in runs]
-    conditions = [c for c in bounded if c is not None]
-    if len(conditions) < len(bounded):  # one run is every key
-        return frame
-    return frame.where(_any_of(conditions))
+    covering = _covering(leaf_ranges(wanted), MAX_PUSHED_RANGES)
+    bounded = [_range_column(column, *scheme.bounds(a, b)) for a, b in covering]
+    exact = range_leaf(key, scheme).isin(wanted)
+    if any(c is None for c in bounded):  # one range is every key
+        return frame.where(exact)
+    ranges = [c for c in bounded if c is not None]
+    return frame.where(reduce(operator.or_, ranges) & exact)
 
 
-def _any_of(conditions: Sequence[Column]) -> Column:
-    """The OR of ``conditions`` as a balanced tree: a chain of a thousand ORs is a plan as
-    deep, which Spark's optimizer walks recursively."""
-    if len(conditions) == 1:
-        return conditions[0]
-    middle = len(conditions) // 2
-    return _any_of(conditions[:middle]) | _any_of(conditions[middle:])
-
-
-def keep_leaves(hashed: DataFrame, leaves: Collection[int]) -> DataFrame:
-    """Rows of a hashed frame in ``leaves`` (exact, whatever ``lake_in_leaves`` kept)."""
-    from pyspark.sql import functions as F
-
-    if len(leaf_ranges(list(leaves))) <= MAX_LAKE_RANGES:
-        return hashed
-    return hashed.where(F.col(LEAF).isin(sorted(leaves)))
+def _covering(runs: Sequence[tuple[int, int]], most: int) -> list[tuple[int, int]]:
+    """At most ``most`` runs covering ``runs`` (sorted, disjoint): the widest gaps are kept."""
+    if len(runs) <= most:
+        return list(runs)
+    gaps = sorted(range(1, len(runs)), key=lambda i: runs[i][0] - runs[i - 1][1], reverse=True)
+    cuts = sorted(gaps[: most - 1])
+    starts = [0, *cuts]
+    stops = [*cuts, len(runs)]
+    return [(runs[a][0], runs[b - 1][1]) for a, b in zip(starts, stops, strict=True)]

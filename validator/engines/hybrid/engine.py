@@ -52,7 +52,7 @@ from validator.engines.hybrid.lake import hash_into_leaves, lake_digests, lake_k
 from validator.engines.spark.compare import Side, cache_level
 from validator.engines.spark.engine import in_layout_names, target_side
 from validator.expectations import check_columns
-from validator.incremental.rehash import keep_leaves, lake_in_leaves, source_digests
+from validator.incremental.rehash import lake_in_leaves, source_digests
 from validator.incremental.run import Increment
 from validator.plan import ComparisonPlan, EngineRun
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
@@ -100,7 +100,7 @@ def compare_with_lake(
             compared = lake_in_leaves(compared, layout.key[0], scheme, rehash)
             work = partial(source_digests, leaves=rehash)
         hashed = hash_into_leaves(compared, layout, scheme)
-        lake = (hashed if rehash is None else keep_leaves(hashed, rehash)).persist(cache_level())
+        lake = hashed.persist(cache_level())
         stack.callback(lake.unpersist)
         with timer.phase("leaves"):
             digests = increment.merged(_with_lake(slices, work, partial(lake_digests, lake)))
