@@ -91,6 +91,9 @@ def _facts(comparison: dict[str, Any]) -> str:
         for side in ("source", "target")
     ]
     lines += [f"schema: {s['column']}: {s['problem']}" for s in comparison["schema_differences"]]
+    coverage = model.describe_coverage(comparison)
+    if coverage:
+        lines.append(f"coverage: {coverage}")
     return "\n".join(lines)
 
 

@@ -33,9 +33,20 @@ def build_markdown(result: dict[str, Any], max_rows: int = DEFAULT_MAX_ROWS) -> 
     lines = [_status_line(result), ""]
     if result["comparisons"]:
         lines += _table(result["comparisons"])
+    lines += _coverage(result["comparisons"])
     for comparison in result["comparisons"]:
         lines += _details(comparison, max_rows)
     return "\n".join(lines) + "\n"
+
+
+def _coverage(comparisons: list[dict[str, Any]]) -> list[str]:
+    """A line per comparison that keeps validation state: what its run re-hashed."""
+    lines = []
+    for c in comparisons:
+        coverage = model.describe_coverage(c)
+        if coverage:
+            lines.append(f"- {escape(c['name'])}: {escape(coverage)}")
+    return ["", *lines] if lines else []
 
 
 def escape(text: str) -> str:

@@ -95,6 +95,23 @@ def positions(result: Result) -> list[tuple[str | None, str | None]]:
     return list(dict.fromkeys(pairs))
 
 
+def describe_coverage(comparison: Comparison) -> str | None:
+    """One line on which leaves the run re-hashed (None: no validation state kept, or a
+    result written before incremental runs existed); the guarantee is separate."""
+    coverage = comparison.get("coverage")
+    if not coverage:
+        return None
+    if coverage["mode"] == "full":
+        why = f" ({coverage['reason']})" if coverage["reason"] else ""
+        return f"full run: every leaf re-hashed{why}"
+    return (
+        f"incremental {coverage['from_position']} → {coverage['to_position']}: "
+        f"{coverage['leaves_changed']:,} changed leaves, {coverage['leaves_swept']:,} swept, "
+        f"{coverage['leaves_reused']:,} reused; every leaf swept within "
+        f"{coverage['sweep_runs']:,} runs ({coverage['runs_until_swept']:,} more this cycle)"
+    )
+
+
 def phase_seconds(comparison: Comparison) -> float:
     """Total seconds over the comparison's timed phases."""
     return float(sum(comparison["timings"].values()))

@@ -52,6 +52,20 @@ def test_validate_with_a_broken_config_exits_2_naming_the_key(tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
+def test_validate_and_gate_take_incremental_and_full(tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(
+        "connections: {src: {url: 'sqlite:///none.db'}, lake: {lake: lake}}\n"
+        "comparisons: [{name: t, source: {connection: src, table: t},"
+        " target: {connection: lake, table: t}}]\n"
+        "validation: {sweep_share: 2}\n"
+    )
+    for command in ("validate", "gate"):
+        result = run_cli(command, "--config", str(config), "--incremental", "--full")
+        assert result.returncode == 2  # the flags are taken; the config's share is refused
+        assert "sweep_share: must be above 0 and at most 1" in result.stderr
+
+
 def test_report_renders_an_existing_result(tmp_path: Path) -> None:
     from tests.reports.sample import make_result
 

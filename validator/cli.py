@@ -175,6 +175,28 @@ NamesOption = Annotated[
 SetOption = Annotated[
     list[str], typer.Option("--set", help="Override a config value: path=value (repeatable).")
 ]
+IncrementalOption = Annotated[
+    bool,
+    typer.Option(
+        "--incremental",
+        help="Keep the validated digests in the lake and re-hash only the leaves changed"
+        " since, plus a sweep (hybrid engine, integer keys; validation.incremental).",
+    ),
+]
+FullOption = Annotated[
+    bool,
+    typer.Option(
+        "--full", help="Re-hash every leaf this run, and store the digests for later runs."
+    ),
+]
+
+
+def _mode_overrides(incremental: bool, full: bool) -> list[str]:
+    """``--incremental`` and ``--full`` as the config overrides they stand for."""
+    return [
+        *(["validation.incremental=true"] if incremental else []),
+        *(["validation.force_full=true"] if full else []),
+    ]
 
 
 @app.command()
@@ -183,12 +205,15 @@ def validate(
     out: Annotated[Path, typer.Option(help="Directory for result.json.")] = Path("replcheck-out"),
     comparison: NamesOption = [],  # noqa: B006 - typer reads the default, never mutates it
     set_: SetOption = [],  # noqa: B006
+    incremental: IncrementalOption = False,
+    full: FullOption = False,
 ) -> None:
     """Validate sources against targets; exit 0 in sync, 1 differences, 2 could not validate."""
     from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out)
-    document, masker, lake = _run_validation(config, comparison, set_)
+    sets = [*set_, *_mode_overrides(incremental, full)]
+    document, masker, lake = _run_validation(config, comparison, sets)
     outputs = write_outputs(document, out, lake=lake, masker=masker)
     _print_summary(document)
     typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
@@ -203,13 +228,16 @@ def gate(
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
     comparison: NamesOption = [],  # noqa: B006
     set_: SetOption = [],  # noqa: B006
+    incremental: IncrementalOption = False,
+    full: FullOption = False,
 ) -> None:
     """CI gate: exit 1 when more than --max-differences differences are found or an
     expectation failed, 2 on errors."""
     from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out, junit)
-    document, masker, lake = _run_validation(config, comparison, set_)
+    sets = [*set_, *_mode_overrides(incremental, full)]
+    document, masker, lake = _run_validation(config, comparison, sets)
     write_outputs(document, out, junit, lake=lake, masker=masker)
     _print_summary(document)
     code, verdict = gate_verdict(document, max_differences)

@@ -24,6 +24,11 @@ compute its own while Spark hashes the lake (``hybrid``); it uses Spark alone ot
 (JSON columns, ``float_digits``, ...); ``spark``, ``database`` and ``hybrid`` insist on one
 engine. ``validation.database_parallelism`` is how many connections each database reads on.
 
+``validation.incremental: true`` (hybrid engine, integer keys) keeps each validated run's
+leaf digests in the lake and re-hashes only the leaves the changelog shows changed since,
+plus a rotating sweep of ``validation.sweep_share`` of the others (``validator.incremental``);
+``validation.force_full: true`` (``--full``) makes one run re-hash everything.
+
 ``expectations`` (optional) is a data-quality suite checked with Great Expectations on the
 target as materialised at the agreed position (``validator.expectations``). Columns are
 named as in the target; a failed expectation makes the comparison fail like a difference::
@@ -64,6 +69,7 @@ from cdc_core.names import parse_table
 from merkle.hashing import MAX_DEPTH
 from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
+from validator.settings import IncrementalSettings
 
 ENGINES = ("auto", "spark", "database", "hybrid")
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
@@ -215,6 +221,9 @@ class ValidationSettings:
     database_parallelism: int = 2  # database/hybrid: connections a database reads on at once
     # The secret sensitive key parts are hashed under (validator.key_masks); None: per run.
     mask_key: Secret | None = None
+    # Hybrid engine, key-range leaves: keep the validated digests and re-hash only what the
+    # changelog shows changed plus a sweep (validator.incremental; --incremental, --full).
+    incremental: IncrementalSettings = field(default_factory=IncrementalSettings)
 
 
 AUDIT_STORES = ("lake", "file")
@@ -500,6 +509,7 @@ def _read_settings(section: Section | None, environ: Mapping[str, str]) -> Valid
             "engine",
             "database_parallelism",
             "mask_key",
+            *INCREMENTAL_KEYS,
         ]
     )
     defaults = ValidationSettings()
@@ -516,6 +526,7 @@ def _read_settings(section: Section | None, environ: Mapping[str, str]) -> Valid
         database_parallelism=section.get("database_parallelism", int, defaults.database_parallelism)
         or 0,
         mask_key=read_secret(section, "mask_key", environ),
+        incremental=_read_incremental(section),
     )
     for key in (
         "lake_wait_timeout_s",
@@ -528,6 +539,21 @@ def _read_settings(section: Section | None, environ: Mapping[str, str]) -> Valid
     if settings.database_parallelism < 1:
         raise section.error("database_parallelism", "must be at least 1")
     return settings
+
+
+INCREMENTAL_KEYS = ("incremental", "force_full", "sweep_share")
+
+
+def _read_incremental(section: Section) -> IncrementalSettings:
+    defaults = IncrementalSettings()
+    share = section.get("sweep_share", float, defaults.sweep_share)
+    if share is None or not 0 < share <= 1:
+        raise section.error("sweep_share", "must be above 0 and at most 1")
+    return IncrementalSettings(
+        enabled=bool(section.get("incremental", bool, defaults.enabled)),
+        force_full=bool(section.get("force_full", bool, defaults.force_full)),
+        sweep_share=share,
+    )
 
 
 def _read_engine(section: Section) -> str | None:

@@ -81,6 +81,7 @@ def plan_comparison(config: ValidatorConfig, comparison: ComparisonConfig) -> Co
         max_reported_rows=validation.max_reported_rows,
         sensitive=frozenset(comparison.columns.sensitive),
         lake_wait_timeout_s=validation.lake_wait_timeout_s,
+        incremental=validation.incremental,
     )
     engine = comparison.engine or validation.engine
     databases, lake_source = _pushed_sides(reflected, engine)

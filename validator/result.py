@@ -126,6 +126,43 @@ class ExpectationResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Coverage:
+    """Which leaves a run re-hashed on both sides, and what that proves
+    (``validator.incremental``).
+
+    Attributes:
+        mode: ``full`` (every leaf re-hashed) or ``incremental`` (stored digests reused).
+        reason: Why a run asked to be incremental was full, or why its state could not be
+            stored (None: neither).
+        from_position: P0, the position the reused digests hold for (incremental runs).
+        to_position: P1, the position this run compared at.
+        leaves_changed: Leaves re-hashed because the lake's changelog shows changes in them
+            since P0 (or because they differed at P0).
+        leaves_swept: Other leaves re-hashed from scratch by the rotating sweep.
+        leaves_reused: Leaves whose digests were taken from the state stored at P0.
+        sweep_runs: Every leaf is swept within this many incremental runs.
+        runs_until_swept: Incremental runs until every leaf has been swept since the last
+            full run or sweep cycle (0: every leaf has been).
+        guarantee: What this run proves and what it cannot see, in words.
+    """
+
+    mode: str
+    reason: str | None = None
+    from_position: str | None = None
+    to_position: str | None = None
+    leaves_changed: int = 0
+    leaves_swept: int = 0
+    leaves_reused: int = 0
+    sweep_runs: int = 0
+    runs_until_swept: int = 0
+    guarantee: str = ""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("full", "incremental"):
+            raise ValueError(f"coverage mode must be full or incremental, not {self.mode!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class ComparisonResult:
     """The outcome of one comparison."""
 
@@ -150,6 +187,7 @@ class ComparisonResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
     engine: str = "spark"  # who computed the digests: Spark, or the two databases
+    coverage: Coverage | None = None  # full or incremental (None: no state kept)
 
     @property
     def differences_omitted(self) -> int:

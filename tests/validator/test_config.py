@@ -214,3 +214,21 @@ def test_an_unreadable_table_name_names_its_key_and_the_quoting_fix(tmp_path: Pa
     assert "double-quote a part that holds a dot" in message
     quoted = ISSUE_EXAMPLE.replace("table: shop.orders}", """table: 'shop."v1.2"'}""")
     assert load(tmp_path, quoted).comparisons[0].target.table == 'shop."v1.2"'  # type: ignore[attr-defined]
+
+
+def test_incremental_runs_are_opt_in_and_the_flags_set_them(tmp_path: Path) -> None:
+    path = write(tmp_path, ISSUE_EXAMPLE)
+    settings = load_validator_config(path, environ={}).validation.incremental
+    assert (settings.enabled, settings.force_full, settings.sweep_share) == (False, False, 0.1)
+    assert (settings.keeps_state, settings.sweep_runs) == (False, 10)
+    flags = {"validation.incremental": "true", "validation.force_full": "true"}
+    flagged = load_validator_config(path, flags, environ={}).validation.incremental
+    assert (flagged.enabled, flagged.force_full, flagged.keeps_state) == (True, True, True)
+    shared = load(tmp_path, ISSUE_EXAMPLE + "validation: {sweep_share: 0.25}\n")
+    assert shared.validation.incremental.sweep_runs == 4  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("share", ["0", "-0.5", "1.5"])
+def test_a_sweep_share_outside_0_to_1_is_an_error(tmp_path: Path, share: str) -> None:
+    with pytest.raises(ConfigError, match="sweep_share: must be above 0 and at most 1"):
+        load(tmp_path, ISSUE_EXAMPLE + f"validation: {{sweep_share: {share}}}\n")

@@ -97,9 +97,11 @@ def open_slices(
     ]
 
 
-def digests_of(part: Slice) -> dict[int, LeafDigest]:
-    """The slice's leaf digests: one GROUP BY in the server."""
-    sql = digest_sql(part.side.dialect, part.side.table, part.scheme, part.where())
+def digests_of(part: Slice, where: str | None = None) -> dict[int, LeafDigest]:
+    """The slice's leaf digests: one GROUP BY in the server (over the rows ``where``
+    selects, a predicate within the slice; None: all the slice's rows)."""
+    where = part.where() if where is None else where
+    sql = digest_sql(part.side.dialect, part.side.table, part.scheme, where)
     digests, refused = {}, 0
     for leaf, count, total, *flagged in part.session.iter_rows(sql):
         digests[int(leaf)] = LeafDigest(int(count), int(total) & _MASK64)

@@ -23,10 +23,11 @@ rows leave the source database.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from connectors.pushdown import RangeLeaves
 from merkle.layout import RowLayout
 from merkle.tree import build_tree, diff_trees
 from validator.engines.database.engine import PhaseTimer
@@ -51,6 +52,8 @@ from validator.engines.hybrid.lake import hash_into_leaves, lake_digests, lake_k
 from validator.engines.spark.compare import Side, cache_level
 from validator.engines.spark.engine import in_layout_names, target_side
 from validator.expectations import check_columns
+from validator.incremental.rehash import lake_in_leaves, source_digests
+from validator.incremental.run import Increment
 from validator.plan import ComparisonPlan, EngineRun
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
 from validator.settings import CompareSettings
@@ -79,7 +82,8 @@ def compare_with_lake(
     docstring); the result, and the lake as Spark read it."""
     settings, layout = plan.settings, plan.reflected.reconciled.layout
     timer = PhaseTimer(plan.comparison.name, "source in its database, lake in Spark")
-    scheme = choose_leaves((source,), layout, settings.depth)
+    increment = Increment(plan, choose_leaves((source,), layout, settings.depth))
+    scheme = increment.scheme  # a stored state's leaves, when it is reused
     with ExitStack() as stack:
         snapshot = stack.enter_context(source.connector.shared_snapshot())
         intervals = leaf_slices(scheme, plan.parallelism)
@@ -89,11 +93,17 @@ def compare_with_lake(
             target = target_side(spark, plan, positions)
         check_columns(plan.comparison.expectations, target.frame.columns, target.label)
         compared = in_layout_names(target.frame, plan.reflected.reconciled)
+        with timer.phase("changes") if increment.active else nullcontext():
+            rehash = increment.leaves_to_rehash(positions)
+        work: Callable[[Slice], dict[Any, Any]] = digests_of
+        if rehash is not None and isinstance(scheme, RangeLeaves):
+            compared = lake_in_leaves(compared, layout.key[0], scheme, rehash)
+            work = partial(source_digests, leaves=rehash)
         hashed = hash_into_leaves(compared, layout, scheme)
         lake = hashed.persist(cache_level())
         stack.callback(lake.unpersist)
         with timer.phase("leaves"):
-            digests = _with_lake(slices, digests_of, partial(lake_digests, lake))
+            digests = increment.merged(_with_lake(slices, work, partial(lake_digests, lake)))
             trees = [build_tree(side, scheme.depth) for side in digests]
             mismatched = diff_trees(*trees).mismatched_leaves
         with timer.phase("keys"):
@@ -109,6 +119,7 @@ def compare_with_lake(
     differences: list[Difference] = []
     for finding in findings:
         differences.extend(to_differences(finding, columns))
+    coverage = increment.finish(digests, positions)
     counts = [sum(d.count for d in side.values()) for side in digests]
     result = ComparisonResult(
         name=plan.comparison.name,
@@ -128,6 +139,7 @@ def compare_with_lake(
         counts_by_kind=diff.by_kind,
         timings=timer.phases,
         engine="hybrid",
+        coverage=coverage,
     )
     return result, target
 

@@ -1,0 +1,86 @@
+"""The stored validation state: a round trip, and a clear error naming a corrupt file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cdc_core.lake import LakeTable
+from connectors.pushdown import RangeLeaves
+from merkle.tree import LeafDigest
+from validator.incremental.changed_leaves import leaf_of
+from validator.incremental.state import (
+    CorruptState,
+    LogMark,
+    ValidationState,
+    read_state,
+    state_path,
+    write_state,
+)
+
+STATE = ValidationState(
+    fingerprint={"columns": "[('id', 'IntegerType()')]"},
+    scheme=RangeLeaves(2, 125, 4),
+    low=100,
+    high=120,
+    position_text="100..120 (2 partitions)",
+    changelog=LogMark("a-table-id", 7),
+    mirror=None,
+    sweep_cursor=4,
+    source={0: LeafDigest(3, 2**64 - 1), 9: LeafDigest(1, 5)},
+    lake={0: LeafDigest(3, 2**64 - 1)},
+)
+
+
+def test_a_state_reads_back_as_written_and_knows_its_differing_leaves(tmp_path: Path) -> None:
+    path = state_path(LakeTable(tmp_path, "shop.orders"), "orders/nightly")
+    assert path.parent == tmp_path / "_replcheck" / "validation" / "shop" / "orders"
+    write_state(path, STATE)
+    assert read_state(path) == STATE
+    assert STATE.differing_leaves() == {9}
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        '{"format": "something else"}',
+        '{"format": "replcheck.validation-state", "format_version": 1}',
+    ],
+)
+def test_a_corrupt_state_is_an_error_naming_the_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "orders.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CorruptState, match="is not a validation state") as raised:
+        read_state(path)
+    assert raised.value.path == path
+
+
+def test_no_state_file_is_no_state(tmp_path: Path) -> None:
+    assert read_state(tmp_path / "absent.json") is None
+
+
+def test_keys_fall_into_leaves_as_the_sql_puts_them() -> None:
+    scheme = RangeLeaves(2, 125, 4)
+    assert [leaf_of(k, scheme) for k in (None, -5, 2, 126, 127, 1503, 2000, 10**9)] == [
+        0,
+        0,
+        0,
+        0,
+        1,
+        12,
+        15,
+        15,
+    ]
+
+
+def test_at_most_so_many_ranges_cover_the_leaves_keeping_the_widest_gaps() -> None:
+    from validator.incremental.rehash import _covering
+
+    runs = [(0, 1), (3, 4), (10, 12), (13, 14), (40, 41)]
+    assert _covering(runs, 10) == runs
+    assert _covering(runs, 3) == [(0, 4), (10, 14), (40, 41)]
+    assert _covering(runs, 1) == [(0, 41)]
