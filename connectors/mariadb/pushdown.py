@@ -201,7 +201,7 @@ def _date(ref: str, column: DigestColumn, *_: Any) -> Payload:
     if native != "date":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
     days = _number(_unless_zero(ref, f"DATEDIFF({ref}, '1970-01-01')"))
-    # 5 digits: 1997-05-19 to 2243
+    # 10,000 to 99,999 days: from 1997-05-19 to 2243-10-16
     within = _within_digits(ref, _EPOCH.date(), dt.timedelta(days=1), 5)
     return Payload(days, refused_when=refused_sql(ref), length=_length(within, 5, days))
 

@@ -87,9 +87,9 @@ def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
         return Payload(f"{ref}::text", null_when=_null_when(column))
     if base != "numeric":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
-    # numeric text is plain notation with the value's own scale; trim_scale (PostgreSQL 13)
-    # drops trailing fractional zeros, and zero of any scale is 0. NaN and infinities stay
-    # text no value matches.
+    # numeric text is plain notation with the value's own scale; trim_scale (PostgreSQL 13,
+    # https://www.postgresql.org/docs/current/functions-math.html) drops trailing fractional
+    # zeros, so zero of any scale is 0. NaN and infinities stay text no value matches.
     return Payload(f"trim_scale({ref})::text", null_when=_null_when(column))
 
 
