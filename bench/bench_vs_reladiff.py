@@ -13,6 +13,8 @@ one after the other:
   (``bench/.venv-reladiff``), with ``-c`` for every column and ``--skip-sort-results``;
 
 and scores each tool's findings, as (kind, key) pairs, against the injected set.
+With ``--floor``, the database engine's floor (``bench.database_floor``) is timed first in
+each repeat, and every replcheck run is set against the best floor.
 
 ``--replication`` names how the target is fed, per run of ``replcheck validate``
 (the comparison's ``replication:``): ``none`` and ``unknown`` (the default lag re-check)
@@ -23,6 +25,7 @@ runs against each target once per repeat.
 
     python -m bench.bench_vs_reladiff [--rows 1000000] [--diffs 100] [--workdir DIR]
         [--engines database,spark] [--replication none,unknown,replcheck] [--repeat 1]
+        [--floor] [--replcheck-code DIR ...]
 
 The table has an integer key, an INT, two DECIMALs, two VARCHARs, a DATETIME(6) (timestamp
 without zone), a TIMESTAMP(3) (with zone) and a DOUBLE, with NULLs in four columns.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -45,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.database_floor import Floor, measure_floor, server_cpu_seconds
 from tests.private_servers import MariaDBServer, PostgresServer, running_mariadb, running_postgres
 
 HERE = Path(__file__).resolve().parent
@@ -234,6 +239,7 @@ class Run:
     exit_code: int
     findings: set[Finding]
     detail: str = ""
+    server_cpu: float = 0.0  # CPU seconds of both servers during the run
 
 
 def timed(
@@ -264,7 +270,8 @@ def run_replcheck(
 ) -> Run:
     """``replcheck validate`` in its own process, as a user runs it (with the packages of
     the checkout ``code`` ahead of the installed ones, to time another version)."""
-    name = f"{engine}-{target.replication}"
+    version = code.name if code is not None else "installed"
+    name = f"{engine}-{target.replication}-{version}"
     config = workdir / f"replcheck-{name}.yaml"
     config.write_text(
         CONFIG_TEMPLATE.read_text().format(
@@ -278,15 +285,18 @@ def run_replcheck(
     )
     out = workdir / f"replcheck-out-{name}"
     argv = [str(_replcheck()), "validate", "--config", str(config), "--out", str(out)]
+    cpu = server_cpu_seconds((mariadb.pid, postgres.pid))
     seconds, exit_code = timed(argv, workdir / f"replcheck-{name}.log", _env(code))
+    cpu = server_cpu_seconds((mariadb.pid, postgres.pid)) - cpu
     document = json.loads((out / "result.json").read_text())
     comparison = document["comparisons"][0]
     findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
     tool = (
-        f"replcheck ({comparison.get('engine', engine)} engine, replication: {target.replication})"
+        f"replcheck ({comparison.get('engine', engine)} engine, replication: {target.replication}"
     )
-    return Run(tool, seconds, exit_code, findings, f"in-job phases: {phases}")
+    tool += f", code: {version})" if code is not None else ")"
+    return Run(tool, seconds, exit_code, findings, f"in-job phases: {phases}", cpu)
 
 
 def _replcheck() -> Path:
@@ -414,6 +424,24 @@ def score(found: set[Finding], expected: set[Finding]) -> tuple[float, float]:
     return recall, precision
 
 
+def report_floors(runs: Sequence[Run], floors: Sequence[Floor]) -> None:
+    """Each floor measured, and each replcheck run against the best of them."""
+    for floor in floors:
+        print(
+            f"floor (one MD5 pass over each table, both servers at once): {floor.seconds:.1f} s"
+            f" (MariaDB {floor.mariadb:.1f} s, PostgreSQL {floor.postgres:.1f} s);"
+            f" servers' CPU {floor.cpu:.1f} s"
+        )
+    best = min((floor.seconds for floor in floors), default=None)
+    best_cpu = min((floor.cpu for floor in floors), default=None)
+    for run in runs:
+        if best and best_cpu and run.tool.startswith("replcheck"):
+            print(
+                f"{run.tool}: / best floor = {run.seconds / best:.2f} (wall),"
+                f" {run.server_cpu / best_cpu:.2f} (servers' CPU {run.server_cpu:.1f} s)"
+            )
+
+
 def report(runs: Sequence[Run], expected: set[Finding], rows: int) -> None:
     """A Markdown table for bench/RESULTS.md, and what each tool got wrong."""
     print(f"\n{rows:,} rows, {len(expected)} injected differences\n")
@@ -450,7 +478,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary dir")
     parser.add_argument("--skip-reladiff", action="store_true", help="time replcheck only")
     parser.add_argument(
-        "--replcheck-code", type=Path, default=None, help="time the replcheck of this checkout"
+        "--replcheck-code",
+        type=Path,
+        action="append",
+        help="time the replcheck of this checkout (repeat to time several, in turn)",
+    )
+    parser.add_argument(
+        "--floor", action="store_true", help="time the floor (database_floor) in each repeat"
     )
     parser.add_argument(
         "--engines", default="database", help="replcheck engines to time: database,spark"
@@ -480,12 +514,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"generated and loaded in {time.perf_counter() - began:.1f} s")
         kinds = args.replication.split(",")
         loaded = [Target(DATABASE, kind) for kind in kinds if kind != "replcheck"]
-        runs = _run_tools(args, mariadb, postgres, workdir, loaded)
+        floors: list[Floor] = []
+        runs = _run_tools(args, mariadb, postgres, workdir, loaded, floors)
         if "replcheck" in kinds:
             with fed_replica(mariadb, postgres, workdir, drift) as fed:
-                runs += _run_tools(args, mariadb, postgres, workdir, [fed])
+                runs += _run_tools(args, mariadb, postgres, workdir, [fed], floors)
         print(f"after the runs: {machine()}")
     report(runs, drift.expected(), args.rows)
+    report_floors(runs, floors)
 
 
 def _run_tools(
@@ -494,15 +530,21 @@ def _run_tools(
     postgres: PostgresServer,
     workdir: Path,
     targets: Sequence[Target],
+    floors: list[Floor],
 ) -> list[Run]:
-    """Each replcheck run asked for against ``targets`` (one database), then reladiff."""
+    """Each replcheck run asked for against ``targets`` (one database), then reladiff; and
+    the floor first in each repeat when asked (appended to ``floors``)."""
     runs: list[Run] = []
     for _ in range(args.repeat if targets else 0):
-        for target in targets:
-            for engine in args.engines.split(","):
-                run = run_replcheck(mariadb, postgres, workdir, args.replcheck_code, engine, target)
-                runs.append(run)
-                print(f"{run.tool}: {run.seconds:.1f} s, load {machine()}")
+        if args.floor:
+            floors.append(measure_floor(mariadb, postgres, DATABASE, TABLE, COLUMNS))
+            print(f"floor: {floors[-1].seconds:.1f} s, load {machine()}")
+        for target, engine, code in itertools.product(
+            targets, args.engines.split(","), args.replcheck_code or [None]
+        ):
+            run = run_replcheck(mariadb, postgres, workdir, code, engine, target)
+            runs.append(run)
+            print(f"{run.tool}: {run.seconds:.1f} s, load {machine()}")
         if not args.skip_reladiff:
             runs.append(run_reladiff(mariadb, postgres, workdir, targets[0].database))
             print(f"{runs[-1].tool}: {runs[-1].seconds:.1f} s, load {machine()}")

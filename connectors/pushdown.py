@@ -80,12 +80,17 @@ class Payload:
     when only testing the payload tells. ``refused_when`` is SQL that is true when the
     column holds a value without canonical bytes, which the connector's reader refuses
     (MariaDB's dates that are not calendar dates); ``""`` when it cannot hold one.
+    ``length`` is SQL of the payload's byte length where the payload is not NULL, cheaper
+    than measuring the payload (which computes it a second time where the dialect has no
+    fence); ``""``: measure it. Like ``refused_when`` it reads the table's columns, so only
+    unfenced dialects (MariaDB) use it.
     """
 
     sql: str
     binary: bool = False
     null_when: str | None = None
     refused_when: str = ""
+    length: str = ""
 
 
 @dataclass(frozen=True, slots=True)

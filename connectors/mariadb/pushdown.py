@@ -10,6 +10,8 @@ fails the comparison with the Python reader's error (``zero_dates``).
 
 from __future__ import annotations
 
+import datetime as dt
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,8 +52,6 @@ class MariaDBReads(Protocol):
     ) -> Iterator[pa.RecordBatch]: ...
 
 
-TWO_52 = 1 << 52
-TWO_53 = 1 << 53
 _INTEGER_NAMES = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year")
 
 
@@ -72,38 +72,42 @@ def _scale(column: SourceColumn) -> int:
     return int(inside.split(",")[1]) if "," in inside else 0
 
 
-def _magnitude_bits(value: str) -> str:
-    """IEEE 754 bits of a positive finite DOUBLE ``value`` as an exact integer.
-
-    MariaDB has no function that returns a double's bits, so they are rebuilt with exact
-    arithmetic: dividing or multiplying by a power of two never rounds while the result
-    stays normal. ``LOG2`` is ``log(x)/log(2)`` and can miss the exponent by one either way
-    (measured near 2**-1004), so the exponent guess is taken low (``- 1e-6``) and a
-    mantissa that comes out twice too large is halved. Below 2**-960 the divisor would be
-    subnormal, so the value is first scaled up by 2**600; subnormals are ``x * 2**1074``.
-    """
-
-    def normal(x: str) -> str:
-        exponent = f"CAST(FLOOR(LOG2({x}) - 0.000001) AS SIGNED)"
-        mantissa = f"CAST({x} / POW(2, {exponent} - 52) AS SIGNED)"
-        fraction = f"IF({mantissa} >= {TWO_53}, {mantissa} DIV 2, {mantissa} - {TWO_52})"
-        return f"(({exponent} + 1023) * {TWO_52} + {fraction})"
-
-    return (
-        f"CASE WHEN {value} >= POW(2, -960) THEN {normal(value)}"
-        f" WHEN {value} >= POW(2, -1022) THEN {normal(f'({value} * POW(2, 600))')}"
-        f" - {600 * TWO_52}"
-        f" ELSE CAST({value} * POW(2, 537) * POW(2, 537) AS SIGNED) END"
-    )
-
-
 def float_bits_sql(value: str) -> str:
     """The exact ``float`` payload of a DOUBLE: its bits as a signed decimal integer (MariaDB
-    keeps neither NaN, infinities nor -0.0)."""
-    negative = f"CAST(-9223372036854775808 + {_magnitude_bits(f'(-{value})')} AS CHAR)"
+    keeps neither NaN, infinities nor -0.0; zero is written apart so a -0.0 from arithmetic
+    is ``0`` too).
+
+    MariaDB has no function that returns a double's bits, but a dynamic column stores a
+    DOUBLE as its 8 IEEE 754 bytes, little-endian, at the end of the blob
+    (``dynamic_column_double_store``: ``float8store``, mysys/ma_dyncol.c;
+    https://mariadb.com/kb/en/dynamic-columns/). Reversed, they are the big-endian bits,
+    and ``CONV`` to base -10 reads them as a signed number
+    (https://mariadb.com/kb/en/conv/). A NULL makes an empty blob, hence the NULL test.
+    """
+    stored = f"COLUMN_CREATE(1, {value} AS DOUBLE)"
+    bits = f"CONV(HEX(REVERSE(RIGHT({stored}, 8))), 16, -10)"
+    return f"CASE WHEN {value} = 0 THEN '0' WHEN {value} <> 0 THEN {bits} END"
+
+
+def _double_of_bits(bits: int) -> str:
+    """An exact SQL literal of the double with these bits (shortest round-trip digits)."""
+    return repr(struct.unpack(">d", bits.to_bytes(8, "big"))[0])
+
+
+# Doubles whose bits have 19 decimal digits: positive ones from the double with bits 10**18;
+# negative ones (bits 2**63 + m, written m - 2**63) while 2**63 - m >= 10**18. Bits of a
+# positive double grow with its value, so one comparison each tells the payload's length.
+_NINETEEN_DIGITS_FROM = _double_of_bits(10**18)
+_TWENTY_CHARACTERS_FROM = "-" + _double_of_bits(2**63 - 10**18)
+
+
+def float_length_sql(value: str, payload: str) -> str:
+    """The length of ``float_bits_sql(value)``: 19 or 20 for all but tiny and huge
+    magnitudes (below about 2**-801, above about 2**802), measured for those."""
     return (
-        f"CASE WHEN {value} = 0 THEN '0' WHEN {value} > 0 THEN"
-        f" CAST({_magnitude_bits(value)} AS CHAR) ELSE {negative} END"
+        f"CASE WHEN {value} >= {_NINETEEN_DIGITS_FROM} THEN 19"
+        f" WHEN {value} < 0 AND {value} >= {_TWENTY_CHARACTERS_FROM} THEN 20"
+        f" ELSE LENGTH({payload}) END"
     )
 
 
@@ -149,10 +153,13 @@ def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:
     assert isinstance(ltype, lt.FloatType)
     null_when = _null_when(ref, column)
     if native == "float" and ltype.bits == 32:  # widening is exact
-        return Payload(float_bits_sql(f"CAST({ref} AS DOUBLE)"), null_when=null_when)
-    if native in ("double", "real") and ltype.bits == 64:
-        return Payload(float_bits_sql(ref), null_when=null_when)
-    raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+        value = f"CAST({ref} AS DOUBLE)"
+    elif native in ("double", "real") and ltype.bits == 64:
+        value = ref
+    else:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
+    payload = float_bits_sql(value)
+    return Payload(payload, null_when=null_when, length=float_length_sql(value, payload))
 
 
 def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
@@ -186,12 +193,29 @@ def _boolean(ref: str, column: DigestColumn, *_: Any) -> Payload:
     return Payload(value, null_when=_null_when(ref, column))
 
 
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
 def _date(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     if native != "date":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as date")
-    days = _unless_zero(ref, f"DATEDIFF({ref}, '1970-01-01')")
-    return Payload(_number(days), refused_when=refused_sql(ref))
+    days = _number(_unless_zero(ref, f"DATEDIFF({ref}, '1970-01-01')"))
+    # 10,000 to 99,999 days: from 1997-05-19 to 2243-10-16
+    within = _within_digits(ref, _EPOCH.date(), dt.timedelta(days=1), 5)
+    return Payload(days, refused_when=refused_sql(ref), length=_length(within, 5, days))
+
+
+def _within_digits(ref: str, epoch: dt.date, unit: dt.timedelta, digits: int) -> str:
+    """SQL true where the count of ``unit`` from ``epoch`` to the DATE or DATETIME ``ref``
+    has ``digits`` digits (a zero or refused value's payload is NULL whatever its length)."""
+    low, high = epoch + unit * 10 ** (digits - 1), epoch + unit * 10**digits
+    return f"{ref} >= '{low}' AND {ref} < '{high}'"
+
+
+def _length(condition: str, length: int, payload: str) -> str:
+    """``length`` where ``condition`` holds, else the payload's measured length."""
+    return f"IF({condition}, {length}, LENGTH({payload}))"
 
 
 def _unless_zero(ref: str, value: str) -> str:
@@ -200,12 +224,14 @@ def _unless_zero(ref: str, value: str) -> str:
 
 
 # Exact microsecond counts of each temporal column (https://mariadb.com/kb/en/date-time-functions/):
-# TIME_TO_SEC keeps the fraction and the sign of a TIME; UNIX_TIMESTAMP of a TIMESTAMP
-# column is its stored instant, whatever the session's time zone.
+# TIME_TO_SEC keeps the fraction and the sign of a TIME; TO_SECONDS counts whole seconds
+# from year 0 (cheaper than TIMESTAMPDIFF); UNIX_TIMESTAMP of a TIMESTAMP column is its
+# stored instant, whatever the session's time zone.
+_TO_SECONDS_EPOCH = 62167219200  # TO_SECONDS('1970-01-01')
 _MICROS: dict[tuple[type, str], Callable[[str], str]] = {
     (lt.TimeType, "time"): lambda ref: f"CAST(TIME_TO_SEC({ref}) * 1000000 AS SIGNED)",
     (lt.TimestampType, "datetime"): (
-        lambda ref: f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {ref})"
+        lambda ref: f"(TO_SECONDS({ref}) - {_TO_SECONDS_EPOCH}) * 1000000 + MICROSECOND({ref})"
     ),
     (lt.TimestampTzType, "timestamp"): (
         lambda ref: f"CAST(UNIX_TIMESTAMP({ref}) * 1000000 AS SIGNED)"
@@ -223,12 +249,29 @@ def _temporal(
         raise NotPushable(f"column {column.name}: {column.column.native_type} as {ltype}")
     digits = options.fraction_digits(ltype)
     micros = to_micros(ref) if native == "time" else _unless_zero(ref, to_micros(ref))
-    if digits < _precision(column.column):  # else every stored value is a whole unit
+    reduced = digits < _precision(column.column)  # else every stored value is a whole unit
+    if reduced:
         rounding = options.rounding
         epoch = rounding_epoch(rounding, ltype)
         micros = dialect.reduce_micros(micros, digits, rounding, epoch)
     refused = refused_sql(ref) if native == "datetime" else ""  # a TIMESTAMP is never partial
-    return Payload(_number(micros), refused_when=refused)
+    payload = _number(micros)
+    return Payload(
+        payload,
+        refused_when=refused,
+        length="" if reduced else _micros_length(ref, native, payload),
+    )
+
+
+def _micros_length(ref: str, native: str, payload: str) -> str:
+    """The length of an unreduced microsecond payload: 16 digits from 2001-09-09 01:46:40
+    UTC to 2286 (every TIMESTAMP from then on), measured otherwise."""
+    if native == "datetime":
+        within = _within_digits(ref, _EPOCH, dt.timedelta(microseconds=1), 16)
+        return _length(within, 16, payload)
+    if native == "timestamp":
+        return _length(f"UNIX_TIMESTAMP({ref}) >= 1000000000", 16, payload)
+    return ""
 
 
 def _uuid(ref: str, column: DigestColumn, *_: Any) -> Payload:
@@ -271,11 +314,12 @@ class MariaDBDigestDialect(DigestDialect):
         return self._qualify(name)
 
     def field(self, ref: str, payload: Payload) -> str:
+        length = payload.length or f"LENGTH({ref})"
         if payload.null_when == "":
-            return f"LENGTH({ref}), ':', {ref}"
-        if payload.null_when is None:
-            return f"IFNULL(CONCAT(LENGTH({ref}), ':', {ref}), 'N')"
-        return f"IF({payload.null_when}, 'N', CONCAT(LENGTH({ref}), ':', {ref}))"
+            return f"{length}, ':', {ref}"
+        if payload.null_when is None:  # CONCAT is NULL when the payload is
+            return f"IFNULL(CONCAT({length}, ':', {ref}), 'N')"
+        return f"IF({payload.null_when}, 'N', CONCAT({length}, ':', {ref}))"
 
     def hash64(self, fields: Sequence[Field]) -> str:
         return f"CAST(CONV(LEFT(MD5({self.key_bytes(fields)}), 16), 16, 10) AS UNSIGNED)"

@@ -87,13 +87,10 @@ def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
         return Payload(f"{ref}::text", null_when=_null_when(column))
     if base != "numeric":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
-    # numeric text is plain notation with the value's own scale: drop trailing fractional
-    # zeros and a bare point; NaN and infinities fall through as text no value matches.
-    trimmed = f"rtrim(rtrim({ref}::text, '0'), '.')"
-    return Payload(
-        f"CASE WHEN {ref} = 0 THEN '0' WHEN scale({ref}) > 0 THEN {trimmed} ELSE {ref}::text END",
-        null_when=_null_when(column),
-    )
+    # numeric text is plain notation with the value's own scale; trim_scale (PostgreSQL 13,
+    # https://www.postgresql.org/docs/current/functions-math.html) drops trailing fractional
+    # zeros, so zero of any scale is 0. NaN and infinities stay text no value matches.
+    return Payload(f"trim_scale({ref})::text", null_when=_null_when(column))
 
 
 def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:

@@ -83,9 +83,11 @@ def mariadb_native(ltype: lt.LogicalType, value: Any) -> str | None:
             return None
         return f"DECIMAL({precision},{scale})"
     if isinstance(ltype, lt.FloatType):
-        if value is not None and (not math.isfinite(value) or abs(value) > MAX_SINGLE):
+        if value is not None and not math.isfinite(value):
             return None  # MariaDB keeps no NaN or infinity
-        return "FLOAT" if ltype.bits == 32 else "DOUBLE"
+        if ltype.bits == 64:
+            return "DOUBLE"
+        return "FLOAT" if value is None or abs(value) <= MAX_SINGLE else None
     simple: dict[type, str] = {
         lt.BytesType: "LONGBLOB",
         lt.BooleanType: "TINYINT",

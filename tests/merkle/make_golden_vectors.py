@@ -63,6 +63,11 @@ def float_cases() -> Iterator[Case]:
     singles += ["0.3333333432674408", "-2.5", "1e39", "-1e39", "nan", "0.0", "1.0000001"]
     yield from _single("float32", singles)
     yield from _single("float32", ["0.1", "123.456", "16777217.0"], float_digits=3)
+    # Where the bits' decimal width changes (19 digits from bits 10**18; "-" and 19 digits
+    # down to bits 2**63 + 2**63 - 10**18), which MariaDB's SQL tells by comparison.
+    widths = ["7.832953389245686e-242", "7.832953389245684e-242"]
+    widths += ["-5.215441032749369e+241", "-5.2154410327493695e+241"]
+    yield from _single("float64", widths)
 
 
 def string_cases() -> Iterator[Case]:
@@ -96,6 +101,8 @@ def date_cases() -> Iterator[Case]:
     days = ["1970-01-01", "1969-12-31", "1970-01-02", "0001-01-01", "9999-12-31", "2000-02-29"]
     days += ["1900-03-01", "2038-01-19", "1582-10-15", "1582-10-04", "2024-12-31", None]
     yield from _single("date", days)
+    # Where the day count's width changes (5 digits from 10,000 to 99,999 days).
+    yield from _single("date", ["1997-05-18", "1997-05-19", "2243-10-16", "2243-10-17"])
 
 
 def time_cases() -> Iterator[Case]:
@@ -131,6 +138,11 @@ def timestamp_cases() -> Iterator[Case]:
         )
     yield from _single("timestamp(3)", ["2020-01-01T00:00:00.1235", "2020-01-01T00:00:00.1234"])
     yield from _single("timestamp(0)", ["2020-01-01T00:00:00.5", "2020-01-01T00:00:00.4999"])
+    # Where the microsecond count's width changes (16 digits from 10**15 to 10**16 - 1).
+    widths = ["2001-09-09T01:46:39.999999", "2001-09-09T01:46:40"]
+    yield from _single(
+        "timestamp(6)", [*widths, "2286-11-20T17:46:39.999999", "2286-11-20T17:46:40"]
+    )
 
 
 def timestamp_tz_cases() -> Iterator[Case]:
@@ -141,6 +153,9 @@ def timestamp_tz_cases() -> Iterator[Case]:
     yield from _single("timestamp_tz(6)", stamps)
     yield from _single("timestamp_tz(6)", ["2020-01-01T00:00:00.0005+00:00"], timestamp_precision=3)
     yield from _single("timestamp_tz(0)", ["2020-01-01T00:00:00.5-03:00"])
+    # Where the microsecond count's width changes (16 digits from 10**15).
+    widths = ["2001-09-09T01:46:39.999999+00:00", "2001-09-09T01:46:40+00:00"]
+    yield from _single("timestamp_tz(6)", [*widths, "2001-09-09T03:46:39.999999+02:00"])
 
 
 RULES = ("round", "truncate", "half_away_from_1970", "half_away_from_2000")
