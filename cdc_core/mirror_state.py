@@ -80,7 +80,8 @@ def _labels(history: Sequence[Mapping[str, Any]]) -> list[Label]:
 def _highest(labels: Sequence[Label]) -> int:
     """The highest position any label names."""
     where = [_LABEL_KEYS.index(key) for key in _POSITION_KEYS]
-    return max(int(label[i]) for label in labels for i in where if label[i] is not None)
+    named = (label[i] for label in labels for i in where)
+    return max(int(position) for position in named if position is not None)
 
 
 def mirror_version_at(table: LakeTable, position: int | None) -> MirrorVersion | None:

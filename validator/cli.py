@@ -2,7 +2,8 @@
 
 Exit codes: 0 in sync (or the command succeeded), 1 differences found, 2 could not run
 (bad input, unreachable database, a feature not available yet); ``hana log-position`` exits
-3 when the log position asked about is gone.
+3 when the log position asked about is gone; 4: no Spark Connect server answers at the
+configured ``spark.remote`` (``SparkUnreachableError``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
 EXIT_LOG_GONE = 3
+EXIT_SPARK_UNREACHABLE = 4  # validator.engines.spark.session.SparkUnreachableError.exit_code
 
 app = typer.Typer(
     name="replcheck",
@@ -111,8 +113,7 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
     for name in names:
         config.comparison(name)  # unknown names fail before anything starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
-    settings = config.spark
-    spark = LazySparkSession(settings.master, settings.conf, settings.jdbc, _VERBOSE)
+    spark = LazySparkSession.for_config(config.spark, _VERBOSE)
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it

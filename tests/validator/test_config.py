@@ -214,3 +214,12 @@ def test_an_unreadable_table_name_names_its_key_and_the_quoting_fix(tmp_path: Pa
     assert "double-quote a part that holds a dot" in message
     quoted = ISSUE_EXAMPLE.replace("table: shop.orders}", """table: 'shop."v1.2"'}""")
     assert load(tmp_path, quoted).comparisons[0].target.table == 'shop."v1.2"'  # type: ignore[attr-defined]
+
+
+def test_spark_remote_is_a_spark_connect_url(tmp_path: Path) -> None:
+    path = write(tmp_path, ISSUE_EXAMPLE)
+    assert load_validator_config(path, environ={}).spark.remote is None
+    environ = {"REPLCHECK__SPARK__REMOTE": "sc://127.0.0.1:15002"}
+    assert load_validator_config(path, environ=environ).spark.remote == "sc://127.0.0.1:15002"
+    with pytest.raises(ConfigError, match=r"spark\.remote.*sc://host:port"):
+        load_validator_config(path, {"spark.remote": "http://127.0.0.1:15002"}, environ={})
