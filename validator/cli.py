@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # Loggers whose INFO lines are progress for people (phases, rows, rates, what a run waits for).
 PROGRESS_LOGGERS = (
     "validator.engines.spark.compare",
+    "validator.engines.spark.lake_target",  # whether the lake is read from its mirror
     "validator.job",
     "validator.commands.cdc",
     "validator.positions",

@@ -4,7 +4,8 @@ A MariaDB table's lake is written by the product's pipeline, then the source dri
 the binlog's back (``sql_log_bin = 0``: rows deleted, inserted and updated that the lake
 never sees). ``replcheck validate`` runs as its own process with ``spark.remote`` pointing
 at the server, once in the hybrid engine and once in the Spark engine (whose source read
-runs Python on the server's workers); both must find exactly the drift.
+runs Python on the server's workers); both must find exactly the drift, reading the lake
+from its mirror (the pipeline wrote it alone, so its histories prove the mirror's state).
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ def test_validate_through_spark_connect_finds_exactly_the_drift(
     run = _validate(_config(tmp_path / "c.yaml", drifted, spark_connect), tmp_path / "out")
 
     assert run.returncode == 1, run.stderr
+    # The lake is as the pipeline wrote it: read from its mirror, not replayed.
+    assert "mirror version" in run.stderr and "replaying" not in run.stderr
     document: dict[str, Any] = json.loads((tmp_path / "out" / "result.json").read_text())
     comparisons = {c["name"]: c for c in document["comparisons"]}
     for name, engine in (("hybrid", "hybrid"), ("in_spark", "spark")):

@@ -3,8 +3,9 @@
 The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
 the hash the source database computes) and the leaf the source's ``LeafScheme`` gives their
-key, computed as ``connectors.pushdown`` computes it in SQL. The hashed frame is persisted
-once; keys and changed rows are then read from it for the mismatched leaves only.
+key, computed as ``connectors.pushdown`` computes it in SQL. The engine persists the hashed
+frame once unless it is a plain read of the mirror; keys and changed rows are then read
+from it for the mismatched leaves only.
 """
 
 from __future__ import annotations

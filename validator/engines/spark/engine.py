@@ -21,7 +21,7 @@ from connectors.model import TableSchema
 from merkle.layout import RowLayout
 from validator.config import ComparisonConfig
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
-from validator.engines.spark.lake_target import lake_state_at
+from validator.engines.spark.lake_target import read_lake_state
 from validator.engines.spark.session import default_parallelism
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
@@ -50,13 +50,13 @@ def _lake_side(
     label = f"{connection.name}:{table}"
     if positions is None:  # a source without a log: everything the lake has
         mark = high_water_mark(lake_table)
-        frame = lake_state_at(spark, lake_table, key, mark)
-        return Side(frame, label, None if mark is None else str(mark))
+        state = read_lake_state(spark, lake_table, key, mark)
+        return Side(state.frame, label, None if mark is None else str(mark), state.from_mirror)
     timeout = settings.lake_wait_timeout_s
     wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
     check_exact(lake_table, positions.values)
-    frame = lake_state_at(spark, lake_table, key, positions)
-    return Side(frame, label, positions.describe())
+    state = read_lake_state(spark, lake_table, key, positions)
+    return Side(state.frame, label, positions.describe(), state.from_mirror)
 
 
 def _database_side(

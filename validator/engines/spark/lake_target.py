@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
@@ -53,12 +54,21 @@ def _read_files(spark: SparkSession, files: Sequence[str], schema: pa.Schema) ->
     return frame
 
 
-def lake_state_at(
+@dataclass(frozen=True, slots=True)
+class LakeState:
+    """A lake table's rows at a position, and whether they are a plain read of a mirror
+    version's files (read again, they cost a Parquet scan: not worth a cache)."""
+
+    frame: DataFrame
+    from_mirror: bool
+
+
+def read_lake_state(
     spark: SparkSession,
     table: LakeTable,
     key: Sequence[str],
     position: int | SourcePositions | None,
-) -> DataFrame:
+) -> LakeState:
     """The table's rows as of ``position`` (None: everything the lake has).
 
     With ``SourcePositions`` each key is read as of the position of the source partition
@@ -68,9 +78,20 @@ def lake_state_at(
     mirror = mirror_version_at(table, lowest)
     if mirror is not None:
         log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
-        return _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS)
+        frame = _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS)
+        return LakeState(frame, from_mirror=True)
     log.info("lake table %s: replaying its changelog", table.table)
-    return replay_state_at(spark, table, key, position)
+    return LakeState(replay_state_at(spark, table, key, position), from_mirror=False)
+
+
+def lake_state_at(
+    spark: SparkSession,
+    table: LakeTable,
+    key: Sequence[str],
+    position: int | SourcePositions | None,
+) -> DataFrame:
+    """The rows of ``read_lake_state``."""
+    return read_lake_state(spark, table, key, position).frame
 
 
 def replay_state_at(
