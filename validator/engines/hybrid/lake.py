@@ -67,11 +67,11 @@ def lake_digests(hashed: DataFrame) -> dict[int, LeafDigest]:
 
 
 def _in_leaves(hashed: DataFrame, leaves: Sequence[int]) -> DataFrame:
+    """The rows of ``leaves``. A filter, not a join: Spark moves it below the hashing (a
+    leaf depends on the key alone), so an unpersisted lake hashes only those leaves' rows."""
     from pyspark.sql import functions as F
 
-    spark = hashed.sparkSession
-    wanted = spark.createDataFrame([(leaf,) for leaf in sorted(set(leaves))], f"{LEAF} bigint")
-    return hashed.join(F.broadcast(wanted), LEAF)
+    return hashed.where(F.col(LEAF).isin(sorted(set(leaves))))
 
 
 def lake_keys(hashed: DataFrame, layout: RowLayout, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
