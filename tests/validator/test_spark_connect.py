@@ -22,10 +22,12 @@ from typing import Any
 
 import pytest
 
+from cdc_core.errors import ReplcheckError
 from cdc_core.names import format_table
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer, running_spark_connect
 from validator.demo.setup import found_differences
+from validator.engines.spark.session import connect_spark_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]
 
@@ -137,3 +139,13 @@ def test_an_unreachable_server_is_exit_4_naming_the_url_and_the_fix(
     errors = [line for line in run.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and remote in errors[0], run.stderr
     assert "start-connect-server.sh" in errors[0] and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("remote", ["sc://127.0.0.1:1/;token=SECRET", "sc://127.0.0.1:1;token=S"])
+def test_a_token_in_the_url_is_never_shown(remote: str) -> None:
+    """Unreachable, or malformed: the message shows the URL without its parameters."""
+    with pytest.raises(ReplcheckError) as raised:
+        connect_spark_session(remote)
+
+    assert "sc://127.0.0.1:1" in str(raised.value)
+    assert "token" not in str(raised.value) and "SECRET" not in str(raised.value)

@@ -171,19 +171,18 @@ def connect_spark_session(
         TerminalError: pyspark's Spark Connect client is not installed.
     """
     with driver_import("Spark Connect (spark.remote)"):
-        from pyspark.errors import PySparkValueError
         from pyspark.sql import SparkSession
         from pyspark.sql.connect.client import DefaultChannelBuilder
 
     shown = remote.split(";", 1)[0]  # parameters after ';' may hold a token
     try:
         url = DefaultChannelBuilder(remote).url
-    except PySparkValueError as exc:
+        host, port = url.hostname or "", url.port or DefaultChannelBuilder.default_port()
+    except ValueError as exc:  # PySparkValueError is one; its text may show a token
         raise TerminalError(
             f"spark.remote {shown!r} is not a Spark Connect URL: write sc://host:port"
         ) from exc
-    port = url.port or DefaultChannelBuilder.default_port()
-    _check_listening(shown, url.hostname or "", port)
+    _check_listening(shown, host, port)
     conf = {"spark.app.name": app_name, **_DEFAULT_CONF, **(extra_conf or {})}
     session = SparkSession.builder.remote(remote).getOrCreate()
     for key, value in conf.items():
@@ -201,8 +200,9 @@ def _check_listening(shown: str, host: str, port: int) -> None:
     except OSError as exc:
         raise SparkUnreachableError(
             f"no Spark Connect server answers at {shown} ({exc.strerror or exc}): start one"
-            ' ($SPARK_HOME/sbin/start-connect-server.sh, README "Warm Spark") or correct'
-            " spark.remote, or remove spark.remote to start Spark in this process"
+            ' ($SPARK_HOME/sbin/start-connect-server.sh, README "Validating against the'
+            ' lake quickly") or correct spark.remote, or remove spark.remote to start Spark in'
+            " this process"
         ) from exc
 
 
