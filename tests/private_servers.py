@@ -1,4 +1,5 @@
-"""Private MariaDB and PostgreSQL server processes for tests (fixtures: tests/servers.py).
+"""Private MariaDB and PostgreSQL server processes for tests (fixtures: tests/servers.py),
+and a Spark Connect server (``running_spark_connect``: a warm Spark on loopback).
 
 Every server runs from a fresh directory under /tmp, on a free loopback port, with its own
 unix socket, and never reads the machine's configuration (MariaDB gets ``--no-defaults``,
