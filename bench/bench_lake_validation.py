@@ -8,12 +8,17 @@ rows (the table of ``bench/bench_vs_reladiff.py``), builds the lake with
 the lake, rows inserted are missing from it, rows updated are changed). Then it times, one
 after the other, ``replcheck validate`` as a subprocess with ``engine: spark`` (the source
 read into Spark) and ``engine: auto`` (the hybrid engine: MariaDB computes its own digests,
-Spark the lake's), Spark start-up included, and scores each run's findings against the
-drift. The floor is one MD5 pass over the source table inside MariaDB (``CONCAT_WS`` of
-every column) plus reading the lake's mirror into Arrow with ``deltalake``; the canonical
-digest pass (the hybrid engine's own SQL, on one connection) is shown beside it.
+Spark the lake's), Spark start-up included (cold), and scores each run's findings against
+the drift. Warm, the hybrid engine runs twice more as ``replcheck validate`` with
+``spark.remote`` on a Spark Connect server started beforehand (its start timed apart), and
+twice in one process (``bench.lake_validation_phases``: where a cold run's seconds go, and
+a second run in the session the first started). The floor is one MD5 pass over the source
+table inside MariaDB (``CONCAT_WS`` of every column) plus reading the lake's mirror into
+Arrow with ``deltalake``; the canonical digest pass (the hybrid engine's own SQL, on one
+connection) is shown beside it.
 
     python -m bench.bench_lake_validation [--rows 200000] [--diffs 30] [--workdir DIR]
+        [--engines spark,auto]
 
 Each figure is printed with the load average (``os.getloadavg``) when it was taken.
 """
@@ -43,7 +48,7 @@ from bench.bench_vs_reladiff import (
     write_rows,
 )
 from cdc_core.lake import LakeTable
-from tests.private_servers import MariaDBServer, running_mariadb
+from tests.private_servers import MariaDBServer, running_mariadb, running_spark_connect
 
 ROOT = Path(__file__).resolve().parents[1]
 Finding = tuple[str, str]
@@ -120,26 +125,59 @@ class Validation:
     load: str
 
 
-def validate(server: MariaDBServer, workdir: Path, engine: str) -> Validation:
-    """``replcheck validate`` of the source against the lake, in its own process."""
-    config = workdir / f"validate-{engine}.yaml"
+def write_config(server: MariaDBServer, workdir: Path, name: str, engine: str, spark: str) -> Path:
+    """A validation config of the source against the lake; ``spark`` is its spark section."""
+    config = workdir / f"validate-{name}.yaml"
     config.write_text(
         f"connections:\n  src: {{url: {json.dumps(server.url(DATABASE))}}}\n"
         f"  lake: {{lake: {json.dumps(str(workdir / 'lake'))}}}\n"
         f"comparisons:\n  - {{name: {TABLE}, source: {{connection: src, table: {TABLE}}},"
         f" target: {{connection: lake, table: {DATABASE}.{TABLE}}}}}\n"
-        f"validation: {{engine: {engine}, lake_wait_timeout_s: 60, max_reported_rows: 10000}}\n",
+        f"validation: {{engine: {engine}, lake_wait_timeout_s: 60, max_reported_rows: 10000}}\n"
+        f"spark: {spark}\n",
         encoding="utf-8",
     )
-    out = workdir / f"out-{engine}"
+    return config
+
+
+def validate(
+    server: MariaDBServer, workdir: Path, engine: str, name: str = "", spark: str = "{}"
+) -> Validation:
+    """``replcheck validate`` of the source against the lake, in its own process."""
+    name = name or engine
+    config = write_config(server, workdir, name, engine, spark)
+    out = workdir / f"out-{name}"
     argv = _cli("validate", "--config", str(config), "--out", str(out))
-    seconds, code = timed(argv, workdir / f"validate-{engine}.log", _env())
+    seconds, code = timed(argv, workdir / f"validate-{name}.log", _env())
     comparison = json.loads((out / "result.json").read_text())["comparisons"][0]
     if comparison.get("error"):
         raise RuntimeError(f"engine {engine}: {comparison['error']}")
     findings = {(d["kind"], d["key"][0]) for d in comparison["differences"]}
     phases = ", ".join(f"{k} {v:.1f} s" for k, v in comparison.get("timings", {}).items())
-    return Validation(comparison["engine"], seconds, code, findings, phases, _load())
+    label = f"{comparison['engine']} engine, {name if name != engine else 'cold'}"
+    return Validation(label, seconds, code, findings, phases, _load())
+
+
+def warm_connect(server: MariaDBServer, workdir: Path) -> tuple[float, list[Validation]]:
+    """Start a Spark Connect server (its start timed), then two hybrid runs on it."""
+    began = time.perf_counter()
+    with running_spark_connect() as remote:
+        started = time.perf_counter() - began
+        spark = f"{{remote: {json.dumps(remote)}}}"
+        runs = [validate(server, workdir, "auto", f"spark connect, run {n}", spark) for n in (1, 2)]
+    return started, runs
+
+
+def phases_in_one_process(server: MariaDBServer, workdir: Path) -> dict[str, float]:
+    """``bench.lake_validation_phases`` (a cold process) on a hybrid config."""
+    config = write_config(server, workdir, "phases", "auto", "{}")
+    argv = [sys.executable, "-m", "bench.lake_validation_phases", str(config)]
+    log = workdir / "phases.log"
+    seconds, code = timed(argv, log, _env())
+    if code != 0:
+        raise RuntimeError(f"the phase breakdown failed: see {log.with_suffix('.err')}")
+    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
+    return {**steps, "(the whole process)": round(seconds, 3)}
 
 
 def floor(server: MariaDBServer, workdir: Path) -> list[tuple[str, float, str]]:
@@ -188,6 +226,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--diffs", type=int, default=30)
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--engines", default="spark,auto", help="cold runs (comma-separated)")
     arguments = parser.parse_args(argv)
     workdir = arguments.workdir or Path(tempfile.mkdtemp(prefix="bench-lake-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -196,7 +235,10 @@ def main(argv: list[str]) -> int:
         load_mariadb(server, workdir / "rows.tsv")
         print(f"lake built by cdc run in {build_lake(server, workdir):.1f} s ({_load()})")
         expected = drift_source(server, arguments.rows, arguments.diffs)
-        runs = [validate(server, workdir, engine) for engine in ("spark", "auto")]
+        runs = [validate(server, workdir, engine) for engine in arguments.engines.split(",")]
+        steps = phases_in_one_process(server, workdir)
+        connect_start, warm = warm_connect(server, workdir)
+        runs += warm
         parts = floor(server, workdir)
     print(f"\n{arguments.rows:,} rows, {len(expected)} differences injected\n")
     print("| run | wall time | exit | recall | precision | when |")
@@ -206,7 +248,7 @@ def main(argv: list[str]) -> int:
         recall = hits / len(expected) if expected else 1.0
         precision = hits / len(run.findings) if run.findings else 1.0
         print(
-            f"| replcheck validate, {run.engine} engine | {run.seconds:.1f} s | {run.exit_code}"
+            f"| replcheck validate, {run.engine} | {run.seconds:.1f} s | {run.exit_code}"
             f" | {recall:.0%} | {precision:.0%} | {run.load} |"
         )
     for name, seconds, load in parts:
@@ -214,6 +256,10 @@ def main(argv: list[str]) -> int:
     print(f"\nfloor: {sum(s for n, s, _ in parts if not n.startswith('(')):.1f} s")
     for run in runs:
         print(f"{run.engine}: in-job phases: {run.phases}")
+    print(f"\nSpark Connect server start (before the warm runs): {connect_start:.1f} s")
+    print(f"\none cold process (bench.lake_validation_phases), {_load()}:\n")
+    for step, seconds in steps.items():
+        print(f"| {step} | {seconds:.2f} s |")
     return 0
 
 

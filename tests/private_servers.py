@@ -1,4 +1,5 @@
-"""Private MariaDB and PostgreSQL server processes for tests (fixtures: tests/servers.py).
+"""Private MariaDB and PostgreSQL server processes for tests (fixtures: tests/servers.py),
+and a Spark Connect server (``running_spark_connect``: a warm Spark on loopback).
 
 Every server runs from a fresh directory under /tmp, on a free loopback port, with its own
 unix socket, and never reads the machine's configuration (MariaDB gets ``--no-defaults``,
@@ -186,6 +187,7 @@ def _spawn(
     cwd: Path,
     run_as: pwd.struct_passwd | None,
     death_signal: signal.Signals,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a server process in its own session, its output going to ``log_path``."""
     with log_path.open("ab") as log:
@@ -199,6 +201,7 @@ def _spawn(
             cwd=cwd,
             start_new_session=True,
             preexec_fn=functools.partial(_die_with_parent, death_signal),
+            env=env,
             **_as_user(run_as),
         )
 
@@ -264,13 +267,19 @@ class _PrivateServer(ABC):
     def _after_start(self) -> None:
         """Create the objects every test expects (database ``test``)."""
 
+    def _environment(self) -> dict[str, str] | None:
+        """The server's environment (None: this process's)."""
+        return None
+
     def start(self) -> None:
         _RUNNING.add(self)
         started = time.monotonic()
         try:
             self._initialize()
             argv = self._argv()
-            self.process = _spawn(argv, self.log_path, self.root, self.run_as, self.stop_signal)
+            self.process = _spawn(
+                argv, self.log_path, self.root, self.run_as, self.stop_signal, self._environment()
+            )
             self._wait_until_ready()
             self._after_start()
         except BaseException:
@@ -633,3 +642,89 @@ def drop_postgres_database(server: PostgresServer, name: str) -> None:
             (name,),
         )
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# --- Spark Connect ----------------------------------------------------------------------
+
+
+class _SparkConnectProcess(_PrivateServer):
+    """A Spark Connect server (pyspark's ``sbin/start-connect-server.sh --wait``: in the
+    foreground, so this module owns its process) on a free loopback port, ``local[2]``.
+
+    Its Python workers run this interpreter with this checkout first on their path, as
+    ``replcheck validate`` here does; its JVM logs through replcheck's log4j2 settings.
+    """
+
+    kind = "spark-connect"
+    stop_signal = signal.SIGTERM
+
+    def __init__(self) -> None:
+        super().__init__(run_as=None)
+
+    def _initialize(self) -> None:
+        pass
+
+    def _argv(self) -> list[str]:
+        import pyspark
+
+        from validator.engines.spark.session import LOG4J_CONFIG
+
+        home = Path(pyspark.__file__).parent
+        conf = {
+            "spark.connect.grpc.binding.address": LOOPBACK,
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"
+            " -Dreplcheck.jvm.log.level=WARN",
+        }
+        settings = [part for key, value in conf.items() for part in ("--conf", f"{key}={value}")]
+        script = str(home / "sbin" / "start-connect-server.sh")
+        return [script, "--wait", "--master", "local[2]", *settings]
+
+    def _environment(self) -> dict[str, str]:
+        import pyspark
+
+        checkout = str(Path(__file__).resolve().parents[1])
+        return {
+            **os.environ,
+            "SPARK_HOME": str(Path(pyspark.__file__).parent),
+            "SPARK_LOCAL_IP": LOOPBACK,
+            "SPARK_LOG_DIR": str(self.root),
+            "SPARK_PID_DIR": str(self.root),
+            "PYSPARK_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(filter(None, [checkout, os.environ.get("PYTHONPATH")])),
+        }
+
+    def _ping(self) -> str | None:
+        try:
+            socket.create_connection((LOOPBACK, self.port), timeout=1).close()
+        except OSError as exc:
+            return str(exc)
+        return None
+
+    def _after_start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        """The JVM is a child of the script started: signal the process group (its id is
+        the script's, started in its own session) before the script itself."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, self.stop_signal)
+        super().stop()
+
+    @property
+    def url(self) -> str:
+        """The server's Spark Connect URL."""
+        return f"sc://{LOOPBACK}:{self.port}"
+
+
+@contextlib.contextmanager
+def running_spark_connect() -> Iterator[str]:
+    """Run a Spark Connect server for the ``with`` block; yields its ``sc://`` URL."""
+    server = _start_on_free_port(_SparkConnectProcess)
+    assert isinstance(server, _SparkConnectProcess)
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -2,7 +2,8 @@
 
 Exit codes: 0 in sync (or the command succeeded), 1 differences found, 2 could not run
 (bad input, unreachable database, a feature not available yet); ``hana log-position`` exits
-3 when the log position asked about is gone.
+3 when the log position asked about is gone; 4: no Spark Connect server answers at the
+configured ``spark.remote`` (``SparkUnreachableError``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 # Loggers whose INFO lines are progress for people (phases, rows, rates, what a run waits for).
 PROGRESS_LOGGERS = (
     "validator.engines.spark.compare",
+    "validator.engines.spark.lake_target",  # whether the lake is read from its mirror
     "validator.job",
     "validator.commands.cdc",
     "validator.positions",
@@ -39,6 +41,7 @@ EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
 EXIT_LOG_GONE = 3
+EXIT_SPARK_UNREACHABLE = 4  # validator.engines.spark.session.SparkUnreachableError.exit_code
 
 app = typer.Typer(
     name="replcheck",
@@ -112,8 +115,7 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
     for name in names:
         config.comparison(name)  # unknown names fail before anything starts
     typer.echo(f"validating {len(names) or len(config.comparisons)} comparison(s)...", err=True)
-    settings = config.spark
-    spark = LazySparkSession(settings.master, settings.conf, settings.jdbc, _VERBOSE)
+    spark = LazySparkSession.for_config(config.spark, _VERBOSE)
     if under_spark_submit():
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it

@@ -50,7 +50,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -204,6 +204,9 @@ class SparkConfig:
     master: str = "local[2]"
     conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     jdbc: bool = True  # read sources over JDBC where a driver jar is found (see sources.py)
+    # A running Spark Connect server (``sc://host:port``) to run the jobs on instead of a
+    # Spark started by this process: a warm Spark for repeated runs (README, "Warm Spark").
+    remote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,7 +487,12 @@ _EXPECTATION_READERS: Mapping[str, Callable[[Section], dict[str, Any]]] = Mappin
 def _read_spark(section: Section | None) -> SparkConfig:
     if section is None:
         return SparkConfig()
-    section.check_keys(["master", "conf", "jdbc"])
+    section.check_keys([f.name for f in fields(SparkConfig)])
+    remote = section.get("remote", str, None)
+    if remote is not None and not remote.startswith("sc://"):
+        raise section.error(
+            "remote", f"{remote!r} is not a Spark Connect URL: write sc://host:port"
+        )
     conf_section = section.optional_child("conf")
     conf = {}
     if conf_section is not None:
@@ -494,6 +502,7 @@ def _read_spark(section: Section | None) -> SparkConfig:
         master=section.get("master", str, "local[2]") or "local[2]",
         conf=MappingProxyType(conf),
         jdbc=True if jdbc is None else jdbc,
+        remote=remote or None,
     )
 
 

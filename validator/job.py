@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import ReplcheckError, TerminalError
 from validator.config import ComparisonConfig, ValidationSettings, ValidatorConfig
 from validator.engines.database.engine import DatabaseEngine
+from validator.engines.spark.session import SparkUnreachableError
 from validator.key_masks import KeyMasker
 from validator.plan import ComparisonPlan, Engine, plan_comparison
 from validator.recheck import LiveTable
@@ -138,6 +139,8 @@ def validate(
     for comparison in chosen:
         try:
             results.append(run_comparison(spark, config, comparison, masker))
+        except SparkUnreachableError:
+            raise  # every comparison that needs Spark would fail alike: the run stops
         except ReplcheckError as exc:
             log.error("comparison %s could not be validated: %s", comparison.name, exc)
             results.append(_failed(comparison, exc))

@@ -232,3 +232,12 @@ def test_incremental_runs_are_opt_in_and_the_flags_set_them(tmp_path: Path) -> N
 def test_a_sweep_share_outside_0_to_1_is_an_error(tmp_path: Path, share: str) -> None:
     with pytest.raises(ConfigError, match="sweep_share: must be above 0 and at most 1"):
         load(tmp_path, ISSUE_EXAMPLE + f"validation: {{sweep_share: {share}}}\n")
+
+
+def test_spark_remote_is_a_spark_connect_url(tmp_path: Path) -> None:
+    path = write(tmp_path, ISSUE_EXAMPLE)
+    assert load_validator_config(path, environ={}).spark.remote is None
+    environ = {"REPLCHECK__SPARK__REMOTE": "sc://127.0.0.1:15002"}
+    assert load_validator_config(path, environ=environ).spark.remote == "sc://127.0.0.1:15002"
+    with pytest.raises(ConfigError, match=r"spark\.remote.*sc://host:port"):
+        load_validator_config(path, {"spark.remote": "http://127.0.0.1:15002"}, environ={})

@@ -60,9 +60,7 @@ def run_resync(arguments: ResyncArguments) -> tuple[ResyncOutcome, ResyncFiles]:
         max_rows=arguments.max_rows,
         full_revalidation=arguments.full_revalidation,
         out_dir=out_dir,
-        spark=LazySparkSession(
-            config.spark.master, config.spark.conf, config.spark.jdbc, arguments.verbose
-        ),
+        spark=LazySparkSession.for_config(config.spark, arguments.verbose),
         result_file=arguments.result,
     )
     return outcome, write_resync_outputs(document, outcome, out_dir)

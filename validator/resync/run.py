@@ -378,10 +378,7 @@ def _full_revalidation(run: _Run, done: Sequence[ComparisonResync]) -> dict[str,
         return {}
     from validator.engines.spark.session import LazySparkSession
 
-    settings = run.config.spark
-    spark = run.spark or LazySparkSession(
-        settings.master, settings.conf, settings.jdbc
-    )  # database engine: none
+    spark = run.spark or LazySparkSession.for_config(run.config.spark)  # database engine: none
     return {name: revalidate_full(spark, run.config, name) for name in names}
 
 

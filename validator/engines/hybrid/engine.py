@@ -12,7 +12,8 @@ database engine (``validator.engines.database.engine``), the source side run by 
 2. the Merkle trees of both sides give the mismatched leaves;
 3. **keys** — only for those leaves, each source slice sends ``(key, key bytes, leaf, row
    hash)`` (an index range scan under range leaves) while Spark reads the same from the
-   lake's persisted rows; keys are classified on the driver;
+   lake's hashed rows (persisted, unless they are a plain read of the lake's mirror, cheaper
+   to read again than to cache); keys are classified on the driver;
 4. **columns** — the changed keys' source rows are read again, each in its slice's
    snapshot, and compared with the lake's canonical payloads.
 
@@ -99,9 +100,10 @@ def compare_with_lake(
         if rehash is not None and isinstance(scheme, RangeLeaves):
             compared = lake_in_leaves(compared, layout.key[0], scheme, rehash)
             work = partial(source_digests, leaves=rehash)
-        hashed = hash_into_leaves(compared, layout, scheme)
-        lake = hashed.persist(cache_level())
-        stack.callback(lake.unpersist)
+        lake = hash_into_leaves(compared, layout, scheme)
+        if not target.rereadable:  # a replayed changelog: cache it rather than replay it again
+            lake = lake.persist(cache_level())
+            stack.callback(lake.unpersist)
         with timer.phase("leaves"):
             digests = increment.merged(_with_lake(slices, work, partial(lake_digests, lake)))
             trees = [build_tree(side, scheme.depth) for side in digests]
@@ -152,7 +154,7 @@ def _changed_columns(
     settings: CompareSettings,
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys: the source's rows read in their
-    slices' snapshots, the lake's payloads and values from its persisted rows."""
+    slices' snapshots, the lake's payloads and values from its hashed rows."""
     changed = [f for f in findings if f.kind == "changed"]
     if not changed:
         return {}

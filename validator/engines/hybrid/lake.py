@@ -3,8 +3,9 @@
 The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
 the hash the source database computes) and the leaf the source's ``LeafScheme`` gives their
-key, computed as ``connectors.pushdown`` computes it in SQL. The hashed frame is persisted
-once; keys and changed rows are then read from it for the mismatched leaves only.
+key, computed as ``connectors.pushdown`` computes it in SQL. The engine persists the hashed
+frame once unless it is a plain read of the mirror; keys and changed rows are then read
+from it for the mismatched leaves only.
 """
 
 from __future__ import annotations
@@ -66,11 +67,11 @@ def lake_digests(hashed: DataFrame) -> dict[int, LeafDigest]:
 
 
 def _in_leaves(hashed: DataFrame, leaves: Sequence[int]) -> DataFrame:
+    """The rows of ``leaves``. A filter, not a join: Spark moves it below the hashing (a
+    leaf depends on the key alone), so an unpersisted lake hashes only those leaves' rows."""
     from pyspark.sql import functions as F
 
-    spark = hashed.sparkSession
-    wanted = spark.createDataFrame([(leaf,) for leaf in sorted(set(leaves))], f"{LEAF} bigint")
-    return hashed.join(F.broadcast(wanted), LEAF)
+    return hashed.where(F.col(LEAF).isin(sorted(set(leaves))))
 
 
 def lake_keys(hashed: DataFrame, layout: RowLayout, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:

@@ -60,11 +60,14 @@ _MASK64 = (1 << 64) - 1
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """One side of a comparison: its rows, a display label (no secrets) and its position."""
+    """One side of a comparison: its rows, a display label (no secrets) and its position;
+    ``rereadable`` when reading the rows again costs no more than a cache would (a plain
+    scan of immutable files), so a phase may read them again rather than cache them."""
 
     frame: DataFrame
     label: str
     position: str | None = None
+    rereadable: bool = False
 
 
 class _Timer:

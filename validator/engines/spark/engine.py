@@ -22,7 +22,8 @@ from connectors.registry import captures_by_trigger
 from merkle.layout import RowLayout
 from validator.config import ComparisonConfig
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
-from validator.engines.spark.lake_target import lake_state_at
+from validator.engines.spark.lake_target import read_lake_state
+from validator.engines.spark.session import default_parallelism
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.plan import ComparisonPlan, EngineRun
@@ -50,13 +51,13 @@ def _lake_side(
     label = f"{connection.name}:{table}"
     if positions is None:  # a source without a log: everything the lake has
         mark = high_water_mark(lake_table)
-        frame = lake_state_at(spark, lake_table, key, mark)
-        return Side(frame, label, None if mark is None else str(mark))
+        state = read_lake_state(spark, lake_table, key, mark)
+        return Side(state.frame, label, None if mark is None else str(mark), state.from_mirror)
     timeout = settings.lake_wait_timeout_s
     wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
     check_exact(lake_table, positions.values)
-    frame = lake_state_at(spark, lake_table, key, positions)
-    return Side(frame, label, positions.describe())
+    state = read_lake_state(spark, lake_table, key, positions)
+    return Side(state.frame, label, positions.describe(), state.from_mirror)
 
 
 def _database_side(
@@ -67,7 +68,7 @@ def _database_side(
 ) -> Side:
     """A live database target, compared as it is now (it has no time travel)."""
     connector, schema = target
-    partitions = plan_partitions(connector, schema, key, spark.sparkContext.defaultParallelism)
+    partitions = plan_partitions(connector, schema, key, default_parallelism(spark))
     supported = [c.name for c in schema.columns if c.ltype is not None]
     frame = source_frame(spark, connector, schema, supported, partitions)
     return Side(frame, f"{connection.name}:{schema.table}")
@@ -80,7 +81,7 @@ def _read_source_once(
     phase reuses these rows, so all phases see the same snapshots (a re-read would open new
     ones). The job that reads the positions is the one that reads and caches the rows."""
 
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = default_parallelism(spark)
     partitions = plan_partitions(connector, schema, layout.key, parallelism)
     with connector.shared_snapshot() as snapshot:
         frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)

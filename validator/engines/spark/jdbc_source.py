@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def jdbc_available(spark: SparkSession, driver: JdbcDriver) -> bool:
     """Whether the session was started with ``driver``'s jar."""
-    jars = spark.sparkContext.getConf().get("spark.jars", "") or ""
+    jars = spark.conf.get("spark.jars", "") or ""  # the server's, under Spark Connect
     return any(jar.rstrip("/").endswith(driver.jar) for jar in jars.split(","))
 
 

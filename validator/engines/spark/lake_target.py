@@ -4,28 +4,42 @@ State at P = for each key, its latest changelog event with ``_commit_pos <= P`` 
 ``_commit_pos``, then ``_seq``), dropping keys whose latest event is a delete and keys whose
 latest event precedes the newest truncate at or before P. The files of the changelog's
 newest version are listed with ``deltalake`` and read by Spark as Parquet (delta-spark
-cannot be installed here). The mirror shortcut of DESIGN.md is an optimisation for later.
+cannot be installed here).
+
+When the lake's histories prove that a version of the table's mirror holds exactly that
+state (``cdc_core.mirror_state``), that version's files are read instead: one row per key,
+no window over every event. Spark reads only the columns a comparison selects from them.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
+from cdc_core.mirror_state import mirror_version_at
 from cdc_core.names import backtick_quote
 from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
 
 
 def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
     """Every event of the changelog (an empty frame with the right schema if none)."""
+    return _read_files(spark, *changelog_files(table))
+
+
+def _read_files(spark: SparkSession, files: Sequence[str], schema: pa.Schema) -> DataFrame:
+    """A Delta table's data ``files`` read as Parquet, with the columns of its ``schema``."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    files, schema = changelog_files(table)
     if not files:
         return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=True))
     # Files written before a column was added lack it: merge every file's schema, or Spark
@@ -40,17 +54,53 @@ def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
     return frame
 
 
+@dataclass(frozen=True, slots=True)
+class LakeState:
+    """A lake table's rows at a position, and whether they are a plain read of a mirror
+    version's files (read again, they cost a Parquet scan: not worth a cache)."""
+
+    frame: DataFrame
+    from_mirror: bool
+
+
+def read_lake_state(
+    spark: SparkSession,
+    table: LakeTable,
+    key: Sequence[str],
+    position: int | SourcePositions | None,
+) -> LakeState:
+    """The table's rows as of ``position`` (None: everything the lake has).
+
+    With ``SourcePositions`` each key is read as of the position of the source partition
+    holding it (by its first key column); a truncate counts from the highest of them.
+    """
+    lowest = min(position.values) if isinstance(position, SourcePositions) else position
+    mirror = mirror_version_at(table, lowest)
+    if mirror is not None:
+        log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
+        frame = _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS)
+        return LakeState(frame, from_mirror=True)
+    log.info("lake table %s: replaying its changelog", table.table)
+    return LakeState(replay_state_at(spark, table, key, position), from_mirror=False)
+
+
 def lake_state_at(
     spark: SparkSession,
     table: LakeTable,
     key: Sequence[str],
     position: int | SourcePositions | None,
 ) -> DataFrame:
-    """The table's rows as of ``position`` (None: everything the lake has).
+    """The rows of ``read_lake_state``."""
+    return read_lake_state(spark, table, key, position).frame
 
-    With ``SourcePositions`` each key is read as of the position of the source partition
-    holding it (by its first key column); a truncate counts from the highest of them.
-    """
+
+def replay_state_at(
+    spark: SparkSession,
+    table: LakeTable,
+    key: Sequence[str],
+    position: int | SourcePositions | None,
+) -> DataFrame:
+    """The table's rows as of ``position``, from every changelog event up to it."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

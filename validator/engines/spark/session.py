@@ -1,7 +1,9 @@
 """Build the one Spark session a validation run (or a test run) uses.
 
 A cold session plus its first job costs many seconds (DESIGN.md, platform notes), so callers
-build one session per process and pass it around, never one per table.
+build one session per process and pass it around, never one per table. A warm Spark across
+runs is a Spark Connect server started once (``spark.remote``): each run then only opens a
+client session on it (``connect_spark_session``).
 
 The terminal is replcheck's: the JVM this module starts logs through ``log4j2.properties``
 beside it (ERROR and above; WARN and above when verbose), and, unless verbose, its standard
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -19,10 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.drivers import driver_import
-from cdc_core.errors import TerminalError
+from cdc_core.errors import TerminalError, TransientError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from validator.config import SparkConfig
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +51,12 @@ _DEFAULT_CONF: Mapping[str, str] = {
 }
 
 
+# What a Spark Connect client may set on its session: runtime SQL settings. The rest of
+# _DEFAULT_CONF (memory, UI, the JVM's logging) belongs to whoever started the server.
+_SESSION_CONF_PREFIX = "spark.sql."
+# How long to wait for a Spark Connect server to accept a connection: gRPC's own retries of
+# an unreachable server go on for minutes before failing.
+CONNECT_TIMEOUT_S = 10.0
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
@@ -138,6 +149,78 @@ def build_spark_session(
     return session
 
 
+class SparkUnreachableError(TransientError):
+    """No Spark Connect server answers at the configured ``spark.remote``: no comparison
+    that needs Spark can run, so the run stops (exit code 4, distinct from a failure of one
+    comparison)."""
+
+    exit_code = 4
+
+
+def connect_spark_session(
+    remote: str, extra_conf: Mapping[str, str] | None = None, app_name: str = "replcheck"
+) -> SparkSession:
+    """Open a session on the Spark Connect server at ``remote`` (``sc://host:port``).
+
+    Only runtime SQL settings (``spark.sql.*``: replcheck's defaults, then ``extra_conf``'s)
+    are set on the session; the server's own settings (memory, JDBC jars, Python workers)
+    are those it was started with.
+
+    Raises:
+        SparkUnreachableError: Nothing accepts connections at ``remote``.
+        TerminalError: pyspark's Spark Connect client is not installed.
+    """
+    with driver_import("Spark Connect (spark.remote)"):
+        from pyspark.sql import SparkSession
+        from pyspark.sql.connect.client import DefaultChannelBuilder
+
+    shown = remote.split(";", 1)[0]  # parameters after ';' may hold a token
+    try:
+        url = DefaultChannelBuilder(remote).url
+        host, port = url.hostname or "", url.port or DefaultChannelBuilder.default_port()
+    except ValueError as exc:  # PySparkValueError is one; its text may show a token
+        raise TerminalError(
+            f"spark.remote {shown!r} is not a Spark Connect URL: write sc://host:port"
+        ) from exc
+    _check_listening(shown, host, port)
+    conf = {"spark.app.name": app_name, **_DEFAULT_CONF, **(extra_conf or {})}
+    session = SparkSession.builder.remote(remote).getOrCreate()
+    for key, value in conf.items():
+        if key.startswith(_SESSION_CONF_PREFIX):
+            session.conf.set(key, value)
+    logger.info("Spark Connect session opened on %s", shown)
+    return session
+
+
+def _check_listening(shown: str, host: str, port: int) -> None:
+    """Fail fast, naming the URL (``shown``) and the fix, when no server listens at
+    ``host:port``."""
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SparkUnreachableError(
+            f"no Spark Connect server answers at {shown} ({exc.strerror or exc}): start one"
+            ' ($SPARK_HOME/sbin/start-connect-server.sh, README "Validating against the'
+            ' lake quickly") or correct spark.remote, or remove spark.remote to start Spark in'
+            " this process"
+        ) from exc
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session runs at once: the local JVM's own figure; under Spark
+    Connect the server's ``spark.default.parallelism`` if set, else this machine's cores
+    (a client cannot ask the server's scheduler)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return int(configured) if configured else os.cpu_count() or 2
+
+
 def _start_quiet_jvm(conf: Mapping[str, str]) -> None:
     """Start this process's JVM, unless running, with its standard error discarded.
 
@@ -172,6 +255,8 @@ class LazySparkSession:
         extra_conf: As for ``build_spark_session``.
         jdbc: As for ``build_spark_session``.
         verbose: As for ``build_spark_session``.
+        remote: A Spark Connect URL (``spark.remote``): open a session on that server
+            instead of starting Spark here (``master``, ``jdbc`` and ``verbose`` unused).
     """
 
     def __init__(
@@ -180,15 +265,19 @@ class LazySparkSession:
         extra_conf: Mapping[str, str] | None = None,
         jdbc: bool = True,
         verbose: bool = False,
+        remote: str | None = None,
     ) -> None:
         self._master = master
         self._extra_conf = dict(extra_conf or {})
         self._jdbc = jdbc
         self._verbose = verbose
+        self._remote = remote
         self._session: SparkSession | None = None
 
     def __call__(self) -> SparkSession:
-        """The session, started now if it is not running yet."""
+        """The session, started (or, with ``remote``, opened) now if it is not yet."""
+        if self._session is None and self._remote is not None:
+            self._session = connect_spark_session(self._remote, self._extra_conf)
         if self._session is None:
             self._session = build_spark_session(
                 master=self._master,
@@ -197,6 +286,11 @@ class LazySparkSession:
                 verbose=self._verbose,
             )
         return self._session
+
+    @classmethod
+    def for_config(cls, settings: SparkConfig, verbose: bool = False) -> LazySparkSession:
+        """The session the config's ``spark`` section describes."""
+        return cls(settings.master, settings.conf, settings.jdbc, verbose, settings.remote)
 
     @property
     def started(self) -> bool:
