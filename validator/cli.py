@@ -2,8 +2,9 @@
 
 Exit codes: 0 in sync (or the command succeeded), 1 differences found, 2 could not run
 (bad input, unreachable database, a feature not available yet); ``hana log-position`` exits
-3 when the log position asked about is gone; 4: no Spark Connect server answers at the
-configured ``spark.remote`` (``SparkUnreachableError``).
+3 when the log position asked about is gone. A configured ``spark.remote`` no Spark Connect
+server answers at (``SparkUnreachableError``) stops the whole run with 2, like an
+unreachable database.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
 EXIT_LOG_GONE = 3
-EXIT_SPARK_UNREACHABLE = 4  # validator.engines.spark.session.SparkUnreachableError.exit_code
 
 app = typer.Typer(
     name="replcheck",

@@ -127,7 +127,7 @@ def test_validate_through_spark_connect_finds_exactly_the_drift(
     assert changed["42"] == [{"column": "note", "source": "edited", "target": "note 42"}]
 
 
-def test_an_unreachable_server_is_exit_4_naming_the_url_and_the_fix(
+def test_an_unreachable_server_is_exit_2_naming_the_url_and_the_fix(
     drifted: tuple[MariaDBServer, str, Path], tmp_path: Path
 ) -> None:
     with socket.socket() as unused:  # a port nothing listens on while it is held unbound
@@ -135,7 +135,7 @@ def test_an_unreachable_server_is_exit_4_naming_the_url_and_the_fix(
         remote = f"sc://127.0.0.1:{unused.getsockname()[1]}"
         run = _validate(_config(tmp_path / "c.yaml", drifted, remote), tmp_path / "out")
 
-    assert run.returncode == 4, run.stderr
+    assert run.returncode == 2, run.stderr
     errors = [line for line in run.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and remote in errors[0], run.stderr
     assert "start-connect-server.sh" in errors[0] and "Traceback" not in run.stderr
