@@ -63,7 +63,11 @@ def options(
     _VERBOSE = verbose
 
 
-cdc_app = typer.Typer(help="Log-based change data capture into a Delta lake.", no_args_is_help=True)
+cdc_app = typer.Typer(
+    help="Change data capture (from the source's log, or by triggers) into a Delta lake or a"
+    " database.",
+    no_args_is_help=True,
+)
 app.add_typer(cdc_app, name="cdc")
 hana_app = typer.Typer(help="Checks of SAP HANA sources.", no_args_is_help=True)
 app.add_typer(hana_app, name="hana")
