@@ -131,7 +131,24 @@ class Recording:
         return None
 
 
-class RecordedCursor:
+class _HeldRows:
+    """The DB-API fetches of a cursor holding its result's rows (replayed or recorded)."""
+
+    rows: list[tuple[Any, ...]]
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.rows.pop(0) if self.rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self.rows = self.rows, []
+        return rows
+
+    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
+        rows, self.rows = self.rows[:size], self.rows[size:]
+        return rows
+
+
+class RecordedCursor(_HeldRows):
     """A cursor of a recorded connection (hdbcli's methods the capture uses)."""
 
     def __init__(self, recording: Recording) -> None:
@@ -148,17 +165,6 @@ class RecordedCursor:
         # DB-API: -1 where no count applies; a description only for a result set.
         self.rowcount = int(exchange.get("rowcount", len(self.rows) if self.rows else -1))
         self.description = [("recorded",)] if sql.lstrip().upper().startswith("SELECT") else None
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        return self.rows.pop(0) if self.rows else None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        rows, self.rows = self.rows, []
-        return rows
-
-    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
-        rows, self.rows = self.rows[:size], self.rows[size:]
-        return rows
 
     def close(self) -> None:
         """Nothing to release."""
@@ -200,7 +206,7 @@ class RecordedHanaConnector(HanaConnector):
         return RecordedError
 
 
-class RecordingCursor:
+class RecordingCursor(_HeldRows):
     """A cursor that runs on a real one and records each statement with its answer."""
 
     def __init__(self, cursor: Any, exchanges: list[dict[str, Any]]) -> None:
@@ -225,17 +231,6 @@ class RecordingCursor:
             exchange["rows"] = [to_json(list(row)) for row in self.rows]
         if not sql.lstrip().upper().startswith("SELECT") and self.cursor.rowcount >= 0:
             exchange["rowcount"] = self.cursor.rowcount
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        return self.rows.pop(0) if self.rows else None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        rows, self.rows = self.rows, []
-        return rows
-
-    def fetchmany(self, size: int) -> list[tuple[Any, ...]]:
-        rows, self.rows = self.rows[:size], self.rows[size:]
-        return rows
 
     @property
     def rowcount(self) -> int:
