@@ -10,10 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 
 from cdc_core.checkpoint import Checkpoint
+from cdc_core.copies import COPY, has_copies, with_copy
 from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.image_store import RowImageStore
@@ -250,12 +252,20 @@ class FollowsDdl:
         table, first = state.table, REFRESH_SEQ_BASE + state.rows
         events: list[LakeEvent] = []
         unique = chunk.snapshot.description.unique
+        # A table without a key is read whole in one chunk: its equal rows are numbered
+        # here, as copies 0 to n - 1 (cdc_core.copies), and copies the chunk did not
+        # write again are buried below with the other rows gone.
+        numbers = has_copies(self._descriptions.get(table).key)
+        copies: Counter[Hashable] | None = Counter() if numbers else None
         for found in iter_rows(chunk):
-            row = self.config.tables.strip_row(table, found.row)
+            row, locator = self.config.tables.strip_row(table, found.row), found.locator
             seq = first + len(events)
-            if not unique and self._store.get(table, found.locator, chunk.position, seq=seq - 1):
+            if copies is not None:
+                row, locator = {**row, COPY: copies[locator]}, with_copy(locator, copies[locator])
+                copies[found.locator] += 1
+            elif not unique and self._store.get(table, locator, chunk.position, seq=seq - 1):
                 raise EqualKeysError.of(table, chunk.position)
-            self._store.put(table, found.locator, chunk.position, row, seq)
+            self._store.put(table, locator, chunk.position, row, seq)
             events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
         state, done = self._refresher.written(chunk, len(events))
         if done:

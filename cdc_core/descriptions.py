@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from cdc_core.copies import numbered
 from cdc_core.source import LogReader, TableDescription
 
 if TYPE_CHECKING:
@@ -77,13 +78,15 @@ class TableDescriptions:
         return new
 
     def _strip(self, description: TableDescription) -> TableDescription:
+        """The lake's form of a description: ignored columns left out, and equal rows of
+        a table without a key numbered (``cdc_core.copies``)."""
         import pyarrow as pa
 
         ignored = self._ignore.get(description.table, frozenset())
-        if not ignored:
-            return description
-        kept = [f for f in description.schema if f.name not in ignored]
-        return replace(description, schema=pa.schema(kept))
+        if ignored:
+            kept = [f for f in description.schema if f.name not in ignored]
+            description = replace(description, schema=pa.schema(kept))
+        return numbered(description)
 
 
 def as_held(description: TableDescription, held: pa.Schema) -> TableDescription:

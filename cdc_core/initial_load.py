@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from cdc_core.checkpoint import Checkpoint, write_checkpoint
+from cdc_core.copies import has_copies, held_copies, numbered_event, with_copy
 from cdc_core.errors import TerminalError
 from cdc_core.image_store import RowImageStore
 from cdc_core.metrics import MetricsTracker
@@ -132,13 +133,19 @@ def _load_table(
     store.truncate(table, position, 0)  # hide images an interrupted earlier load left
     rows = 0
     chunks = _iter_chunks(context, snapshot, position)
+    copies = has_copies(description.key)
     for events in chunks:
+        placed: list[LakeEvent] = []
         for event, locator in events:
-            if not description.unique and store.get(table, locator, position, seq=event.seq - 1):
+            if copies:  # equal rows: the next copy of their values
+                copy = held_copies(store, table, locator, position, event.seq)
+                event, locator = numbered_event(event, copy), with_copy(locator, copy)
+            elif not description.unique and store.get(table, locator, position, seq=event.seq - 1):
                 raise EqualKeysError.of(table, position)
             store.put(table, locator, position, event.row, event.seq)
+            placed.append(event)
         rows += len(events)
-        context.sink.write_snapshot(description, [event for event, _ in events], position)
+        context.sink.write_snapshot(description, placed, position)
         context.metrics.loaded_rows(len(events))
     store.flush()  # the images are durable before the lake marks the load finished
     context.sink.finish_snapshot(description, position)

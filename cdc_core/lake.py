@@ -42,6 +42,9 @@ SEQ = "_seq"
 TXID = "_txid"
 COMMIT_TS = "_commit_ts"
 META_COLUMNS = (OP, COMMIT_POS, SEQ, TXID, COMMIT_TS)
+# A table without a key is located by all its columns; equal rows are told apart by their
+# copy number, 0 to n - 1 for n equal rows, a column of the lake only (cdc_core.copies).
+COPY = "_copy"
 OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read, truncate
 POSITION_KEY = "replcheck.position"
 POSITION_TEXT_KEY = "replcheck.position_text"

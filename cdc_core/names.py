@@ -239,8 +239,12 @@ def backtick_quote(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def merge_key_predicate(key: Sequence[str]) -> str:
-    """The delta-rs MERGE condition matching target ``t`` and source ``s`` rows by ``key``."""
+def merge_key_predicate(key: Sequence[str], *, nullable: bool = False) -> str:
+    """The delta-rs MERGE condition matching target ``t`` and source ``s`` rows by ``key``;
+    ``nullable``: key parts may be NULL (all the columns of a table without a key), and
+    NULL matches NULL."""
+    if nullable:  # parenthesised: delta-rs binds AND tighter than IS NOT DISTINCT FROM
+        return " AND ".join(f"(t.{q} IS NOT DISTINCT FROM s.{q})" for q in map(backtick_quote, key))
     return " AND ".join(f"t.{q} = s.{q}" for q in map(backtick_quote, key))
 
 

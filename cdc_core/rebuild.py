@@ -47,6 +47,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from cdc_core.copies import COPY, has_copies, held_copies, with_copy
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.events import (
     ABSENT,
@@ -256,14 +257,44 @@ class Rebuilder:
             return change
         if (before := _as_before(change.before)) is not change.before:
             change = replace(change, before=before)
+        copies = has_copies(self.config.key_columns.get(change.table, ()))
+        if copies and change.op != "c":
+            change = self._held_copy(change, commit_pos, seq)
         if change.op == "c":
             rebuilt = self._insert(change, commit_pos)
         else:
             rebuilt = self._update_or_delete(change, commit_pos, seq)
+        if copies:
+            rebuilt = self._placed_copy(rebuilt, change.locator, commit_pos, seq)
         rebuilt = self._fill_unavailable(rebuilt, commit_pos)
         self._check_full(rebuilt, commit_pos)
         self._record(change.locator, rebuilt, commit_pos, seq)
         return rebuilt
+
+    def _held_copy(self, change: RowChange, commit_pos: Position, seq: int) -> RowChange:
+        """An update or delete of a row of equal rows, pointed at their last copy
+        (``cdc_core.copies``); at copy 0 when the store holds none (a full before-image
+        from the log still rebuilds it, as for any row the store does not know)."""
+        held = held_copies(self.store, change.table, change.locator, commit_pos, seq)
+        if held == 0 and change.table in self.loading:
+            raise NotLoadedYetError(change.table)
+        copy = max(held - 1, 0)
+        before = None if change.before is None else {**change.before, COPY: copy}
+        return replace(change, locator=with_copy(change.locator, copy), before=before)
+
+    def _placed_copy(
+        self, change: RowChange, old: Hashable, commit_pos: Position, seq: int
+    ) -> RowChange:
+        """An inserted row, or a row an update gave other values, as the next copy of its
+        values; an update that keeps the values keeps its copy."""
+        if change.op == "d":
+            return change
+        assert isinstance(change.locator, tuple) and change.after is not None
+        value = change.locator[:-1] if change.op == "u" else change.locator
+        if change.op == "u" and isinstance(old, tuple) and value == old[:-1]:
+            return change
+        copy = held_copies(self.store, change.table, value, commit_pos, seq)
+        return replace(change, locator=with_copy(value, copy), after={**change.after, COPY: copy})
 
     def _insert(self, change: RowChange, commit_pos: Position) -> RowChange:
         assert change.after is not None  # RowChange guarantees an after-image for inserts
@@ -399,9 +430,11 @@ class Rebuilder:
     def _record(self, old: Hashable, change: RowChange, commit_pos: Position, seq: int) -> None:
         arrives = change.op == "c" or change.locator != old
         shared = arrives and change.table in self.config.shared_keys
+        if shared and has_copies(self.config.key_columns.get(change.table, ())):
+            shared = False  # equal rows are copies, placed apart (_placed_copy)
         if shared and self.store.get(change.table, change.locator, commit_pos, seq=seq - 1):
             raise EqualKeysError.of(change.table, commit_pos)
-        if change.locator != old:
+        if change.locator != old and change.op != "c":  # an insert's copy is no move
             self.store.put(change.table, old, commit_pos, None, seq)
         self.store.put(change.table, change.locator, commit_pos, change.after, seq)
 

@@ -536,7 +536,7 @@ class LakeSink:
             self._create_mirror(path, data, properties)
             return
         self._allow_types(path, data.schema)
-        keys = merge_key_predicate(description.key)
+        keys = merge_key_predicate(description.key, nullable=not description.unique)
         columns = merge_assignments(data.column_names)
         merger = delta.merge(
             data,

@@ -41,6 +41,12 @@ class RowLayout:
         if missing:
             raise ContractError(f"key columns not among the compared columns: {missing}")
 
+    @property
+    def whole_row_key(self) -> bool:
+        """Whether the key is every compared column (a table without a key): equal rows
+        are then copies of one key, and the sides compare how many copies each holds."""
+        return set(self.key) == set(self.names)
+
     @classmethod
     def of(
         cls,

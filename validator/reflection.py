@@ -28,12 +28,18 @@ def connector_of(connection: ConnectionConfig) -> Connector:
 
 
 def source_key(comparison: ComparisonConfig, schema: TableSchema) -> tuple[str, ...]:
-    """The configured key, else the source's primary key; a ConfigError when neither."""
+    """The configured key, else the source's primary key, else every compared column (a
+    table without a key is compared as a multiset of rows: ``RowLayout.whole_row_key``)."""
+    excluded = set(comparison.columns.exclude)
     key = comparison.key or schema.primary_key
     if not key:
+        key = tuple(
+            c.name for c in schema.columns if c.ltype is not None and c.name not in excluded
+        )
+    if not key:
         raise ConfigError(
-            f"comparison {comparison.name}: {comparison.source.table} has no primary key; "
-            "set key: [...] in the comparison"
+            f"comparison {comparison.name}: {comparison.source.table} has no column to compare;"
+            " set key: [...] in the comparison"
         )
     missing = [k for k in key if k not in {c.name for c in schema.columns}]
     if missing:

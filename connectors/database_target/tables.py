@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from cdc_core.copies import has_copies
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table, same_table
 from cdc_core.position import Position
@@ -179,7 +180,9 @@ class TargetTables:
         return self._text((schema, new))
 
     def _create(self, description: TableDescription) -> None:
-        if not description.key:
+        # A table located by all its columns may hold equal rows and NULLs in them: no key
+        # of a target table can hold those apart (the lake numbers them: cdc_core.copies).
+        if not description.key or has_copies(description.key):
             raise TerminalError(
                 f"table {description.table} has no key: a database target applies changes by"
                 " key; give the table a primary key at the source, or replicate it into a lake",

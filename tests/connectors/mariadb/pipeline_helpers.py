@@ -24,11 +24,17 @@ Rows = dict[tuple[Any, ...], dict[str, Any]]
 
 @contextlib.contextmanager
 def mariadb_pipeline(
-    server: MariaDBServer, database: str, tables: Sequence[str], work: Path, **settings: Any
+    server: MariaDBServer,
+    database: str,
+    tables: Sequence[str],
+    work: Path,
+    key_url: str = "",
+    **settings: Any,
 ) -> Iterator[tuple[Pipeline, LogSource]]:
     """A pipeline from ``tables`` (canonical names, ``cdc_core.names``) of ``database`` into
-    ``work/lake``, as ``cdc run`` builds it."""
-    source = log_source_for(server.url(database) + "?heartbeat_s=0.2", None, tables)
+    ``work/lake``, as ``cdc run`` builds it; ``key_url`` adds URL parameters (``key.t=a``)."""
+    url = server.url(database) + "?heartbeat_s=0.2" + (f"&{key_url}" if key_url else "")
+    source = log_source_for(url, None, tables)
     qualified = [qualify(table, database) for table in tables]
     config = PipelineConfig(
         "mariadb-test",

@@ -1,5 +1,5 @@
 """A table without a key: its rows are located by all their columns, and equal rows are
-kept apart by nothing but their number."""
+kept apart by their copy number (``cdc_core.copies``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.lake import COPY, META_COLUMNS, LakeTable
 from cdc_core.rebuild import EqualKeysError
-from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
+from tests.connectors.mariadb.pipeline_helpers import changelog, execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 
 
@@ -23,20 +23,27 @@ def _source(server: MariaDBServer, database: str) -> Counter[tuple[object, ...]]
         return Counter(tuple(row) for row in cur.fetchall())
 
 
-def _mirror(lake: Path, table: str) -> Counter[tuple[object, ...]]:
+def _mirror(lake: Path, table: str) -> list[dict[str, object]]:
     from deltalake import DeltaTable
 
     rows = DeltaTable(str(LakeTable(lake, table).mirror)).to_pyarrow_table().to_pylist()
-    return Counter(tuple(v for c, v in row.items() if c not in META_COLUMNS) for row in rows)
+    return [{c: v for c, v in row.items() if c not in META_COLUMNS} for row in rows]
+
+
+def _values(rows: list[dict[str, object]]) -> Counter[tuple[object, ...]]:
+    return Counter(tuple(v for c, v in row.items() if c != COPY) for row in rows)
+
+
+def _copies(rows: list[dict[str, object]]) -> dict[tuple[object, ...], list[object]]:
+    """Per value, its copy numbers: 0 to n - 1 for n equal rows."""
+    found: dict[tuple[object, ...], list[object]] = {}
+    for row in rows:
+        found.setdefault(tuple(v for c, v in row.items() if c != COPY), []).append(row[COPY])
+    return {value: sorted(numbers, key=str) for value, numbers in found.items()}
 
 
 @pytest.mark.integration
 @pytest.mark.mariadb
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 14: the lake keeps one row per key, so equal rows of a table without a key"
-    " cannot be held apart; the pipeline stops with EqualKeysError instead (below); open",
-)
 def test_equal_rows_of_a_keyless_table_stay_apart(
     mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str], tmp_path: Path
 ) -> None:
@@ -45,7 +52,7 @@ def test_equal_rows_of_a_keyless_table_stay_apart(
         mariadb_full,
         database,
         "CREATE TABLE k (a INT, b VARCHAR(5))",
-        "INSERT INTO k VALUES (1, 'x'), (1, 'x'), (2, 'y')",
+        "INSERT INTO k VALUES (1, 'x'), (1, 'x'), (2, 'y'), (3, NULL), (3, NULL)",
     )
     with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (pipeline, _):
         pipeline.run_until_caught_up()
@@ -55,37 +62,74 @@ def test_equal_rows_of_a_keyless_table_stay_apart(
             "INSERT INTO k VALUES (2, 'y')",
             "DELETE FROM k WHERE a = 1 LIMIT 1",
             "UPDATE k SET b = 'z' WHERE a = 2 LIMIT 1",
+            "UPDATE k SET a = 4 WHERE a = 3 LIMIT 1",  # a NULL in the row's key: it matches
         )
         pipeline.run_until_caught_up()
     source = _source(mariadb_full, database)
-    assert source == Counter({(1, "x"): 1, (2, "y"): 1, (2, "z"): 1})
-    assert _mirror(tmp_path / "lake", f"{database}.k") == source
+    expected = {(1, "x"): 1, (2, "y"): 1, (2, "z"): 1, (3, None): 1, (4, None): 1}
+    assert source == Counter(expected)
+    mirror = _mirror(tmp_path / "lake", f"{database}.k")
+    assert _values(mirror) == source
+    assert all(numbers == list(range(len(numbers))) for numbers in _copies(mirror).values())
+    events = changelog(tmp_path / "lake", f"{database}.k")
+    # The update moved copy 1 of (2, 'y') to copy 0 of (2, 'z'): a key change, whose
+    # old key a consumer sees go (cdc_core.key_moves).
+    gone = [e for e in events if e["_op"] == "d" and (e["a"], e["b"], e[COPY]) == (2, "y", 1)]
+    assert gone, "the old copy of the updated row is deleted in the changelog"
 
 
 @pytest.mark.integration
 @pytest.mark.mariadb
-@pytest.mark.parametrize("when", ["loaded", "streamed", "moved"])
-def test_equal_rows_of_a_keyless_table_stop_the_pipeline_naming_the_table(
+@pytest.mark.parametrize("when", ["loaded", "streamed", "moved", "restarted"])
+def test_equal_rows_arrive_as_copies_from_snapshot_and_log(
     mariadb_full: MariaDBServer,
     mariadb_database: Callable[[MariaDBServer], str],
     tmp_path: Path,
     when: str,
 ) -> None:
-    """Until the lake can hold equal rows apart (above), two rows on one key stop the
-    pipeline with the fix, whether the snapshot or the log brings them: never a silent loss,
-    and never the rows' values in the message."""
+    """Equal rows, whether the snapshot or the log brings them, or an update makes a row
+    equal to another, or the pipeline restarts between them, are all in the mirror."""
     database = mariadb_database(mariadb_full)
-    first = ["INSERT INTO k VALUES (1, 'secret')"] * (2 if when == "loaded" else 1)
+    first = ["INSERT INTO k VALUES (1, 'same')"] * (3 if when == "loaded" else 1)
     later = {
-        "loaded": [],
-        "streamed": ["INSERT INTO k VALUES (1, 'secret')"],
-        "moved": ["INSERT INTO k VALUES (2, 'secret')", "UPDATE k SET a = 1 WHERE a = 2"],
+        "loaded": ["DELETE FROM k LIMIT 1"],
+        "streamed": ["INSERT INTO k VALUES (1, 'same')", "INSERT INTO k VALUES (1, 'same')"],
+        "moved": ["INSERT INTO k VALUES (2, 'same')", "UPDATE k SET a = 1 WHERE a = 2"],
+        "restarted": ["INSERT INTO k VALUES (1, 'same'), (2, 'other')"],
     }[when]
     execute(mariadb_full, database, "CREATE TABLE k (a INT, b VARCHAR(9))", *first)
-    pipeline = mariadb_pipeline(mariadb_full, database, ["k"], tmp_path)
-    with pipeline as (running, _), pytest.raises(EqualKeysError) as raised:
+    with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (running, _):
         running.run_until_caught_up()
         execute(mariadb_full, database, *later)
+        running.run_until_caught_up()
+    if when == "restarted":
+        execute(mariadb_full, database, "DELETE FROM k WHERE a = 1 LIMIT 1")
+        with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (running, _):
+            running.run_until_caught_up()
+    mirror = _mirror(tmp_path / "lake", f"{database}.k")
+    assert _values(mirror) == _source(mariadb_full, database)
+    assert sum(_source(mariadb_full, database).values()) >= 1
+    assert all(numbers == list(range(len(numbers))) for numbers in _copies(mirror).values())
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_a_configured_key_the_source_does_not_keep_unique_stops_the_pipeline(
+    mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str], tmp_path: Path
+) -> None:
+    """Two rows on a configured key may differ, so which one a change means cannot be told:
+    the pipeline stops with the fix, naming the table, never the rows' values."""
+    database = mariadb_database(mariadb_full)
+    execute(
+        mariadb_full,
+        database,
+        "CREATE TABLE k (a INT, b VARCHAR(9))",
+        "INSERT INTO k VALUES (1, 'secret')",
+    )
+    pipeline = mariadb_pipeline(mariadb_full, database, ["k"], tmp_path, key_url="key.k=a")
+    with pipeline as (running, _), pytest.raises(EqualKeysError) as raised:
+        running.run_until_caught_up()
+        execute(mariadb_full, database, "INSERT INTO k VALUES (1, 'secret2')")
         running.run_until_caught_up()
     assert raised.value.context["table"] == f"{database}.k"
     assert "primary key" in raised.value.message and "secret" not in str(raised.value)

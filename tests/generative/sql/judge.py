@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,14 +90,35 @@ def _row_problems(
     return problems + [f"{name} {locator}: dropped columns {dropped} not NULL"] * bool(dropped)
 
 
+def compare_rows(database: SeedDatabase, lake: Path, table: str) -> list[str]:
+    """The differences between a table without a key and its lake mirror, as multisets of
+    rows (equal rows are copies in the lake: README, "Tables without a key")."""
+    from deltalake import DeltaTable
+
+    name = format_table(database.schema(), table)
+    mirror = LakeTable(lake, name).mirror
+    if not mirror.exists():
+        return [f"{name}: no mirror in the lake"]
+    columns = database.columns(table)
+    source = Counter(tuple(normalize(row[c]) for c in columns) for row in database.rows(table))
+    rows = DeltaTable(str(mirror)).to_pyarrow_table().to_pylist()
+    target = Counter(tuple(normalize(row.get(c)) for c in columns) for row in rows)
+    problems = [
+        f"{name} {row}: {source[row]} at the source, {target[row]} in the mirror"
+        for row in sorted(source.keys() | target.keys(), key=repr)
+        if source[row] != target[row]
+    ]
+    return problems[:20]
+
+
 def compare_all(database: SeedDatabase, lake: Path) -> list[str]:
-    """Differences of every table of the seed's database (keyed tables only)."""
+    """Differences of every table of the seed's database."""
     problems = []
     for table, key in sorted(database.tables().items()):
-        if not key:
-            problems.append(f"{table}: generated without a key")
-            continue
-        problems += compare_table(database, lake, table, key)
+        if key:
+            problems += compare_table(database, lake, table, key)
+        else:
+            problems += compare_rows(database, lake, table)
     return problems
 
 

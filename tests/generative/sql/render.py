@@ -63,8 +63,18 @@ class Dialect(ABC):
 
     def create_table(self, table: Table) -> str:
         columns = ", ".join(self.column_sql(c) for c in table.columns)
-        key = f"PRIMARY KEY ({self.quote(table.key)})"
-        return f"CREATE TABLE {self.quote(table.name)} ({columns}, {key})"
+        key = f", PRIMARY KEY ({self.quote(table.key)})" if table.keyed else ""
+        return f"CREATE TABLE {self.quote(table.name)} ({columns}{key})"
+
+    def copy_rows(self, table: Table, key: int) -> str:
+        """An insert of an equal copy of each row on ``key`` (a table without a key)."""
+        t = self.quote(table.name)
+        return f"INSERT INTO {t} SELECT * FROM {t} WHERE {self.where_key(table, key)}"
+
+    @abstractmethod
+    def one_row(self, table: Table, key: int) -> tuple[str, str]:
+        """(condition, suffix) of an UPDATE or DELETE changing one of the rows on ``key``
+        (of equal rows, one copy)."""
 
     def insert(self, table: Table, rows: Sequence[Mapping[str, object]]) -> str:
         names = list(rows[0])
@@ -161,6 +171,9 @@ class MariaDB(Dialect):
         key = self.quote(table.key)
         return [f"UPDATE {self.quote(table.name)} SET {key} = {key} + 1 ORDER BY {key} DESC"]
 
+    def one_row(self, table: Table, key: int) -> tuple[str, str]:
+        return self.where_key(table, key), " LIMIT 1"
+
     def join_update(self, a: Table, b: Table, column: Column, value: object) -> str:
         on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"
         sets = f"x.{self.quote(column.name)} = {self.literal(value)}"
@@ -243,6 +256,10 @@ class Postgres(Dialect):
         t, key = self.quote(table.name), self.quote(table.key)
         return [f"UPDATE {t} SET {key} = -{key} WHERE {key} > 0",
                 f"UPDATE {t} SET {key} = -{key} + 1 WHERE {key} < 0"]  # fmt: skip
+
+    def one_row(self, table: Table, key: int) -> tuple[str, str]:
+        first = f"SELECT ctid FROM {self.quote(table.name)} WHERE {self.where_key(table, key)}"
+        return f"ctid = ({first} LIMIT 1)", ""
 
     def join_update(self, a: Table, b: Table, column: Column, value: object) -> str:
         on = f"x.{self.quote(a.key)} = y.{self.quote(b.key)}"

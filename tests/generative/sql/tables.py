@@ -31,8 +31,9 @@ class Table:
     """A generated table (mutable: DDL and inserts change it as the workload is made)."""
 
     name: str
-    key: str
+    key: str  # the integer column statements pick rows by: the primary key, if ``keyed``
     columns: list[Column]
+    keyed: bool = True  # False: no primary key, and equal rows (README, "Tables without a key")
     next_key: int = 1
     keys: set[int] = dataclasses.field(default_factory=set)  # keys inserted (some may be gone)
 
@@ -58,9 +59,11 @@ class Table:
 
 
 def new_table(name: str, rng: random.Random) -> Table:
-    """A table with a key and three to six columns of random kinds (awkward names too)."""
+    """A table with three to six columns of random kinds (awkward names too) besides its
+    integer key column, which is its primary key in three tables of four."""
     key = rng.choice(("id", "ID", "key-id", "order"))
-    table = Table(name, key, [Column(key, "bigint", nullable=False)])
+    keyed = rng.random() < 0.75
+    table = Table(name, key, [Column(key, "bigint", nullable=False)], keyed=keyed)
     for _ in range(rng.randint(3, 6)):
         table.columns.append(Column(table.free_name(rng), rng.choice(KINDS)))
     return table

@@ -54,13 +54,15 @@ def test_the_seeds_exercise_every_feature() -> None:
                 texts[item.kind] += 1
                 texts.update(_shapes(step.sql) for step in item.steps)
     wanted = ("kill", "interleaved", "create", "ddl", "savepoint", "two-phase", "rollback",
-              "key shift", "upsert", "join", "big insert", "zero date", "NaN")  # fmt: skip
+              "key shift", "upsert", "join", "big insert", "zero date", "NaN", "equal rows",
+              "one copy")  # fmt: skip
     for shape in wanted:
         assert texts[shape] >= 1, (shape, texts)
 
 
 def _shapes(sql: str) -> str:
-    checks = {"seq_0_to": "big insert", "generate_series": "big insert",
+    checks = {"SELECT * FROM": "equal rows", "LIMIT 1": "one copy", "ctid": "one copy",
+              "seq_0_to": "big insert", "generate_series": "big insert",
               "SAVEPOINT": "savepoint", "XA START": "two-phase", "PREPARE TRANSACTION":
               "two-phase", "ROLLBACK": "rollback", "+ 1": "key shift", "ON CONFLICT": "upsert",
               "ON DUPLICATE": "upsert", "REPLACE": "upsert", " JOIN ": "join", " USING ": "join",

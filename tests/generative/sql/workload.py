@@ -89,7 +89,9 @@ class _Generator:
         table = new_table(self.rng.choice(names), self.rng)
         self.tables.append(table)
         statements = [self.sql.create_table(table)]
-        if self.kind.identity_full:
+        # PostgreSQL refuses to update or delete rows of a published table without a key
+        # unless its replica identity is FULL.
+        if self.kind.identity_full or (self.kind.product == "postgres" and not table.keyed):
             statements.append(f"ALTER TABLE {self.sql.quote(table.name)} REPLICA IDENTITY FULL")
         return statements
 
@@ -117,7 +119,23 @@ class _Generator:
             self.delete_reinsert, self.join, self.big_insert,
         ]  # fmt: skip
         weights = (6, 3, 6, 2, 2, 1, 2, 1, 2, 2, 2 if others else 0, 1)
+        if not table.keyed:  # equal rows: copies made, and one copy changed or deleted
+            ops += [self.copy_rows, self.update_one_copy, self.delete_one_copy]
+            weights = (*weights[:8], 0, *weights[9:], 4, 4, 3)
         return self.rng.choices(ops, weights)[0](table, others)
+
+    def copy_rows(self, table: Table, _: list[Table]) -> list[str]:
+        return [self.sql.copy_rows(table, table.known_key(self.rng))]
+
+    def update_one_copy(self, table: Table, _: list[Table]) -> list[str]:
+        if not table.value_columns():
+            return []
+        where, suffix = self.sql.one_row(table, table.known_key(self.rng))
+        return [self.sql.update(table, self.some_values(table), where) + suffix]
+
+    def delete_one_copy(self, table: Table, _: list[Table]) -> list[str]:
+        where, suffix = self.sql.one_row(table, table.known_key(self.rng))
+        return [self.sql.delete(table, where) + suffix]
 
     def insert_one(self, table: Table, _: list[Table]) -> list[str]:
         return [self.sql.insert(table, [self.row(table)])]

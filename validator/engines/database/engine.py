@@ -93,7 +93,7 @@ def compare_in_databases(
             ).mismatched_leaves
         with timer.phase("keys"):
             keyed = _keys(sides, mismatched)
-            diff = classify(keyed[0], keyed[1])
+            diff = classify(keyed[0], keyed[1], layout.whole_row_key)
         findings = reported(diff, settings.max_reported_rows)
         with timer.phase("columns"):
             columns = _changed_columns(sides, layout, findings, settings)

@@ -88,10 +88,15 @@ class KeyFinding:
 
     @property
     def weight(self) -> int:
-        """Findings this key counts for (a key duplicated on both sides is two)."""
+        """Findings this key counts for (a key duplicated on both sides is two; a whole
+        row missing or extra counts once per copy)."""
         if self.kind != "duplicate_key":
-            return 1
+            return max(abs(_count(self.source) - _count(self.target)), 1)
         return sum(1 for e in (self.source, self.target) if e is not None and e.count > 1)
+
+
+def _count(entry: KeyEntry | None) -> int:
+    return 0 if entry is None else entry.count
 
 
 @dataclass(slots=True)
@@ -118,7 +123,12 @@ def key_text(value: Any) -> str | None:
     return str(value)
 
 
-def _kind(source: KeyEntry | None, target: KeyEntry | None) -> str | None:
+def _kind(source: KeyEntry | None, target: KeyEntry | None, whole_row: bool) -> str | None:
+    if whole_row:  # equal rows are copies of one key: only their numbers can differ
+        held, copies = _count(source), _count(target)
+        return (
+            None if held == copies else "missing_in_target" if held > copies else "extra_in_target"
+        )
     if (source and source.count > 1) or (target and target.count > 1):
         return "duplicate_key"
     if target is None:
@@ -128,12 +138,15 @@ def _kind(source: KeyEntry | None, target: KeyEntry | None) -> str | None:
     return "changed" if source.row_hash != target.row_hash else None
 
 
-def classify(source: dict[bytes, KeyEntry], target: dict[bytes, KeyEntry]) -> KeyedDiff:
-    """Every key of either side that differs, by kind and by leaf."""
+def classify(
+    source: dict[bytes, KeyEntry], target: dict[bytes, KeyEntry], whole_row: bool = False
+) -> KeyedDiff:
+    """Every key of either side that differs, by kind and by leaf (``whole_row``: the key
+    is every compared column, ``RowLayout.whole_row_key``)."""
     diff = KeyedDiff()
     for key in source.keys() | target.keys():
         left, right = source.get(key), target.get(key)
-        kind = _kind(left, right)
+        kind = _kind(left, right, whole_row)
         if kind is None:
             continue
         present = left or right

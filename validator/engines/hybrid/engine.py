@@ -114,7 +114,7 @@ def compare_with_lake(
                 partial(keys_of, mismatched=mismatched),
                 partial(lake_keys, lake, layout, mismatched),
             )
-            diff = classify(*keyed)
+            diff = classify(*keyed, whole_row=layout.whole_row_key)
         findings = reported(diff, settings.max_reported_rows)
         with timer.phase("columns"):
             columns = _changed_columns(slices, lake, layout, findings, settings)

@@ -234,10 +234,16 @@ def _per_key(
     )
 
 
-def _kind() -> Column:
-    """What a joined key is (NULL when equal)."""
+def _kind(whole_row: bool) -> Column:
+    """What a joined key is (NULL when equal). Under a whole-row key equal rows are copies
+    of one key, and only how many copies each side holds can differ."""
     from pyspark.sql import functions as F
 
+    if whole_row:
+        held, copies = (F.coalesce(F.col(c), F.lit(0)) for c in ("s_count", "t_count"))
+        return F.when(held > copies, F.lit("missing_in_target")).when(
+            copies > held, F.lit("extra_in_target")
+        )
     return (
         F.when(F.col("s_count") > 1, F.lit("duplicate_key"))
         .when(F.col("t_count") > 1, F.lit("duplicate_key"))
@@ -249,9 +255,9 @@ def _kind() -> Column:
 
 def _weight(row: Any) -> int:
     """How many findings a differing key counts for: a key duplicated on both sides is two
-    findings (one per side), as the report lists it."""
+    findings (one per side), as the report lists it; a whole row, one per copy."""
     if row["kind"] != "duplicate_key":
-        return 1
+        return max(abs((row["s_count"] or 0) - (row["t_count"] or 0)), 1)
     return sum(1 for count in (row["s_count"], row["t_count"]) if count is not None and count > 1)
 
 
@@ -280,7 +286,8 @@ def _classify_keys(
         "t_hash",
         F.coalesce("s_leaf", "t_leaf").alias(LEAF),
     )
-    differing = joined.withColumn("kind", _kind()).where(F.col("kind").isNotNull())
+    kind = _kind(layout.whole_row_key)
+    differing = joined.withColumn("kind", kind).where(F.col("kind").isNotNull())
     # One job; the totals are counted here rather than by more Spark jobs over the same rows.
     rows = differing.select(*key, "kind", "s_count", "t_count", LEAF).collect()
     by_kind: dict[str, int] = {}

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
+from cdc_core.lake import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
 from cdc_core.mirror_state import mirror_version_at
 from cdc_core.names import backtick_quote
 from validator.positions import SourcePositions
@@ -78,7 +78,7 @@ def read_lake_state(
     mirror = mirror_version_at(table, lowest)
     if mirror is not None:
         log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
-        frame = _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS)
+        frame = _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS, COPY)
         return LakeState(frame, from_mirror=True)
     log.info("lake table %s: replaying its changelog", table.table)
     return LakeState(replay_state_at(spark, table, key, position), from_mirror=False)
@@ -112,10 +112,12 @@ def replay_state_at(
     order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
     last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))
     rows = events.where(F.col(OP) != "t")
+    if COPY in events.columns:  # equal rows of a table without a key: cdc_core.copies
+        key = (*key, COPY)
     newest = Window.partitionBy(*map(backtick_quote, key)).orderBy(
         F.col(COMMIT_POS).desc(), F.col(SEQ).desc()
     )
     latest = rows.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1)
     alive = latest.where(F.col(OP) != "d").crossJoin(F.broadcast(last_truncate))
     alive = alive.where(F.col("cut").isNull() | (order > F.col("cut")))
-    return alive.drop("_rank", "cut", *META_COLUMNS)
+    return alive.drop("_rank", "cut", *META_COLUMNS, COPY)
