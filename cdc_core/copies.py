@@ -31,7 +31,16 @@ from cdc_core.position import Position
 from cdc_core.sink import LakeEvent
 from cdc_core.source import TableDescription
 
-__all__ = ["COPY", "has_copies", "held_copies", "numbered", "numbered_event", "with_copy"]
+__all__ = [
+    "COPY",
+    "has_copies",
+    "held_copies",
+    "numbered",
+    "numbered_event",
+    "source_key",
+    "source_locator",
+    "with_copy",
+]
 
 
 def numbered(description: TableDescription) -> TableDescription:
@@ -56,6 +65,18 @@ def numbered(description: TableDescription) -> TableDescription:
 def has_copies(key: Sequence[str]) -> bool:
     """Whether a lake key (``TableDescription.key``) numbers equal rows."""
     return bool(key) and key[-1] == COPY
+
+
+def source_key(key: Sequence[str]) -> tuple[str, ...]:
+    """The columns of a lake key the source has (all but ``COPY``)."""
+    return tuple(key[:-1]) if has_copies(key) else tuple(key)
+
+
+def source_locator(key: Sequence[str], locator: Hashable) -> Hashable:
+    """A locator as the source knows it: the values, without a copy number."""
+    if has_copies(key) and isinstance(locator, tuple) and len(locator) == len(key):
+        return locator[:-1]
+    return locator
 
 
 def with_copy(locator: Hashable, copy: int) -> tuple[object, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 
 from cdc_core.checkpoint import Checkpoint
-from cdc_core.copies import COPY, has_copies, with_copy
+from cdc_core.copies import COPY, has_copies, source_locator, with_copy
 from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.image_store import RowImageStore
@@ -216,8 +216,10 @@ class FollowsDdl:
             self._tell_rebuilder()
             logger.info("refreshing table %s from the source (%s)", table, why)
             self._fetch_chunk()
-        if isinstance(locator, tuple):
-            self._refresher.remember(table, locator)
+        if isinstance(locator, tuple):  # read again from the source: no copy number
+            found = source_locator(self._descriptions.get(table).key, locator)
+            assert isinstance(found, tuple)
+            self._refresher.remember(table, found)
 
     def _tell_rebuilder(self) -> None:
         """The rebuild's view of the refreshes under way (``Rebuilder.loading``,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
 import logging
 import math
 from collections.abc import Hashable, Iterator, Mapping
@@ -50,6 +51,7 @@ from cdc_core.value_codec import ValueDecodeError
 logger = logging.getLogger(__name__)
 
 _MAX_SEQ = 2**63 - 1
+_LONG_LOCATOR = 256  # bytes: longer locators are hashed (LMDB keys hold at most 511)
 _FORMAT_VERSION = 2  # 1: rare values pickled; still read (see from_image_bytes)
 _READS_FORMATS = (1, 2)
 _TOMBSTONE = b"\x00"  # a version's value: this byte for a deleted row, else _IMAGE + image
@@ -147,8 +149,14 @@ def from_image_bytes(data: bytes) -> dict[str, object]:
 
 
 def _row_prefix(table: str, locator: Hashable) -> bytes:
-    """The key prefix of one row's versions: length-prefixed table, then locator bytes."""
+    """The key prefix of one row's versions: length-prefixed table, then locator bytes.
+
+    LMDB keys hold at most 511 bytes, and the locator of a table without a key is all its
+    values: a long one is stood for by its SHA-256 (tagged ``#``, which no locator's own
+    bytes start with). Nothing reads a locator back from a key."""
     loc = to_locator_bytes(locator)
+    if len(loc) > _LONG_LOCATOR:
+        loc = b"#" + hashlib.sha256(loc).digest()
     return _table_prefix(table) + len(loc).to_bytes(4, "big") + loc
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from cdc_core.buffer import BufferConfig, TransactionBuffer
 from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.copies import source_key
 from cdc_core.ddl_handling import FollowsDdl
 from cdc_core.descriptions import TableDescriptions, as_held
 from cdc_core.errors import ConfigError
@@ -284,7 +285,7 @@ class Pipeline(FollowsDdl):
         read once more at the refresh's end."""
         if change.op != "u" or self._refresher.state_of(change.table) is None:
             return
-        key = self.describe(change.table).key
+        key = source_key(self.describe(change.table).key)  # re-read from the source
         if not key or change.before is None or change.after is None:
             return
         new = tuple(change.after[column] for column in key)
@@ -295,7 +296,7 @@ class Pipeline(FollowsDdl):
         """A loading refresh dropped ``change``; the key its row may have moved to, if the
         change carries it (else the row kept its key, which a later range holds), is read
         once more at the refresh's end."""
-        key = self.describe(change.table).key
+        key = source_key(self.describe(change.table).key)  # re-read from the source
         after = change.after or {}
         if isinstance(change.locator, tuple) and len(change.locator) == len(key):
             moved = tuple(after.get(c, old) for c, old in zip(key, change.locator, strict=True))

@@ -113,12 +113,25 @@ class Partition:
         if not self.keys:
             return " WHERE 1 = 0", []
         width = len(self.key_columns)
-        columns = ", ".join(quote(c) for c in self.key_columns)
-        one = "(" + ", ".join([placeholder] * width) + ")"
-        target = f"({columns})" if width > 1 else columns
-        values = ", ".join([one if width > 1 else placeholder] * len(self.keys))
-        params = [value for key in self.keys for value in key]
-        return f" WHERE {target} IN ({values})", params
+        quoted = [quote(c) for c in self.key_columns]
+        plain = [key for key in self.keys if None not in key]
+        terms: list[str] = []
+        if plain:
+            one = "(" + ", ".join([placeholder] * width) + ")"
+            target = f"({', '.join(quoted)})" if width > 1 else quoted[0]
+            terms.append(
+                f"{target} IN ({', '.join([one if width > 1 else placeholder] * len(plain))})"
+            )
+        params: list[Any] = [value for key in plain for value in key]
+        # A NULL part never equals (a whole-row key of a table without a key may hold one).
+        for key in (key for key in self.keys if None in key):
+            parts = [
+                f"{column} IS NULL" if value is None else f"{column} = {placeholder}"
+                for column, value in zip(quoted, key, strict=True)
+            ]
+            terms.append(f"({' AND '.join(parts)})")
+            params += [value for value in key if value is not None]
+        return f" WHERE {' OR '.join(terms)}", params
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,4 +123,6 @@ def _describe(difference: dict[str, Any]) -> str:
         return f"{key} (columns {columns})"
     if difference["kind"] == "duplicate_key":
         return f"{key} ({difference['count']} rows in {difference['side']})"
+    if difference.get("rows", 1) > 1:  # equal rows of a table without a key
+        return f"{key} ({difference['rows']} rows)"
     return key

@@ -80,7 +80,8 @@ def omitted_count(comparison: Comparison, shown: int) -> int:
     its ``differences``). A key duplicated on both sides is one counted difference but two
     detailed entries, so the result's own part is clamped at zero.
     """
-    not_detailed = max(0, comparison["differences_total"] - len(comparison["differences"]))
+    detailed = sum(d.get("rows", 1) for d in comparison["differences"])  # equal rows: rows
+    not_detailed = max(0, comparison["differences_total"] - detailed)
     return not_detailed + len(comparison["differences"]) - shown
 
 

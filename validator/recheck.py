@@ -29,9 +29,10 @@ from connectors.model import Partition, TableSchema
 from merkle import types as lt
 from merkle.hashing import RowHasher
 from merkle.layout import RowLayout
-from validator.result import ComparisonResult, Difference, DuplicateKey, Key, Status
+from validator.result import ComparisonResult, Difference, DuplicateKey, Key, Status, rows_of
 
 log = logging.getLogger(__name__)
+_MASK64 = (1 << 64) - 1
 
 Hashes = dict[Key, int | None]  # key -> row hash, None when the row does not exist
 _PARSERS: dict[type, Callable[[str], object]] = {
@@ -76,7 +77,9 @@ def read_hashes(table: LiveTable, layout: RowLayout, keys: Sequence[Key]) -> Has
         for row in batch.to_pylist():
             values = [row[name] for name in table.columns]
             key: Key = tuple(None if values[i] is None else str(values[i]) for i in positions)
-            hashes[key] = hasher.row_hash(values)
+            # Equal rows of a table without a key share it: their hashes add up, so the
+            # number of copies counts (a key is unique otherwise: its row's hash).
+            hashes[key] = ((hashes[key] or 0) + hasher.row_hash(values)) & _MASK64
     return hashes
 
 
@@ -182,11 +185,12 @@ def _classify(
 def _rebuilt(
     result: ComparisonResult, kept: list[Difference], in_flight: list[Key], rechecked: int
 ) -> ComparisonResult:
-    undetailed = result.differences_total - len(result.differences)
+    undetailed = result.differences_omitted
     counts: dict[str, int] = {}
     for difference in kept:
-        counts[difference.kind] = counts.get(difference.kind, 0) + 1
-    total = undetailed + len(kept)  # undetailed ones stay counted (as omitted), unchecked
+        counts[difference.kind] = counts.get(difference.kind, 0) + rows_of(difference)
+    # undetailed ones stay counted (as omitted), unchecked
+    total = undetailed + sum(rows_of(d) for d in kept)
     return replace(
         result,
         status=Status.DIFFERENCES if total else Status.IN_SYNC,

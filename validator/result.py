@@ -36,18 +36,21 @@ Key = tuple[str | None, ...]
 
 @dataclass(frozen=True, slots=True)
 class MissingInTarget:
-    """A key the source has and the target lacks."""
+    """A key the source has and the target lacks; ``rows`` of it, more than one only for
+    equal rows of a table without a key (``RowLayout.whole_row_key``)."""
 
     key: Key
     kind: str = "missing_in_target"
+    rows: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class ExtraInTarget:
-    """A key the target has and the source lacks."""
+    """A key the target has and the source lacks; ``rows`` of it (as above)."""
 
     key: Key
     kind: str = "extra_in_target"
+    rows: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,11 @@ class DuplicateKey:
 
 
 Difference = MissingInTarget | ExtraInTarget | Changed | DuplicateKey
+
+
+def rows_of(difference: Difference) -> int:
+    """How many differences one detailed difference counts for."""
+    return difference.rows if isinstance(difference, MissingInTarget | ExtraInTarget) else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +200,7 @@ class ComparisonResult:
     @property
     def differences_omitted(self) -> int:
         """Differences counted but not detailed (beyond ``max_reported_rows``)."""
-        return self.differences_total - len(self.differences)
+        return self.differences_total - sum(rows_of(d) for d in self.differences)
 
     @property
     def expectations_failed(self) -> int:
@@ -223,6 +231,8 @@ def to_dict(value: Any) -> Any:
         data = {name: to_dict(getattr(value, name)) for name in value.__dataclass_fields__}
         if isinstance(value, ComparisonResult):
             data["mismatched_leaves"] = {str(k): v for k, v in value.mismatched_leaves.items()}
+        if isinstance(value, MissingInTarget | ExtraInTarget) and value.rows == 1:
+            del data["rows"]  # said only of the equal rows of a table without a key
         return data
     if isinstance(value, Mapping):
         return {str(k): to_dict(v) for k, v in value.items()}

@@ -221,7 +221,7 @@ def key_warning(table: str, key: Sequence[str], source: KeySource) -> str:
         )
     return (
         f"table {table} has no primary key and no configured key; rows are located by all"
-        " their columns (two equal rows cannot be told apart: configure a key for the table)"
+        " their columns; equal rows are kept apart in the lake as numbered copies"
     )
 
 

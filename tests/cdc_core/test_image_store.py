@@ -59,6 +59,17 @@ def test_tables_and_locators_do_not_mix(store: RowImageStore) -> None:
     assert store.get("s.t", ("AAAB",)) is None
 
 
+def test_a_locator_longer_than_an_lmdb_key_is_stored_by_its_digest(store: RowImageStore) -> None:
+    """A table without a key is located by all its values, a long text among them."""
+    long, other = (1, "x" * 5000, 0), (1, "x" * 4999 + "y", 0)
+    store.put("s.t", long, P(1), {"v": "long"}, 0)
+    store.put("s.t", other, P(1), {"v": "other"}, 0)
+    store.put("s.t", long, P(2), None, 0)
+    assert store.get("s.t", long, P(1)) == {"v": "long"}
+    assert store.get("s.t", long) is None  # the tombstone at P(2)
+    assert store.get("s.t", other) == {"v": "other"}
+
+
 def test_writing_a_version_again_replaces_it(store: RowImageStore) -> None:
     store.put("s.t", (1,), P(5), {"v": "old"}, 3)
     store.put("s.t", (1,), P(5), {"v": "new"}, 3)

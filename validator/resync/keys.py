@@ -69,7 +69,16 @@ _PARSERS: dict[type, Callable[[str], Any]] = {
 
 
 def check_key_types(layout: RowLayout, comparison: str) -> None:
-    """Raise ``KeyParseError`` when a key column's type cannot be read back from text."""
+    """Raise ``KeyParseError`` when a key column's type cannot be read back from text, or
+    the key is the whole row (a table without a key: equal rows are one key)."""
+    if layout.whole_row_key:
+        raise KeyParseError(
+            f"comparison {comparison}: the table has no key, so it is compared as whole rows"
+            " and equal rows share one key, which a re-sync by key cannot repair one by one;"
+            " re-load the table (remove its lake table and restart the pipeline) or give it a"
+            " primary key",
+            {"comparison": comparison},
+        )
     for column in layout.key_columns:
         if type(column.ltype) not in _PARSERS:
             raise KeyParseError(

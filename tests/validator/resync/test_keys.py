@@ -33,8 +33,9 @@ KEY_TYPES: list[tuple[lt.LogicalType, str, object]] = [
 
 
 def _layout(*types: lt.LogicalType) -> RowLayout:
+    """A key of ``types`` and one more column (a key of all columns is a whole-row key)."""
     columns = tuple(ColumnSpec(f"k{i}", t) for i, t in enumerate(types))
-    return RowLayout(columns, tuple(c.name for c in columns))
+    return RowLayout((*columns, ColumnSpec("v", lt.StringType())), tuple(c.name for c in columns))
 
 
 @pytest.mark.parametrize(("ltype", "text", "value"), KEY_TYPES, ids=[str(t[0]) for t in KEY_TYPES])
@@ -61,6 +62,16 @@ def test_a_bad_part_names_the_column_never_the_value() -> None:
 def test_keys_whose_text_cannot_be_read_back_are_refused() -> None:
     with pytest.raises(KeyParseError, match="key column k0 is bytes"):
         check_key_types(_layout(lt.BytesType()), "blobs")
+
+
+def test_a_table_without_a_key_is_refused_naming_the_fix() -> None:
+    """Equal rows share one whole-row key: repairing them by key cannot tell them apart."""
+    whole = RowLayout(
+        (ColumnSpec("a", lt.IntegerType()), ColumnSpec("b", lt.StringType())), ("a", "b")
+    )
+    with pytest.raises(KeyParseError, match=r"has no key.*re-load the table") as info:
+        check_key_types(whole, "audit")
+    assert info.value.context == {"comparison": "audit"}
 
 
 def test_sensitive_key_parts_are_masked() -> None:

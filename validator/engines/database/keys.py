@@ -171,9 +171,9 @@ def to_differences(
 ) -> list[Difference]:
     """The result's differences for one finding (a duplicate key, one per side)."""
     if finding.kind == "missing_in_target":
-        return [MissingInTarget(finding.key)]
+        return [MissingInTarget(finding.key, rows=finding.weight)]
     if finding.kind == "extra_in_target":
-        return [ExtraInTarget(finding.key)]
+        return [ExtraInTarget(finding.key, rows=finding.weight)]
     if finding.kind == "changed":
         return [Changed(finding.key, columns.get(finding.key, ()))]
     found: list[Difference] = []

@@ -318,9 +318,9 @@ def _to_differences(
 ) -> list[Difference]:
     kind = row["kind"]
     if kind == "missing_in_target":
-        return [MissingInTarget(key)]
+        return [MissingInTarget(key, rows=_weight(row))]
     if kind == "extra_in_target":
-        return [ExtraInTarget(key)]
+        return [ExtraInTarget(key, rows=_weight(row))]
     if kind == "changed":
         return [Changed(key, columns.get(key, ()))]
     found: list[Difference] = []
