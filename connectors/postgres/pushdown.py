@@ -162,7 +162,8 @@ def _timestamp_micros(ref: str) -> str:
     """Microseconds of a ``timestamp`` from 1970-01-01 00:00, its wall clock read as UTC,
     in integers: whole days (``date - date`` is an integer; the date is the floor, before
     1970 too) and the time of day. About a third cheaper than ``extract(epoch ...)``,
-    which goes through numeric; both fail alike on infinity."""
+    which goes through numeric (and through float8 near the end of int64 microseconds,
+    in year 294247). Infinity and values beyond int64 microseconds fail the query."""
     days = f"({ref}::date - DATE '1970-01-01')::bigint * 86400000000"
     return f"({days} + {_micros_of_day(f'{ref}::time')})"
 
@@ -289,11 +290,14 @@ class PostgresDigestDialect(DigestDialect):
     def _md5_hex(self, fields: Sequence[Field]) -> str:
         return f"md5({self.key_bytes(fields)})"
 
+    # The cast of the 128-bit string to bit(n) keeps its first n bits ("truncated ... on the
+    # right", https://www.postgresql.org/docs/current/datatype-bit.html), cheaper than
+    # left() of the hex digits first.
     def hash64(self, fields: Sequence[Field]) -> str:
-        return f"('x' || left({self._md5_hex(fields)}, 16))::bit(64)::bigint"
+        return f"('x' || {self._md5_hex(fields)})::bit(64)::bigint"
 
     def hash_leaf(self, fields: Sequence[Field], depth: int) -> str:
-        top = f"('x' || left({self._md5_hex(fields)}, 8))::bit(32)::bigint"
+        top = f"('x' || {self._md5_hex(fields)})::bit(32)::bigint"
         return f"({top} >> {32 - depth})"
 
     def int_div(self, dividend: str, divisor: int) -> str:

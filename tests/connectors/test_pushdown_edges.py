@@ -12,15 +12,19 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import pytest
 
+from connectors.mariadb.pushdown import MariaDBDigestDialect
 from connectors.mariadb.zero_dates import NOT_A_DATE, refused_sql, to_date, to_datetime
 from connectors.model import SourceColumn
 from connectors.postgres.pushdown import PostgresDigestDialect
 from connectors.pushdown import DigestColumn
 from merkle import types as lt
+from merkle.canonical import to_field
+from merkle.hashing import leaf_of, md5_hash64
 from merkle.options import ComparisonOptions
 from tests.private_servers import MariaDBServer, PostgresServer
 
@@ -196,3 +200,63 @@ def test_the_policy_helper_reads_the_parts_as_the_reader_does() -> None:
     assert not _policy_refuses("0000-00-00", "00:00:00")
     assert _policy_refuses("0000-00-00", "00:00:00.000001")
     assert not _policy_refuses("2024-02-29", "13:14:15.5")
+
+
+# Keys framed as text, bytes and NULL fields side by side, as hash leaves read them.
+LEAF_KEYS = (("a", b"\x00\xff", None), ("", b"", "Zoë"), (None, None, ""), ("李雷", b"N", "0"))
+LEAF_DEPTHS = (1, 16, 30)
+
+
+def _leaf_sql(dialect: Any, columns: tuple[DigestColumn, ...]) -> str:
+    payloads = [dialect.payload(c, ComparisonOptions()) for c in columns]
+    fields = [(dialect.field(p.sql, p), p.binary) for p in payloads]
+    leaves = ", ".join(dialect.hash_leaf(fields, depth) for depth in LEAF_DEPTHS)
+    return f"SELECT {dialect.key_bytes(fields)}, {leaves} FROM {dialect.table('k')} ORDER BY i"
+
+
+def _expected_leaves() -> list[tuple[bytes, ...]]:
+    expected = []
+    for key in LEAF_KEYS:
+        data = b"".join(
+            to_field(None if v is None else v if isinstance(v, bytes) else v.encode()) for v in key
+        )
+        expected.append((data, *(leaf_of(md5_hash64(data), depth) for depth in LEAF_DEPTHS)))
+    return expected
+
+
+def _leaf_columns(text: str, binary: str) -> tuple[DigestColumn, ...]:
+    kinds = ((text, lt.StringType()), (binary, lt.BytesType()), (text, lt.StringType()))
+    return tuple(
+        DigestColumn(SourceColumn(f"c{i}", native, ltype), ltype)
+        for i, (native, ltype) in enumerate(kinds)
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+def test_postgres_key_bytes_and_hash_leaves_equal_pythons(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    dialect = PostgresDigestDialect(lambda name: f'"{name}"')
+    with contextlib.closing(postgres.connect(postgres_database(postgres))) as connection:
+        connection.execute("CREATE TABLE k (i int, c0 text, c1 bytea, c2 text)")
+        for i, key in enumerate(LEAF_KEYS):
+            connection.execute("INSERT INTO k VALUES (%s, %s, %s, %s)", (i, *key))
+        rows = connection.execute(_leaf_sql(dialect, _leaf_columns("text", "bytea"))).fetchall()
+    assert [(bytes(data), *leaves) for data, *leaves in rows] == _expected_leaves()
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_mariadb_key_bytes_and_hash_leaves_equal_pythons(
+    mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+) -> None:
+    dialect = MariaDBDigestDialect(lambda name: f"`{name}`")
+    connection = mariadb_full.connect(mariadb_database(mariadb_full))
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE k (i INT, c0 TEXT, c1 BLOB, c2 TEXT) CHARSET utf8mb4")
+        for i, key in enumerate(LEAF_KEYS):
+            cursor.execute("INSERT INTO k VALUES (%s, %s, %s, %s)", (i, *key))
+        cursor.execute(_leaf_sql(dialect, _leaf_columns("text", "blob")))
+        rows = cursor.fetchall()
+    assert [(bytes(data), *leaves) for data, *leaves in rows] == _expected_leaves()
