@@ -116,7 +116,14 @@ def _text(sql: str) -> str:
 
 
 def _number(sql: str) -> str:
-    return f"CAST({sql} AS CHAR)"  # ASCII digits: the session's utf8mb4 is as good
+    """The decimal text of an integer or DECIMAL expression: the expression itself.
+
+    ``CONCAT``, ``LENGTH`` and ``TRIM`` read a number as its text (``val_str``, the text
+    ``CAST(... AS CHAR)`` returns too: ASCII digits, which read alike in any character
+    set), and without the cast each use costs about 0.03 s less per 1M rows. Never a
+    DOUBLE: its text is not the contract's.
+    """
+    return sql
 
 
 def _null_when(ref: str, column: DigestColumn) -> str:
