@@ -131,12 +131,18 @@ def _null_when(ref: str, column: DigestColumn) -> str:
     return f"{ref} IS NULL" if column.column.nullable else ""
 
 
+def _unpadded(ref: str, column: DigestColumn) -> str:
+    """A ZEROFILL column's number without its padding (its text is ``00042``; arithmetic
+    gives the number, as the readers do: https://mariadb.com/kb/en/numeric-data-type-overview/)."""
+    return f"({ref} + 0)" if "zerofill" in column.column.native_type.lower() else ref
+
+
 def _integer(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     if native == "bit":
         return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
     if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=_null_when(ref, column))
+        return Payload(_number(_unpadded(ref, column)), null_when=_null_when(ref, column))
     raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
 
 
@@ -144,13 +150,14 @@ def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     null_when = _null_when(ref, column)
     if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=null_when)
+        return Payload(_number(_unpadded(ref, column)), null_when=null_when)
     if native not in ("decimal", "numeric", "dec", "fixed"):
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
     if _scale(column.column) == 0:
-        return Payload(_number(ref), null_when=null_when)
+        return Payload(_number(_unpadded(ref, column)), null_when=null_when)
     # Plain text with the declared scale: drop trailing fractional zeros and a bare point.
-    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {_number(ref)}))"
+    text = _number(_unpadded(ref, column))
+    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {text}))"
     return Payload(f"IF({ref} = 0, '0', {trimmed})", null_when=null_when)
 
 

@@ -260,3 +260,31 @@ def test_mariadb_key_bytes_and_hash_leaves_equal_pythons(
         cursor.execute(_leaf_sql(dialect, _leaf_columns("text", "blob")))
         rows = cursor.fetchall()
     assert [(bytes(data), *leaves) for data, *leaves in rows] == _expected_leaves()
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_mariadb_zerofill_numbers_hash_without_their_padding(
+    mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+) -> None:
+    natives = (
+        "int(5) unsigned zerofill",
+        "decimal(8,3) unsigned zerofill",
+        "decimal(6,0) zerofill",
+    )
+    ltypes = (lt.IntegerType(), lt.DecimalType(8, 3), lt.DecimalType(6, 0))
+    dialect = MariaDBDigestDialect(lambda name: f"`{name}`")
+    payloads = [
+        dialect.payload(
+            DigestColumn(SourceColumn(f"c{i}", native, ltype), ltype), ComparisonOptions()
+        )
+        for i, (native, ltype) in enumerate(zip(natives, ltypes, strict=True))
+    ]
+    connection = mariadb_full.connect(mariadb_database(mariadb_full))
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        columns = ", ".join(f"c{i} {native}" for i, native in enumerate(natives))
+        cursor.execute(f"CREATE TABLE zf (i INT PRIMARY KEY, {columns})")
+        cursor.execute("INSERT INTO zf VALUES (1, 42, 1.5, 7), (2, 0, 0, 0), (3, NULL, 0.001, 100)")
+        cursor.execute(f"SELECT {', '.join(p.sql for p in payloads)} FROM zf ORDER BY i")
+        rows = [tuple(None if v is None else str(v) for v in row) for row in cursor.fetchall()]
+    assert rows == [("42", "1.5", "7"), ("0", "0", "0"), (None, "0.001", "100")]
