@@ -3,7 +3,8 @@ framing and MD5 hashes computed by the server.
 
 Every expression reproduces ``merkle.canonical`` exactly (tests replay the golden vectors
 through it). Functions: https://mariadb.com/kb/en/built-in-functions/ . Strings are hashed
-as UTF-8 (``CAST ... CHARACTER SET utf8mb4``), so a latin1 column hashes like its text.
+as UTF-8: a column in another character set is cast (``CAST ... CHARACTER SET utf8mb4``),
+so a latin1 column hashes like its text.
 A zero date is NULL; a date that is not a calendar date is flagged (``refused_when``) and
 fails the comparison with the Python reader's error (``zero_dates``).
 """
@@ -176,13 +177,26 @@ def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:
     return Payload(payload, null_when=null_when, length=float_length_sql(value, payload))
 
 
+_TEXT_NAMES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+# https://mariadb.com/kb/en/supported-character-sets-and-collations/: utf8 is utf8mb3.
+_UTF8_CHARSETS = ("utf8mb4", "utf8mb3", "utf8")
+
+
+def _is_utf8_text(column: DigestColumn) -> bool:
+    """Whether the column's own characters are UTF-8 bytes already, so its text needs no
+    ``CAST(... CHARACTER SET utf8mb4)`` (which copies it: 0.06 s per field per 1M rows)."""
+    source = column.column
+    return _native(source) in _TEXT_NAMES and (source.charset or "").lower() in _UTF8_CHARSETS
+
+
 def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
     native = _native(column.column)
     ltype = column.ltype
     assert isinstance(ltype, lt.StringType)
     if native in ("binary", "varbinary") or native.endswith("blob"):
         raise NotPushable(f"column {column.name}: bytes compared as text")
-    value = _text(ref)  # CHAR comes back without its padding, as the text protocol reads it
+    # CHAR comes back without its padding, as the text protocol reads it.
+    value = ref if _is_utf8_text(column) else _text(ref)
     if options.trim_char and ltype.padded:
         value = f"TRIM(TRAILING ' ' FROM {value})"
     if options.empty_string_is_null:  # by length: PAD SPACE collations say ' ' = ''

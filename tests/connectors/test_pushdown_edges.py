@@ -22,6 +22,7 @@ from connectors.mariadb.zero_dates import NOT_A_DATE, refused_sql, to_date, to_d
 from connectors.model import SourceColumn
 from connectors.postgres.pushdown import PostgresDigestDialect
 from connectors.pushdown import DigestColumn
+from connectors.registry import connector_for
 from merkle import types as lt
 from merkle.canonical import to_field
 from merkle.hashing import leaf_of, md5_hash64
@@ -288,3 +289,39 @@ def test_mariadb_zerofill_numbers_hash_without_their_padding(
         cursor.execute(f"SELECT {', '.join(p.sql for p in payloads)} FROM zf ORDER BY i")
         rows = [tuple(None if v is None else str(v) for v in row) for row in cursor.fetchall()]
     assert rows == [("42", "1.5", "7"), ("0", "0", "0"), (None, "0.001", "100")]
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_mariadb_text_hashes_as_utf8_whatever_its_character_set(
+    mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+) -> None:
+    """UTF-8 columns are read as they are, the others cast: the bytes are UTF-8 alike."""
+    database = mariadb_database(mariadb_full)
+    charsets = ("latin1", "utf8mb3", "utf8mb4", "ucs2")
+    connection = mariadb_full.connect(database)
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        columns = [f"c{i} VARCHAR(20) CHARACTER SET {c}" for i, c in enumerate(charsets)]
+        columns += ["e ENUM('Zoë', 'b') CHARACTER SET latin1", "n CHAR(5) CHARACTER SET utf8mb4"]
+        cursor.execute(f"CREATE TABLE s (id INT PRIMARY KEY, {', '.join(columns)})")
+        cursor.execute("INSERT INTO s VALUES (1, 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'ab  ')")
+        cursor.execute("INSERT INTO s VALUES (2, '', '', '', '', 'b', NULL)")
+    connector = connector_for(mariadb_full.url(database))
+    schema = connector.reflect("s")
+    assert [c.charset for c in schema.columns[1:5]] == list(charsets)
+    dialect = connector.digest_dialect()
+    assert dialect is not None
+    string = lt.StringType()
+    payloads = [
+        dialect.payload(DigestColumn(c, string), ComparisonOptions()) for c in schema.columns[1:]
+    ]
+    assert [p.sql.startswith("CAST(") for p in payloads] == [True, False, False, True, True, False]
+    fields = [(dialect.field(p.sql, p), p.binary) for p in payloads]
+    sql = f"SELECT {dialect.key_bytes(fields)} FROM {dialect.table('s')} ORDER BY id"
+    with connector.digest_session(schema, None) as session:
+        got = [
+            row[0] if isinstance(row[0], bytes) else row[0].encode()
+            for row in session.iter_rows(sql)
+        ]
+    zoe = to_field("Zoë".encode())
+    assert got == [zoe * 5 + to_field(b"ab"), to_field(b"") * 4 + to_field(b"b") + b"N"]
