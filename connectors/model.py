@@ -34,6 +34,9 @@ class SourceColumn:
     native_type: str
     ltype: LogicalType | None  # None: no logical type (reported as a schema difference)
     nullable: bool = True
+    # The character set a text column stores its characters in, where the product declares
+    # one per column (MariaDB); None: not text, or not known.
+    charset: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,8 @@ class MariaDBConnector(Connector):
         schema, name = split_table(table, self.database())
         with self.connect() as connection, connection.cursor() as cursor:
             cursor.execute(
-                "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS"
+                "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME"
+                " FROM information_schema.COLUMNS"
                 " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
                 (schema, name),
             )
@@ -187,8 +188,9 @@ class MariaDBConnector(Connector):
                 column_type,
                 logical_type(column_type, column in json_columns),
                 nullable == "YES",
+                charset,
             )
-            for column, column_type, nullable in rows
+            for column, column_type, nullable, charset in rows
         )
         return TableSchema(table, columns, key)
 

@@ -3,7 +3,8 @@ framing and MD5 hashes computed by the server.
 
 Every expression reproduces ``merkle.canonical`` exactly (tests replay the golden vectors
 through it). Functions: https://mariadb.com/kb/en/built-in-functions/ . Strings are hashed
-as UTF-8 (``CAST ... CHARACTER SET utf8mb4``), so a latin1 column hashes like its text.
+as UTF-8: a column in another character set is cast (``CAST ... CHARACTER SET utf8mb4``),
+so a latin1 column hashes like its text.
 A zero date is NULL; a date that is not a calendar date is flagged (``refused_when``) and
 fails the comparison with the Python reader's error (``zero_dates``).
 """
@@ -116,7 +117,14 @@ def _text(sql: str) -> str:
 
 
 def _number(sql: str) -> str:
-    return f"CAST({sql} AS CHAR)"  # ASCII digits: the session's utf8mb4 is as good
+    """The decimal text of an integer or DECIMAL expression: the expression itself.
+
+    ``CONCAT``, ``LENGTH`` and ``TRIM`` read a number as its text (``val_str``, the text
+    ``CAST(... AS CHAR)`` returns too: ASCII digits, which read alike in any character
+    set), and without the cast each use costs about 0.03 s less per 1M rows. Never a
+    DOUBLE: its text is not the contract's.
+    """
+    return sql
 
 
 def _null_when(ref: str, column: DigestColumn) -> str:
@@ -124,12 +132,18 @@ def _null_when(ref: str, column: DigestColumn) -> str:
     return f"{ref} IS NULL" if column.column.nullable else ""
 
 
+def _unpadded(ref: str, column: DigestColumn) -> str:
+    """A ZEROFILL column's number without its padding (its text is ``00042``; arithmetic
+    gives the number, as the readers do: https://mariadb.com/kb/en/numeric-data-type-overview/)."""
+    return f"({ref} + 0)" if "zerofill" in column.column.native_type.lower() else ref
+
+
 def _integer(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     if native == "bit":
         return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
     if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=_null_when(ref, column))
+        return Payload(_number(_unpadded(ref, column)), null_when=_null_when(ref, column))
     raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
 
 
@@ -137,13 +151,14 @@ def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     null_when = _null_when(ref, column)
     if native in _INTEGER_NAMES:
-        return Payload(_number(ref), null_when=null_when)
+        return Payload(_number(_unpadded(ref, column)), null_when=null_when)
     if native not in ("decimal", "numeric", "dec", "fixed"):
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
     if _scale(column.column) == 0:
-        return Payload(_number(ref), null_when=null_when)
+        return Payload(_number(_unpadded(ref, column)), null_when=null_when)
     # Plain text with the declared scale: drop trailing fractional zeros and a bare point.
-    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {_number(ref)}))"
+    text = _number(_unpadded(ref, column))
+    trimmed = f"TRIM(TRAILING '.' FROM TRIM(TRAILING '0' FROM {text}))"
     return Payload(f"IF({ref} = 0, '0', {trimmed})", null_when=null_when)
 
 
@@ -162,13 +177,26 @@ def _float(ref: str, column: DigestColumn, *_: Any) -> Payload:
     return Payload(payload, null_when=null_when, length=float_length_sql(value, payload))
 
 
+_TEXT_NAMES = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+# https://mariadb.com/kb/en/supported-character-sets-and-collations/: utf8 is utf8mb3.
+_UTF8_CHARSETS = ("utf8mb4", "utf8mb3", "utf8")
+
+
+def _is_utf8_text(column: DigestColumn) -> bool:
+    """Whether the column's own characters are UTF-8 bytes already, so its text needs no
+    ``CAST(... CHARACTER SET utf8mb4)`` (which copies it: 0.06 s per field per 1M rows)."""
+    source = column.column
+    return _native(source) in _TEXT_NAMES and (source.charset or "").lower() in _UTF8_CHARSETS
+
+
 def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any) -> Payload:
     native = _native(column.column)
     ltype = column.ltype
     assert isinstance(ltype, lt.StringType)
     if native in ("binary", "varbinary") or native.endswith("blob"):
         raise NotPushable(f"column {column.name}: bytes compared as text")
-    value = _text(ref)  # CHAR comes back without its padding, as the text protocol reads it
+    # CHAR comes back without its padding, as the text protocol reads it.
+    value = ref if _is_utf8_text(column) else _text(ref)
     if options.trim_char and ltype.padded:
         value = f"TRIM(TRAILING ' ' FROM {value})"
     if options.empty_string_is_null:  # by length: PAD SPACE collations say ' ' = ''
