@@ -178,8 +178,8 @@ def test_awkward_names_through_cdc_run_validate_and_resync(
         _drift(LakeTable(lake, format_table(SCHEMA, 'a"b')), 1, "q`c")
         first = validate(spark, config)
         assert found_differences(first) == {("c2", "changed", ("2",)), ("c3", "changed", ("1",))}
-        # PostgreSQL computes its own digests, Spark the lake's (engine: auto)
-        assert {c["engine"] for c in first["comparisons"]} == {"hybrid"}
+        # PostgreSQL computes its own digests, DuckDB the lake's (engine: auto)
+        assert {c["engine"] for c in first["comparisons"]} == {"local"}
         outcome = resync(config, first, out_dir=tmp_path / "out")
         assert outcome.exit_code == 0, outcome.to_dict()
         assert validate(spark, config)["status"] == "in_sync"
