@@ -167,32 +167,31 @@ def warm_connect(server: MariaDBServer, workdir: Path) -> tuple[float, list[Vali
     with running_spark_connect() as remote:
         started = time.perf_counter() - began
         spark = f"{{remote: {json.dumps(remote)}}}"
-        runs = [validate(server, workdir, "auto", f"spark connect, run {n}", spark) for n in (1, 2)]
+        names = [f"spark connect, run {n}" for n in (1, 2)]
+        runs = [validate(server, workdir, "hybrid", name, spark) for name in names]
     return started, runs
+
+
+def _one_process(module: str, config: Path, log: Path) -> dict[str, float]:
+    """``python -m MODULE CONFIG`` (a cold process): its steps' seconds, and its whole."""
+    seconds, code = timed([sys.executable, "-m", module, str(config)], log, _env())
+    if code != 0:
+        raise RuntimeError(f"{module} failed: see {log.with_suffix('.err')}")
+    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
+    return {**steps, "(the whole process)": round(seconds, 3)}
 
 
 def phases_in_one_process(server: MariaDBServer, workdir: Path) -> dict[str, float]:
     """``bench.lake_validation_phases`` (a cold process) on a hybrid config."""
-    config = write_config(server, workdir, "phases", "auto", "{}")
-    argv = [sys.executable, "-m", "bench.lake_validation_phases", str(config)]
-    log = workdir / "phases.log"
-    seconds, code = timed(argv, log, _env())
-    if code != 0:
-        raise RuntimeError(f"the phase breakdown failed: see {log.with_suffix('.err')}")
-    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
-    return {**steps, "(the whole process)": round(seconds, 3)}
+    config = write_config(server, workdir, "phases", "hybrid", "{}")
+    return _one_process("bench.lake_validation_phases", config, workdir / "phases.log")
 
 
 def local_in_one_process(server: MariaDBServer, workdir: Path) -> dict[str, float]:
     """``bench.lake_validation_local`` (a cold process): the local engine run twice."""
     config = write_config(server, workdir, "local-warm", "local", "{}")
-    argv = [sys.executable, "-m", "bench.lake_validation_local", str(config)]
-    log = workdir / "local-warm.log"
-    seconds, code = timed(argv, log, _env())
-    if code != 0:
-        raise RuntimeError(f"the local engine's warm runs failed: see {log.with_suffix('.err')}")
-    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
-    return {**steps, "(the whole process)": round(seconds, 3), "_load": os.getloadavg()[0]}
+    steps = _one_process("bench.lake_validation_local", config, workdir / "local-warm.log")
+    return {**steps, "_load": os.getloadavg()[0]}
 
 
 def floor(server: MariaDBServer, workdir: Path) -> list[tuple[str, float, str]]:

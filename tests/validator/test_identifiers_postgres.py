@@ -190,7 +190,14 @@ def following(path: Path) -> Iterator[None]:
     """The pipeline of the config file ``path`` running on a thread."""
     setup = load_pipeline_config(path, "pg", environ={})
     source = log_source_for(setup.source.url or "", None, list(setup.config.tables.accept))
-    pipeline = Pipeline(setup.config, source.reader, source.snapshots)
+    with running_pipeline(Pipeline(setup.config, source.reader, source.snapshots), source.reader):
+        yield
+
+
+@contextlib.contextmanager
+def running_pipeline(pipeline: Pipeline, reader: Any) -> Iterator[list[BaseException]]:
+    """``pipeline`` running on a thread for the block (then stopped, its log ``reader``
+    closed); what it raised is in the list, and fails the block's end."""
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -202,9 +209,9 @@ def following(path: Path) -> Iterator[None]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        yield
+        yield errors
     finally:
         pipeline.stop()
         thread.join(timeout=120)
-        source.reader.close()
+        reader.close()
     assert not errors, errors

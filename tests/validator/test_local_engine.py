@@ -16,7 +16,6 @@ import json
 import logging
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -35,6 +34,7 @@ from reports.json_schema import validate_result
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.test_hybrid_engine import _detail, _inject
+from tests.validator.test_identifiers_postgres import running_pipeline
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
 from validator.job import validate
@@ -278,28 +278,13 @@ class PostgresLake:
         tables = TableFilter.of_tables([self.target])
         config = PipelineConfig("pg-local", self.lake, self.work / "state", tables)
         pipeline = Pipeline(config, source.reader, source.snapshots)
-        errors: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                pipeline.run()
-            except BaseException as exc:  # reported by the test, not lost in the thread
-                errors.append(exc)
-
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        try:
+        with running_pipeline(pipeline, source.reader) as errors:
             table = LakeTable(self.lake, self.target)
             deadline = time.monotonic() + 120
             while high_water_mark(table) is None and not errors:  # the initial load
                 assert time.monotonic() < deadline, "the pipeline did not load the table"
                 time.sleep(0.2)
             yield
-        finally:
-            pipeline.stop()
-            thread.join(timeout=120)
-            source.reader.close()
-        assert not errors, errors
 
     def config(self, engine: str) -> Path:
         path = self.work / f"{engine}.yaml"

@@ -9,6 +9,7 @@ compared column exactly (``merkle.duckdb``); elsewhere the hybrid engine runs.
 
 from __future__ import annotations
 
+import tempfile
 from contextlib import closing
 
 from validator.engines.hybrid.flow import compare_with_lake
@@ -18,9 +19,12 @@ from validator.plan import ComparisonPlan, EngineRun
 
 class LocalEngine:
     """The local engine as an ``Engine`` of ``validator.plan``: one DuckDB connection per
-    comparison, closed after it."""
+    comparison, closed after it, with its own spill directory removed after it."""
 
     def __call__(self, plan: ComparisonPlan) -> EngineRun:
         assert plan.lake_source is not None  # planned for this engine
-        with closing(connect()) as connection:
+        with (
+            tempfile.TemporaryDirectory(prefix="replcheck-duckdb-") as spill,
+            closing(connect(spill)) as connection,
+        ):
             return EngineRun(*compare_with_lake(plan, plan.lake_source, DuckDBLake(connection)))

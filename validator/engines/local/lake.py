@@ -46,13 +46,15 @@ _FILES, _STATE, _WANTED = "lake_files", "lake_state", "wanted_keys"
 _LEAF, _ROW_HASH, _KEY_BYTES = "_leaf", "_row_hash", "_key_bytes"
 
 
-def connect() -> Any:
-    """A private in-memory DuckDB connection. The hash SQL does not depend on its time zone
-    (``merkle.duckdb``), and a TIMESTAMPTZ read back into Python keeps its instant."""
+def connect(spill_dir: str) -> Any:
+    """A private in-memory DuckDB connection that spills to ``spill_dir`` (a replayed
+    changelog larger than memory). The hash SQL does not depend on its time zone
+    (``merkle.duckdb``), and a TIMESTAMPTZ read back into Python keeps its instant; row
+    order is never relied on, so DuckDB need not keep it."""
     with driver_import("the local engine"):
         import duckdb
 
-    return duckdb.connect()
+    return duckdb.connect(config={"temp_directory": spill_dir, "preserve_insertion_order": False})
 
 
 def range_leaf_sql(key: str, scheme: RangeLeaves) -> str:
