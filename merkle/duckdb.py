@@ -74,14 +74,15 @@ def _text(sql: str) -> str:
 
 
 def _decimal_payload(value: str, dtype: pa.DataType) -> str:
-    text = f"CAST({value} AS VARCHAR)"  # plain notation with the column's scale
+    # A DECIMAL's text has exactly its scale's digits after the point, and zero has no sign
+    # (DuckDB stores the unscaled integer): trailing zeros then a bare point go, so "1.10"
+    # is "1.1" and "0.00" is "0". An integer's text is already canonical.
+    text = f"CAST({value} AS VARCHAR)"
     if pa.types.is_decimal(dtype) and dtype.scale == dtype.precision:
         text = f"regexp_replace({text}, '^(-?)[.]', '\\10.')"  # DuckDB writes ".5" here
     if pa.types.is_decimal(dtype) and dtype.scale > 0:
-        # The text always has a point: trailing zeros, then a bare point ("1.10" -> "1.1").
         text = f"rtrim(rtrim({text}, '0'), '.')"
-    # sign, not "= 0": zero of any scale or sign is "0" without widening the column
-    return _text(f"CASE WHEN sign({value}) = 0 THEN '0' ELSE {text} END")
+    return _text(text)
 
 
 def _float_payload(value: str, options: ComparisonOptions) -> str:
