@@ -147,8 +147,8 @@ def compare_with_lake(
         if rehash is not None and isinstance(scheme, RangeLeaves):
             leaves = rehash
             work = partial(source_digests, leaves=rehash)
-        lake = target.hashed(scheme, leaves, stack)
-        with timer.phase("leaves"):
+        with timer.phase("leaves"):  # with a replay DuckDB materialises (Spark: lazily)
+            lake = target.hashed(scheme, leaves, stack)
             digests = increment.merged(_with_lake(slices, work, lake.digests))
             trees = [build_tree(side, scheme.depth) for side in digests]
             mismatched = diff_trees(*trees).mismatched_leaves
