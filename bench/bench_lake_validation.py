@@ -1,5 +1,5 @@
-"""A MariaDB table against the lake its pipeline writes: the Spark engine, the hybrid engine,
-and the floor.
+"""A MariaDB table against the lake its pipeline writes: the Spark, the hybrid and the local
+engine, and the floor.
 
 Starts a private MariaDB server (``tests/private_servers.py``), loads ``--rows`` generated
 rows (the table of ``bench/bench_vs_reladiff.py``), builds the lake with
@@ -9,16 +9,19 @@ the lake, rows inserted are missing from it, rows updated are changed). Then it 
 after the other, ``replcheck validate`` as a subprocess with ``engine: spark`` (the source
 read into Spark) and ``engine: auto`` (the hybrid engine: MariaDB computes its own digests,
 Spark the lake's), Spark start-up included (cold), and scores each run's findings against
-the drift. Warm, the hybrid engine runs twice more as ``replcheck validate`` with
-``spark.remote`` on a Spark Connect server started beforehand (its start timed apart), and
-twice in one process (``bench.lake_validation_phases``: where a cold run's seconds go, and
-a second run in the session the first started). The floor is one MD5 pass over the source
+the drift (``--engines``: ``auto`` is the local engine now, ``hybrid`` and ``spark`` name
+theirs). Warm (``--warm``): the hybrid engine runs twice more as ``replcheck validate`` with
+``spark.remote`` on a Spark Connect server started beforehand (its start timed apart,
+``connect``), and twice in one process (``bench.lake_validation_phases``, ``phases``: where
+a cold run's seconds go, and a second run in the session the first started); the local
+engine runs twice in one process (``bench.lake_validation_local``, ``local``: the second
+run is its warm figure). The floor is one MD5 pass over the source
 table inside MariaDB (``CONCAT_WS`` of every column) plus reading the lake's mirror into
 Arrow with ``deltalake``; the canonical digest pass (the hybrid engine's own SQL, on one
 connection) is shown beside it.
 
     python -m bench.bench_lake_validation [--rows 200000] [--diffs 30] [--workdir DIR]
-        [--engines spark,auto]
+        [--engines spark,auto] [--warm phases,connect,local]
 
 Each figure is printed with the load average (``os.getloadavg``) when it was taken.
 """
@@ -164,20 +167,31 @@ def warm_connect(server: MariaDBServer, workdir: Path) -> tuple[float, list[Vali
     with running_spark_connect() as remote:
         started = time.perf_counter() - began
         spark = f"{{remote: {json.dumps(remote)}}}"
-        runs = [validate(server, workdir, "auto", f"spark connect, run {n}", spark) for n in (1, 2)]
+        names = [f"spark connect, run {n}" for n in (1, 2)]
+        runs = [validate(server, workdir, "hybrid", name, spark) for name in names]
     return started, runs
+
+
+def _one_process(module: str, config: Path, log: Path) -> dict[str, float]:
+    """``python -m MODULE CONFIG`` (a cold process): its steps' seconds, and its whole."""
+    seconds, code = timed([sys.executable, "-m", module, str(config)], log, _env())
+    if code != 0:
+        raise RuntimeError(f"{module} failed: see {log.with_suffix('.err')}")
+    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
+    return {**steps, "(the whole process)": round(seconds, 3)}
 
 
 def phases_in_one_process(server: MariaDBServer, workdir: Path) -> dict[str, float]:
     """``bench.lake_validation_phases`` (a cold process) on a hybrid config."""
-    config = write_config(server, workdir, "phases", "auto", "{}")
-    argv = [sys.executable, "-m", "bench.lake_validation_phases", str(config)]
-    log = workdir / "phases.log"
-    seconds, code = timed(argv, log, _env())
-    if code != 0:
-        raise RuntimeError(f"the phase breakdown failed: see {log.with_suffix('.err')}")
-    steps: dict[str, float] = json.loads(log.read_text().splitlines()[-1])
-    return {**steps, "(the whole process)": round(seconds, 3)}
+    config = write_config(server, workdir, "phases", "hybrid", "{}")
+    return _one_process("bench.lake_validation_phases", config, workdir / "phases.log")
+
+
+def local_in_one_process(server: MariaDBServer, workdir: Path) -> dict[str, float]:
+    """``bench.lake_validation_local`` (a cold process): the local engine run twice."""
+    config = write_config(server, workdir, "local-warm", "local", "{}")
+    steps = _one_process("bench.lake_validation_local", config, workdir / "local-warm.log")
+    return {**steps, "_load": os.getloadavg()[0]}
 
 
 def floor(server: MariaDBServer, workdir: Path) -> list[tuple[str, float, str]]:
@@ -227,7 +241,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--diffs", type=int, default=30)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--engines", default="spark,auto", help="cold runs (comma-separated)")
+    parser.add_argument(
+        "--warm", default="phases,connect,local", help="warm runs: phases, connect, local"
+    )
     arguments = parser.parse_args(argv)
+    warm_kinds = set(filter(None, arguments.warm.split(",")))
     workdir = arguments.workdir or Path(tempfile.mkdtemp(prefix="bench-lake-"))
     workdir.mkdir(parents=True, exist_ok=True)
     with running_mariadb("FULL") as server:
@@ -236,8 +254,11 @@ def main(argv: list[str]) -> int:
         print(f"lake built by cdc run in {build_lake(server, workdir):.1f} s ({_load()})")
         expected = drift_source(server, arguments.rows, arguments.diffs)
         runs = [validate(server, workdir, engine) for engine in arguments.engines.split(",")]
-        steps = phases_in_one_process(server, workdir)
-        connect_start, warm = warm_connect(server, workdir)
+        local = local_in_one_process(server, workdir) if "local" in warm_kinds else {}
+        steps = phases_in_one_process(server, workdir) if "phases" in warm_kinds else {}
+        connect_start, warm = (
+            warm_connect(server, workdir) if "connect" in warm_kinds else (0.0, [])
+        )
         runs += warm
         parts = floor(server, workdir)
     print(f"\n{arguments.rows:,} rows, {len(expected)} differences injected\n")
@@ -256,10 +277,18 @@ def main(argv: list[str]) -> int:
     print(f"\nfloor: {sum(s for n, s, _ in parts if not n.startswith('(')):.1f} s")
     for run in runs:
         print(f"{run.engine}: in-job phases: {run.phases}")
-    print(f"\nSpark Connect server start (before the warm runs): {connect_start:.1f} s")
-    print(f"\none cold process (bench.lake_validation_phases), {_load()}:\n")
-    for step, seconds in steps.items():
-        print(f"| {step} | {seconds:.2f} s |")
+    if warm:
+        print(f"\nSpark Connect server start (before the warm runs): {connect_start:.1f} s")
+    if steps:
+        print(f"\none cold process (bench.lake_validation_phases), {_load()}:\n")
+        for step, seconds in steps.items():
+            print(f"| {step} | {seconds:.2f} s |")
+    if local:
+        load = local.pop("_load")
+        where = "the local engine twice in one process (bench.lake_validation_local)"
+        print(f"\n{where}, load {load:.2f}:\n")
+        for step, seconds in local.items():
+            print(f"| {step} | {seconds:.2f} s |")
     return 0
 
 

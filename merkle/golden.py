@@ -32,6 +32,8 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+import pyarrow as pa
+
 from merkle.canonical import Interval, RowEncoder, time_tz_parts
 from merkle.hashing import hash_bytes, md5_hash64
 from merkle.layout import RowLayout
@@ -141,6 +143,92 @@ def _spark_frame(spark: Any, vectors: list[dict[str, Any]]) -> Any:
         F.xxhash64(row_bytes).alias("row_hash"),
         md5_hash64_column(row_bytes).alias("row_hash_md5"),
     )
+
+
+def duckdb_outcomes(connection: Any, vectors: list[dict[str, Any]]) -> dict[str, Outcome | str]:
+    """Replay vectors through the DuckDB SQL of the MD5 flavour (``merkle.duckdb``) on a
+    DuckDB ``connection``, each as a one-row Arrow table of the types a lake holds. DuckDB
+    computes no xxh64: the outcome's row hash is the xxh64 of the bytes DuckDB produced. A
+    vector DuckDB cannot compute gives the reason (``merkle.duckdb.NotInDuckDB``) instead."""
+    from merkle.duckdb import NotInDuckDB, md5_hash64_sql, row_bytes_sql
+
+    produced: dict[str, Outcome | str] = {}
+    for vector in vectors:
+        ltypes = ltypes_of(vector)
+        names = [f"c{i}" for i in range(len(ltypes))]
+        arrays = [
+            pa.array([to_arrow_value(lt, c["value"])], arrow_type_of(lt, c["value"]))
+            for lt, c in zip(ltypes, vector["columns"], strict=True)
+        ]
+        table = pa.Table.from_arrays(arrays, names)
+        layout = RowLayout.of(list(zip(names, ltypes, strict=True)), [names[0]], options_of(vector))
+        try:
+            row_bytes = row_bytes_sql(layout, {f.name: f.type for f in table.schema})
+        except NotInDuckDB as exc:
+            produced[vector["id"]] = str(exc)
+            continue
+        connection.register("vector", table)
+        sql = f"SELECT b, {md5_hash64_sql('b')} FROM (SELECT {row_bytes} AS b FROM vector)"
+        data, md5 = connection.execute(sql).fetchall()[0]
+        produced[vector["id"]] = (bytes(data).hex(), hash_bytes(bytes(data)), md5)
+    return produced
+
+
+def arrow_type_of(ltype: LogicalType, value: Any) -> pa.DataType:
+    """The Arrow type a lake holds for this logical type and vector value shape (as
+    ``spark_type_of``, for the readers' Arrow batches the pipeline writes)."""
+    if isinstance(ltype, IntegerType):
+        in_bigint = value is None or -(2**63) <= value < 2**63
+        return pa.int64() if in_bigint else pa.decimal128(38, 0)
+    if isinstance(ltype, DecimalType):
+        if ltype.precision is None:
+            return pa.decimal128(38, 18)
+        return pa.decimal128(ltype.precision, ltype.scale or 0)
+    if isinstance(ltype, FloatType):
+        return pa.float32() if ltype.bits == 32 else pa.float64()
+    if isinstance(ltype, TimeType):
+        if isinstance(value, dict):
+            return pa.int64() if "micros" in value else pa.duration("us")
+        return pa.time64("us")
+    if isinstance(ltype, TimeTzType):
+        micros, offset = TIME_TZ_FIELDS
+        return pa.struct([pa.field(micros, pa.int64()), pa.field(offset, pa.int32())])
+    if isinstance(ltype, ArrayType):
+        shapes = [item for item in value or () if item is not None]
+        return pa.list_(arrow_type_of(ltype.element, shapes[0] if shapes else None))
+    if isinstance(ltype, UuidType):
+        return pa.binary() if isinstance(value, dict) else pa.string()
+    if isinstance(ltype, IntervalType):
+        if value is not None and "months" in value:
+            return pa.month_day_nano_interval()
+        return pa.duration("us")
+    if isinstance(ltype, BooleanType) and type(value) is int:
+        return pa.int64()  # a TINYINT(1) compared as boolean
+    simple = {
+        StringType: pa.string(),
+        JsonType: pa.string(),
+        BytesType: pa.binary(),
+        BooleanType: pa.bool_(),
+        DateType: pa.date32(),
+        TimestampType: pa.timestamp("us"),
+        TimestampTzType: pa.timestamp("us", tz="UTC"),
+    }
+    return simple[type(ltype)]
+
+
+def to_arrow_value(ltype: LogicalType, value: Any) -> Any:
+    """The Python object pyarrow takes for ``arrow_type_of`` the value."""
+    if value is None:
+        return None
+    if isinstance(ltype, IntervalType) and "months" in value:
+        return pa.MonthDayNano([value["months"], 0, 0])
+    if isinstance(ltype, TimeTzType):
+        parts = time_tz_parts(to_python(ltype, value))
+        assert parts is not None  # the value is not NULL
+        return dict(zip(TIME_TZ_FIELDS, parts, strict=True))
+    if isinstance(ltype, ArrayType):
+        return [to_arrow_value(ltype.element, item) for item in value]
+    return to_spark_value(ltype, value)
 
 
 def options_of(vector: dict[str, Any]) -> ComparisonOptions:

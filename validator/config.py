@@ -20,11 +20,13 @@ keys of ``merkle.options.ComparisonOptions`` plus ``depth`` / ``rows_per_leaf`` 
 ``validation.engine`` (or a comparison's own ``engine``) says who computes the digests:
 ``auto`` (the default) lets two databases that can compute their own do so, with no Spark
 and no full read (``connectors.pushdown``); against a lake target it lets such a source
-compute its own while Spark hashes the lake (``hybrid``); it uses Spark alone otherwise
-(JSON columns, ``float_digits``, ...); ``spark``, ``database`` and ``hybrid`` insist on one
-engine. ``validation.database_parallelism`` is how many connections each database reads on.
+compute its own while DuckDB on this machine hashes the lake (``local``: no Spark), or
+Spark does where DuckDB cannot hash a column exactly or the comparison has expectations
+(``hybrid``); it uses Spark alone otherwise (JSON columns, ``float_digits``, ...);
+``spark``, ``database``, ``hybrid`` and ``local`` insist on one engine.
+``validation.database_parallelism`` is how many connections each database reads on.
 
-``validation.incremental: true`` (hybrid engine, integer keys) keeps each validated run's
+``validation.incremental: true`` (hybrid and local engines, integer keys) keeps each validated run's
 leaf digests in the lake and re-hashes only the leaves the changelog shows changed since,
 plus a rotating sweep of ``validation.sweep_share`` of the others (``validator.incremental``);
 ``validation.force_full: true`` (``--full``) makes one run re-hash everything.
@@ -71,7 +73,11 @@ from merkle.options import ComparisonOptions
 from merkle.tree import DEFAULT_ROWS_PER_LEAF
 from validator.settings import IncrementalSettings
 
-ENGINES = ("auto", "spark", "database", "hybrid")
+ENGINES = ("auto", "spark", "database", "hybrid", "local")
+# Engines that compare a source database with a lake (its digests in SQL, the lake's in
+# Spark or DuckDB), and those that fail a comparison they cannot run (auto falls back).
+LAKE_ENGINES = ("hybrid", "local")
+INSISTING_ENGINES = ("database", *LAKE_ENGINES)
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
 # table), "mariadb" (a MariaDB replica: GTID), "postgres" (a subscriber or standby: LSN),
 # "none" (nothing in flight: no re-check), "unknown" (re-check after the lag).
@@ -218,14 +224,16 @@ class ValidationSettings:
     replica_wait_timeout_s: float = 300.0  # a replcheck-fed target must reach a position
     max_reported_rows: int = 1000  # differing rows detailed per comparison
     # Who computes the digests (ENGINES): "auto" lets two databases compute their own when
-    # both can (connectors.pushdown), a source database against a lake ("hybrid"), else
-    # Spark; "spark", "database" or "hybrid" insist.
+    # both can (connectors.pushdown), a source database against a lake with DuckDB on the
+    # lake ("local") where DuckDB hashes every column exactly, else with Spark on it
+    # ("hybrid"), else Spark; "spark", "database", "hybrid" or "local" insist.
     engine: str = "auto"
-    database_parallelism: int = 2  # database/hybrid: connections a database reads on at once
+    database_parallelism: int = 2  # database/hybrid/local: connections a database reads on
     # The secret sensitive key parts are hashed under (validator.key_masks); None: per run.
     mask_key: Secret | None = None
-    # Hybrid engine, key-range leaves: keep the validated digests and re-hash only what the
-    # changelog shows changed plus a sweep (validator.incremental; --incremental, --full).
+    # Hybrid and local engines, key-range leaves: keep the validated digests and re-hash
+    # only what the changelog shows changed plus a sweep (validator.incremental; --incremental,
+    # --full).
     incremental: IncrementalSettings = field(default_factory=IncrementalSettings)
 
 

@@ -1,9 +1,9 @@
 """Run the configured comparisons and return the run's result document.
 
-Each comparison runs in one of three engines (``validation.engine``): the two databases
+Each comparison runs in one of four engines (``validation.engine``): the two databases
 compute their own digests when both can (``validator.engines.database.engine``); a source
-database computes its own while Spark hashes the lake target
-(``validator.engines.hybrid.engine``); else Spark does it all
+database computes its own while DuckDB (``validator.engines.local.engine``) or Spark
+(``validator.engines.hybrid.engine``) hashes the lake target; else Spark does it all
 (``validator.engines.spark.engine``). Spark runs in one session for the whole run, started
 only when a comparison needs it (so a run in the databases never imports pyspark). A source
 without a transaction log (DuckDB, SQLite) has no position: it is compared with a lake
@@ -79,6 +79,10 @@ def run_comparison(
 def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSession]) -> Engine:
     if plan.databases is not None:
         return DatabaseEngine()
+    if plan.local:  # no Spark: the lake is read and hashed in DuckDB
+        from validator.engines.local.engine import LocalEngine
+
+        return LocalEngine()
     if plan.lake_source is not None:
         from validator.engines.hybrid.engine import HybridEngine
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import LakeTable, read_marks, read_progress
+from cdc_core.lake import LakeTable, high_water_mark, read_marks, read_progress
 from connectors.model import POSITION_COLUMN, Partition
 
 if TYPE_CHECKING:
@@ -76,6 +76,16 @@ class SourcePositions:
             expression = expression.when(key_column < F.lit(partition.high), partition.position)
         # Keys beyond the last range (rows the source does not have) use its position too.
         return expression.otherwise(F.lit(ordered[-1].position))
+
+    def cutoff_sql(self, key_column: str) -> str:
+        """``cutoff`` as SQL over the key column's SQL ``key_column`` (DuckDB, PostgreSQL)."""
+        ordered = sorted(self.partitions, key=lambda p: p.index)
+        if self.column is None or len(ordered) == 1:
+            return str(ordered[0].position)
+        first = ordered[0]
+        whens = [f"WHEN {key_column} IS NULL OR {key_column} < {first.high} THEN {first.position}"]
+        whens += [f"WHEN {key_column} < {p.high} THEN {p.position}" for p in ordered[1:-1]]
+        return f"CASE {' '.join(whens)} ELSE {ordered[-1].position} END"
 
 
 def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> SourcePositions | None:
@@ -227,6 +237,27 @@ def _written_by_a_pipeline(lake: Path) -> bool:
     """Whether a pipeline has written to ``lake``: its progress, or a table of its initial
     load (a pipeline records progress with its first batch after the load)."""
     return bool(read_progress(lake)) or (lake.is_dir() and any(lake.iterdir()))
+
+
+@dataclass(frozen=True, slots=True)
+class LakeAt:
+    """Where a lake table is read: at ``at`` (each key at its partition's position; a bare
+    position; None: everything the lake has), described for reports by ``text``."""
+
+    at: int | SourcePositions | None
+    text: str | None
+
+
+def lake_at(table: LakeTable, positions: SourcePositions | None, timeout_s: float) -> LakeAt:
+    """Where to read ``table``: at the source's ``positions`` once the lake has reached them
+    (waiting up to ``timeout_s``, then checking they are exact), or, for a source without a
+    log (None), at the lake's high-water mark."""
+    if positions is None:
+        mark = high_water_mark(table)
+        return LakeAt(mark, None if mark is None else str(mark))
+    wait_for_lake(lambda: high_water_mark(table), positions.highest, timeout_s, table.table)
+    check_exact(table, positions.values)
+    return LakeAt(positions, positions.describe())
 
 
 def check_exact(table: LakeTable, positions: Sequence[int]) -> None:

@@ -6,7 +6,7 @@ the same columns, types, rules and options.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
@@ -17,6 +17,9 @@ from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.positions import wait_for_lake_table
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def connector_of(connection: ConnectionConfig) -> Connector:
@@ -59,6 +62,7 @@ class Reflected:
         target_connection: The target's connection (a lake or a database).
         target: The target's connector and reflected table (None for a lake).
         reconciled: The layout both sides hash (source column names) and target names.
+        lake_schema: A lake target's Arrow schema (its changelog's); None for a database.
     """
 
     comparison: ComparisonConfig
@@ -68,6 +72,7 @@ class Reflected:
     target_connection: ConnectionConfig
     target: tuple[Connector, TableSchema] | None
     reconciled: Reconciled
+    lake_schema: pa.Schema | None = None
 
     @property
     def source_label(self) -> str:
@@ -93,13 +98,18 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
     schema = connector.reflect(comparison.source.table)
     key = source_key(comparison, schema)
     target: tuple[Connector, TableSchema] | None = None
+    lake_schema: pa.Schema | None = None
     if target_connection.lake is None:
         target_connector = connector_of(target_connection)
         target = (target_connector, target_connector.reflect(comparison.target.table))
+    else:
+        lake_table = LakeTable(target_connection.lake, comparison.target.table)
+        wait_for_lake_table(lake_table, config.validation.lake_wait_timeout_s)
+        _, lake_schema = changelog_files(lake_table)
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},
-        _target_types(target_connection, comparison.target.table, target, config),
+        _target_types(target, lake_schema),
         key,
         rules.rename,
         rules.exclude,
@@ -110,19 +120,17 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
             connector.timestamp_rounding(), target[0].timestamp_rounding() if target else None
         ),
     )
-    return Reflected(comparison, connector, schema, key, target_connection, target, reconciled)
+    return Reflected(
+        comparison, connector, schema, key, target_connection, target, reconciled, lake_schema
+    )
 
 
 def _target_types(
-    connection: ConnectionConfig,
-    table: str,
-    target: tuple[Connector, TableSchema] | None,
-    config: ValidatorConfig,
+    target: tuple[Connector, TableSchema] | None, lake_schema: pa.Schema | None
 ) -> dict[str, Any]:
     if target is not None:
         return {c.name: c.ltype for c in target[1].columns}
-    assert connection.lake is not None
-    lake_table = LakeTable(connection.lake, table)
-    wait_for_lake_table(lake_table, config.validation.lake_wait_timeout_s)
-    _, schema = changelog_files(lake_table)
-    return {f.name: logical_type_of_arrow(f.type) for f in schema if not f.name.startswith("_")}
+    assert lake_schema is not None
+    return {
+        f.name: logical_type_of_arrow(f.type) for f in lake_schema if not f.name.startswith("_")
+    }

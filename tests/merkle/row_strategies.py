@@ -150,18 +150,63 @@ _OPTIONS = st.builds(
 )
 
 
+def _layout_and_rows(
+    draw: st.DrawFn,
+    types: st.SearchStrategy[LogicalType],
+    options: st.SearchStrategy[ComparisonOptions],
+) -> tuple[RowLayout, list[tuple[Any, ...]]]:
+    ltypes = draw(st.lists(types, min_size=1, max_size=6))
+    names = [f"c{i}" for i in range(len(ltypes))]
+    key_size = draw(st.integers(1, min(2, len(ltypes))))
+    layout = RowLayout.of(list(zip(names, ltypes, strict=True)), names[:key_size], draw(options))
+    row = st.tuples(*(st.none() | values_of(lt) for lt in ltypes))
+    return layout, draw(st.lists(row, max_size=30))
+
+
 @st.composite
 def layouts_with_rows(draw: st.DrawFn) -> tuple[RowLayout, list[tuple[Any, ...]], Any]:
     """A random layout, up to 30 random rows (NULLs included) and the Spark schema."""
     from pyspark.sql import types as T
 
-    ltypes = draw(st.lists(_logical_types(), min_size=1, max_size=6))
-    names = [f"c{i}" for i in range(len(ltypes))]
-    key_size = draw(st.integers(1, min(2, len(ltypes))))
-    layout = RowLayout.of(list(zip(names, ltypes, strict=True)), names[:key_size], draw(_OPTIONS))
-    row = st.tuples(*(st.none() | values_of(lt) for lt in ltypes))
-    rows = draw(st.lists(row, max_size=30))
-    schema = T.StructType(
-        [T.StructField(n, spark_type(lt)) for n, lt in zip(names, ltypes, strict=True)]
-    )
+    layout, rows = _layout_and_rows(draw, _logical_types(), _OPTIONS)
+    schema = T.StructType([T.StructField(c.name, spark_type(c.ltype)) for c in layout.columns])
+    return layout, rows, schema
+
+
+def arrow_type(ltype: LogicalType) -> Any:
+    """The Arrow type of ``values_of(ltype)`` columns, as a lake stores them."""
+    import pyarrow as pa
+
+    from connectors.base import arrow_type_of
+
+    if isinstance(ltype, ArrayType):
+        element = ltype.element
+        return pa.list_(pa.int64() if isinstance(element, TimeType) else arrow_type(element))
+    if isinstance(ltype, TimeTzType):
+        micros, offset = TIME_TZ_FIELDS
+        return pa.struct([pa.field(micros, pa.int64()), pa.field(offset, pa.int32())])
+    if isinstance(ltype, TimeType):
+        return pa.time64("us")  # values_of gives times of day
+    return arrow_type_of(ltype)
+
+
+# What DuckDB computes exactly (merkle.duckdb): no JSON, no float_digits, no case folding.
+_DUCKDB_SCALARS = _scalar_types().filter(lambda t: not isinstance(t, JsonType))
+_DUCKDB_OPTIONS = st.builds(
+    ComparisonOptions,
+    trim_char=st.booleans(),
+    empty_string_is_null=st.booleans(),
+    timestamp_precision=st.none() | st.integers(0, 6),
+    timestamp_rounding=st.none() | st.sampled_from(list(TimeRounding)),
+)
+
+
+@st.composite
+def duckdb_layouts_with_rows(draw: st.DrawFn) -> tuple[RowLayout, list[tuple[Any, ...]], Any]:
+    """A random layout DuckDB can hash, up to 30 random rows and the Arrow schema."""
+    import pyarrow as pa
+
+    types = _DUCKDB_SCALARS | _DUCKDB_SCALARS.map(ArrayType)
+    layout, rows = _layout_and_rows(draw, types, _DUCKDB_OPTIONS)
+    schema = pa.schema([pa.field(c.name, arrow_type(c.ltype)) for c in layout.columns])
     return layout, rows, schema

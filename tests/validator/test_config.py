@@ -192,7 +192,7 @@ def test_the_engine_is_auto_unless_chosen_run_wide_or_per_comparison(tmp_path: P
     [
         (
             "    engine: pushdown\n",
-            "engine: must be one of auto, spark, database, hybrid, not 'pushdown'",
+            "engine: must be one of auto, spark, database, hybrid, local, not 'pushdown'",
         ),
         ("validation: {engine: fast}\n", "must be one of auto, spark, database, hybrid"),
         ("validation: {database_parallelism: 0}\n", "database_parallelism: must be at least 1"),

@@ -1,11 +1,12 @@
-"""The hybrid engine: MariaDB computes its own digests, Spark the lake's, and together they
-find exactly what the Spark engine finds.
+"""The hybrid and the local engine: MariaDB computes its own digests, Spark (hybrid) or
+DuckDB (local) the lake's, and together they find exactly what the Spark engine finds.
 
 A lake is built from a MariaDB database by the product's pipeline, then drift is written
-into the lake's changelog behind the pipeline's back: rows missing from the lake, extra in
-it, and changed, each both in leaves that also hold unchanged rows and alone in a leaf.
-Each comparison runs in the hybrid engine and in the Spark engine; both must report
-exactly the injected drift, with the same changed columns and shown values.
+into the lake's changelog behind the pipeline's back (so the lake is read by replaying its
+changelog): rows missing from the lake, extra in it, and changed, each both in leaves that
+also hold unchanged rows and alone in a leaf. Each comparison runs in the local engine
+(``auto`` chooses it), the hybrid engine and the Spark engine; all must report exactly the
+injected drift, with the same changed columns and shown values.
 """
 
 from __future__ import annotations
@@ -191,12 +192,22 @@ def _detail(comparison: dict[str, Any]) -> set[tuple[Any, ...]]:
 def runs(
     spark: Any, drifted: Drifted, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Every comparison, validated by ``engine: auto`` and by ``engine: spark``."""
+    """Every comparison, validated by ``engine: auto`` (local), ``hybrid`` and ``spark``."""
     work = tmp_path_factory.mktemp("configs")
     return {
         engine: {c["name"]: c for c in _validate(spark, work, drifted, engine)["comparisons"]}
-        for engine in ("auto", "spark")
+        for engine in ("auto", "hybrid", "spark")
     }
+
+
+def _same_findings(local: dict[str, Any], hybrid: dict[str, Any]) -> None:
+    """The local engine found what the hybrid engine found, in the same leaves."""
+    assert _found(local) == _found(hybrid)
+    assert _detail(local) == _detail(hybrid)
+    for field in ("counts_by_kind", "mismatched_leaves", "leaves_compared", "depth"):
+        assert local[field] == hybrid[field], field
+    for field in ("source_rows", "target_rows", "target_position"):
+        assert local[field] == hybrid[field], field
 
 
 def _found(comparison: dict[str, Any]) -> set[tuple[Any, ...]]:
@@ -207,8 +218,11 @@ def _found(comparison: dict[str, Any]) -> set[tuple[Any, ...]]:
 def test_integer_keys_use_range_leaves_and_find_exactly_the_drift(
     runs: dict[str, dict[str, dict[str, Any]]],
 ) -> None:
-    hybrid, in_spark = runs["auto"]["orders"], runs["spark"]["orders"]
-    assert (hybrid["engine"], in_spark["engine"]) == ("hybrid", "spark")
+    hybrid, in_spark = runs["hybrid"]["orders"], runs["spark"]["orders"]
+    local = runs["auto"]["orders"]
+    assert (local["engine"], hybrid["engine"], in_spark["engine"]) == ("local", "hybrid", "spark")
+    _same_findings(local, hybrid)
+    assert local["timings"].keys() == hybrid["timings"].keys()
     assert _found(hybrid) == _found(in_spark) == ORDERS_FOUND
     assert _detail(hybrid) == _detail(in_spark)
     assert hybrid["counts_by_kind"] == in_spark["counts_by_kind"]
@@ -228,12 +242,13 @@ def test_string_keys_use_hash_leaves_alone_and_shared(
     runs: dict[str, dict[str, dict[str, Any]]],
 ) -> None:
     for name, leaves in (("items", 2**16), ("items_shared", 4)):
-        hybrid, in_spark = runs["auto"][name], runs["spark"][name]
-        assert hybrid["engine"] == "hybrid"
+        hybrid, in_spark = runs["hybrid"][name], runs["spark"][name]
+        assert (runs["auto"][name]["engine"], hybrid["engine"]) == ("local", "hybrid")
+        _same_findings(runs["auto"][name], hybrid)
         assert {f[1:] for f in _found(hybrid)} == {f[1:] for f in _found(in_spark)} == ITEMS_FOUND
         assert _detail(hybrid) == _detail(in_spark)
         assert hybrid["leaves_compared"] == leaves
-    shared = runs["auto"]["items_shared"]
+    shared = runs["hybrid"]["items_shared"]
     assert shared["leaves_mismatched"] <= 3  # some drift shares a leaf of 4 with other rows
 
 
@@ -242,14 +257,16 @@ def test_a_column_the_source_cannot_hash_falls_back_to_spark(
 ) -> None:
     events = runs["auto"]["events"]
     assert events["engine"] == "spark"  # MariaDB writes no canonical JSON in SQL
+    assert runs["hybrid"]["events"]["error"] is not None
     assert _found(events) == {("events", "missing_in_target", ("7",))}
 
 
 def test_insisting_on_the_hybrid_engine_where_it_cannot_run_is_an_error(
     spark: Any, drifted: Drifted, tmp_path: Path
 ) -> None:
-    document = _validate(spark, tmp_path, drifted, "hybrid")
-    errors = {c["name"]: c["error"] for c in document["comparisons"]}
-    assert errors["orders"] is None
-    assert "hybrid engine cannot compare it" in errors["events"]
-    assert "json" in errors["events"]
+    for engine in ("hybrid", "local"):
+        document = _validate(spark, tmp_path, drifted, engine)
+        errors = {c["name"]: c["error"] for c in document["comparisons"]}
+        assert errors["orders"] is None
+        assert f"{engine} engine cannot compare it" in errors["events"]
+        assert "json" in errors["events"]

@@ -178,8 +178,8 @@ def test_awkward_names_through_cdc_run_validate_and_resync(
         _drift(LakeTable(lake, format_table(SCHEMA, 'a"b')), 1, "q`c")
         first = validate(spark, config)
         assert found_differences(first) == {("c2", "changed", ("2",)), ("c3", "changed", ("1",))}
-        # PostgreSQL computes its own digests, Spark the lake's (engine: auto)
-        assert {c["engine"] for c in first["comparisons"]} == {"hybrid"}
+        # PostgreSQL computes its own digests, DuckDB the lake's (engine: auto)
+        assert {c["engine"] for c in first["comparisons"]} == {"local"}
         outcome = resync(config, first, out_dir=tmp_path / "out")
         assert outcome.exit_code == 0, outcome.to_dict()
         assert validate(spark, config)["status"] == "in_sync"
@@ -190,7 +190,14 @@ def following(path: Path) -> Iterator[None]:
     """The pipeline of the config file ``path`` running on a thread."""
     setup = load_pipeline_config(path, "pg", environ={})
     source = log_source_for(setup.source.url or "", None, list(setup.config.tables.accept))
-    pipeline = Pipeline(setup.config, source.reader, source.snapshots)
+    with running_pipeline(Pipeline(setup.config, source.reader, source.snapshots), source.reader):
+        yield
+
+
+@contextlib.contextmanager
+def running_pipeline(pipeline: Pipeline, reader: Any) -> Iterator[list[BaseException]]:
+    """``pipeline`` running on a thread for the block (then stopped, its log ``reader``
+    closed); what it raised is in the list, and fails the block's end."""
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -202,9 +209,9 @@ def following(path: Path) -> Iterator[None]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
-        yield
+        yield errors
     finally:
         pipeline.stop()
         thread.join(timeout=120)
-        source.reader.close()
+        reader.close()
     assert not errors, errors

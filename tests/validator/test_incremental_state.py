@@ -78,9 +78,9 @@ def test_keys_fall_into_leaves_as_the_sql_puts_them() -> None:
 
 
 def test_at_most_so_many_ranges_cover_the_leaves_keeping_the_widest_gaps() -> None:
-    from validator.incremental.rehash import _covering
+    from validator.incremental.rehash import covering_runs
 
     runs = [(0, 1), (3, 4), (10, 12), (13, 14), (40, 41)]
-    assert _covering(runs, 10) == runs
-    assert _covering(runs, 3) == [(0, 4), (10, 14), (40, 41)]
-    assert _covering(runs, 1) == [(0, 41)]
+    assert covering_runs(runs, 10) == runs
+    assert covering_runs(runs, 3) == [(0, 4), (10, 14), (40, 41)]
+    assert covering_runs(runs, 1) == [(0, 41)]

@@ -16,7 +16,9 @@ from tests.validator.resync.helpers import write_config
 from validator import cli
 from validator.config import load_validator_config
 from validator.engines.database.engine import DatabaseEngine
-from validator.engines.hybrid.engine import HybridEngine, compare_with_lake
+from validator.engines.hybrid.engine import HybridEngine
+from validator.engines.hybrid.flow import compare_with_lake
+from validator.engines.local.engine import LocalEngine
 from validator.engines.spark import engine as spark_engine
 from validator.plan import ComparisonPlan, plan_comparison
 
@@ -42,7 +44,7 @@ def test_the_plan_carries_what_the_engines_need(tmp_path: Path) -> None:
 
 
 def test_engines_take_a_plan_not_the_config() -> None:
-    engines = (DatabaseEngine, spark_engine.SparkEngine, HybridEngine)
+    engines = (DatabaseEngine, spark_engine.SparkEngine, HybridEngine, LocalEngine)
     for engine in engines:
         assert list(inspect.signature(engine.__call__).parameters) == ["self", "plan"]
     for function in (spark_engine.compare_in_spark, spark_engine.target_side, compare_with_lake):

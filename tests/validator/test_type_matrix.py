@@ -185,8 +185,18 @@ def matrix_database(mariadb: MariaDBServer, postgres: PostgresServer) -> Iterato
 # --- one validate call for every pair -----------------------------------------------------
 
 
+# The same lake pairs in the local engine (source digests in SQL, the lake's in DuckDB),
+# without the JSON column, which neither MariaDB's nor DuckDB's SQL hashes.
+LOCAL_PAIRS = (("mariadb", "lake"), ("postgres", "lake"))
+JSON_COLUMN = "c_json"
+
+
 def comparison_name(pair: Pair) -> str:
     return f"{pair[0]}_vs_{pair[1]}"
+
+
+def local_name(pair: Pair) -> str:
+    return f"{comparison_name(pair)}_local"
 
 
 def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
@@ -202,6 +212,15 @@ def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
             + "}",
             f"    columns: {{boolean: [{BOOLEAN_COLUMN}]}}",
             "    options: {trim_char: true}",
+        ]
+    for source, target in LOCAL_PAIRS:  # the local engine: DuckDB on the lake, no JSON
+        lines += [
+            f"  - name: {local_name((source, target))}",
+            f"    source: {{connection: {source}, table: matrix}}",
+            "    target: {connection: lake, table: shop.replica}",
+            f"    columns: {{boolean: [{BOOLEAN_COLUMN}], exclude: [{JSON_COLUMN}]}}",
+            "    options: {trim_char: true}",
+            "    engine: local",
         ]
     lines += [
         f"  - name: {CONTROL}",
@@ -351,6 +370,20 @@ def test_a_one_unit_change_is_found_in_its_column(
     first = {str(int(key) + ROWS) for key in _keys_in(cells, column, second_half=False)}
     changed = str(ROWS + change_rows()[column])
     assert _keys_in(cells, column, second_half=True) == first | {changed}
+
+
+@pytest.mark.parametrize("pair", LOCAL_PAIRS, ids=_pair_id)
+def test_the_local_engine_reports_exactly_what_the_spark_engine_reports(
+    results: dict[str, dict[str, Any]], pair: Pair
+) -> None:
+    local = results[local_name(pair)]
+    assert local["error"] is None, local["error"]
+    assert local["engine"] == "local" and _ran(results, pair)["engine"] == "spark"
+    assert local["source_rows"] == local["target_rows"] == 2 * ROWS
+    expected = {cell for cell in expected_cells(pair) if cell[1] != JSON_COLUMN}
+    assert changed_cells(local) == expected
+    in_spark = {cell for cell in changed_cells(_ran(results, pair)) if cell[1] != JSON_COLUMN}
+    assert changed_cells(local) == in_spark
 
 
 def test_without_the_product_rule_and_boolean_columns_the_control_differs(

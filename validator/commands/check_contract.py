@@ -7,6 +7,7 @@ report false drift.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,11 +40,28 @@ def _compare(
     return EngineCheck(engine, len(expected), mismatched)
 
 
+def _duckdb_check(vectors: list[dict[str, Any]], expected: dict[str, Outcome]) -> EngineCheck:
+    """The vectors DuckDB computes (the local engine's MD5 flavour, ``merkle.duckdb``); the
+    others (JSON, ``float_digits``, ``case_insensitive``) it refuses, and the planner sends
+    such columns to Spark."""
+    import duckdb
+
+    from merkle.golden import duckdb_outcomes
+
+    with duckdb.connect() as connection:
+        produced = duckdb_outcomes(connection, vectors)
+    computed = {i: o for i, o in produced.items() if not isinstance(o, str)}
+    return _compare("duckdb", computed, {i: expected[i] for i in computed})
+
+
 def check_contract(spark_session: Callable[[], Any] | None = None) -> list[EngineCheck]:
-    """Replay the golden vectors through pure Python and, if given a session factory, Spark."""
+    """Replay the golden vectors through pure Python, DuckDB when it is installed and, if
+    given a session factory, Spark."""
     vectors = load_vectors()
     expected = expected_outcomes(vectors)
     checks = [_compare("python", python_outcomes(vectors), expected)]
+    if importlib.util.find_spec("duckdb") is not None:
+        checks.append(_duckdb_check(vectors, expected))
     if spark_session is not None:
         from merkle.golden import spark_outcomes
 

@@ -179,7 +179,9 @@ def test_zero_dates_reach_the_lake_as_null_and_every_engine_finds_it_in_sync(
     config = _config(tmp_path, "lake", copies, lake, "    engine: spark\n")
     for jdbc in (False, True):
         _assert_in_sync(_run_in_spark(spark, config, jdbc, monkeypatch, caplog), "spark")
-    _assert_in_sync(_run(spark, _config(tmp_path, "hybrid", copies, lake)), "hybrid")
+    _assert_in_sync(_run(spark, _config(tmp_path, "local", copies, lake)), "local")  # auto
+    hybrid = _config(tmp_path, "hybrid", copies, lake, "    engine: hybrid\n")
+    _assert_in_sync(_run(spark, hybrid), "hybrid")
     for target in ("maria", "pg"):
         config = _config(
             tmp_path,

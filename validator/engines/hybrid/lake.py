@@ -1,4 +1,5 @@
-"""The lake side of the hybrid engine: Spark hashes the lake into the source's leaves.
+"""The lake side of the hybrid engine: Spark hashes the lake into the source's leaves
+(``SparkLake``, a ``LakeReader`` of ``flow.py`` here).
 
 The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
@@ -10,11 +11,14 @@ from it for the mismatched leaves only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import operator
+from collections.abc import Collection, Sequence
+from contextlib import ExitStack
+from functools import reduce
+from typing import TYPE_CHECKING
 
 from cdc_core.names import backtick_quote
-from connectors.pushdown import LeafScheme, RangeLeaves
+from connectors.pushdown import LeafScheme, RangeLeaves, leaf_ranges
 from merkle.layout import RowLayout
 from merkle.spark import (
     KEY_HASH,
@@ -28,12 +32,16 @@ from merkle.spark import (
 )
 from merkle.tree import LeafDigest
 from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
+from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
+from validator.engines.spark.compare import Side, cache_level
+from validator.engines.spark.engine import in_layout_names, target_side
+from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
+from validator.plan import ComparisonPlan
+from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-# The lake is read by no slice of the source: its key entries carry this slice index.
-LAKE_SLICE = -1
 _KEY_BYTES = "_key_bytes"
 
 
@@ -46,6 +54,38 @@ def range_leaf(key: str, scheme: RangeLeaves) -> Column:
     column = backtick_quote(key)
     clamped = f"least(greatest({column}, {scheme.low}), {scheme.high}) - {scheme.low}"
     return F.expr(f"coalesce(({clamped}) div {scheme.width}, 0)").cast("bigint")
+
+
+def _range_column(key: Column, low: int | None, high: int | None) -> Column | None:
+    """``key`` in ``[low, high)``; an open low bound also takes NULLs (as range_predicate)."""
+    if low is None:
+        return None if high is None else (key < high) | key.isNull()
+    if high is None:
+        return key >= low
+    return (key >= low) & (key < high)
+
+
+def lake_in_leaves(
+    frame: DataFrame, key: str, scheme: RangeLeaves, leaves: Collection[int]
+) -> DataFrame:
+    """The rows of ``frame`` (before hashing) whose first key column ``key`` falls in
+    ``leaves``: at most ``MAX_PUSHED_RANGES`` key ranges covering them, which Spark pushes
+    into the Parquet scan (row groups outside them are skipped), then the exact leaves as
+    one hash-set lookup per row (testing a thousand ranges per row would cost more than
+    the hashing it saves). Both filters sit below the per-key window of the lake's state."""
+    from pyspark.sql import functions as F
+
+    wanted = sorted(set(leaves))
+    if not wanted:
+        return frame.where(F.lit(False))
+    column = frame[backtick_quote(key)]
+    covering = covering_runs(leaf_ranges(wanted), MAX_PUSHED_RANGES)
+    bounded = [_range_column(column, *scheme.bounds(a, b)) for a, b in covering]
+    exact = range_leaf(key, scheme).isin(wanted)
+    if any(c is None for c in bounded):  # one range is every key
+        return frame.where(exact)
+    ranges = [c for c in bounded if c is not None]
+    return frame.where(reduce(operator.or_, ranges) & exact)
 
 
 def hash_into_leaves(frame: DataFrame, layout: RowLayout, scheme: LeafScheme) -> DataFrame:
@@ -90,7 +130,7 @@ def lake_keys(hashed: DataFrame, layout: RowLayout, leaves: Sequence[int]) -> di
 
 def lake_rows(
     hashed: DataFrame, layout: RowLayout, changed: Sequence[KeyFinding]
-) -> dict[bytes, tuple[list[bytes | None], list[Any]]]:
+) -> dict[bytes, LakeRow]:
     """The canonical payloads and values (layout order) of the lake's rows of ``changed``
     keys, by canonical key bytes. Payloads are Spark's, so a value Python would convert on
     its way out of Spark (a timestamp) is still compared as the contract encodes it."""
@@ -123,3 +163,64 @@ def lake_rows(
         )
         for row in found.collect()
     }
+
+
+class SparkLake:
+    """Spark reads and hashes the lake (the hybrid engine's ``LakeReader``)."""
+
+    engine = "hybrid"
+    where = "lake in Spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def read(self, plan: ComparisonPlan, positions: SourcePositions | None) -> SparkLakeRead:
+        """The lake as Spark reads it as of ``positions`` (``target_side``)."""
+        return SparkLakeRead(plan, target_side(self.spark, plan, positions))
+
+
+class SparkLakeRead:
+    """The lake's rows as a Spark frame, hashed on demand."""
+
+    def __init__(self, plan: ComparisonPlan, target: Side) -> None:
+        self.plan = plan
+        self.target: Side | None = target
+        self.label = target.label
+        self.position = target.position
+        self.columns: Sequence[str] = target.frame.columns
+
+    def hashed(
+        self, scheme: LeafScheme, leaves: Collection[int] | None, stack: ExitStack
+    ) -> SparkHashedLake:
+        """The compared columns hashed into leaves; persisted unless a plain mirror read."""
+        assert self.target is not None
+        reconciled = self.plan.reflected.reconciled
+        layout = reconciled.layout
+        compared = in_layout_names(self.target.frame, reconciled)
+        if leaves is not None and isinstance(scheme, RangeLeaves):
+            compared = lake_in_leaves(compared, layout.key[0], scheme, leaves)
+        lake = hash_into_leaves(compared, layout, scheme)
+        if not self.target.rereadable:  # a replayed changelog: cache it, do not replay again
+            lake = lake.persist(cache_level())
+            stack.callback(lake.unpersist)
+        return SparkHashedLake(lake, layout)
+
+
+class SparkHashedLake:
+    """The lake's hashed rows in Spark (``HashedLake``)."""
+
+    def __init__(self, hashed: DataFrame, layout: RowLayout) -> None:
+        self.frame = hashed
+        self.layout = layout
+
+    def digests(self) -> dict[int, LeafDigest]:
+        """The lake's leaf digests (one Spark job)."""
+        return lake_digests(self.frame)
+
+    def keys(self, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
+        """The lake's keys in ``leaves``."""
+        return lake_keys(self.frame, self.layout, leaves)
+
+    def rows(self, changed: Sequence[KeyFinding]) -> dict[bytes, LakeRow]:
+        """The lake's rows of ``changed`` keys."""
+        return lake_rows(self.frame, self.layout, changed)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc_core.config import ConnectionConfig
-from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.lake import LakeTable
 from cdc_core.names import backtick_quote
 from connectors.base import Connector
 from connectors.model import TableSchema
@@ -27,7 +27,7 @@ from validator.engines.spark.session import default_parallelism
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.plan import ComparisonPlan, EngineRun
-from validator.positions import SourcePositions, check_exact, read_positions, wait_for_lake
+from validator.positions import SourcePositions, lake_at, read_positions
 from validator.reconcile import Reconciled
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
@@ -49,15 +49,9 @@ def _lake_side(
     assert connection.lake is not None
     lake_table = LakeTable(connection.lake, table)
     label = f"{connection.name}:{table}"
-    if positions is None:  # a source without a log: everything the lake has
-        mark = high_water_mark(lake_table)
-        state = read_lake_state(spark, lake_table, key, mark)
-        return Side(state.frame, label, None if mark is None else str(mark), state.from_mirror)
-    timeout = settings.lake_wait_timeout_s
-    wait_for_lake(lambda: high_water_mark(lake_table), positions.highest, timeout, table)
-    check_exact(lake_table, positions.values)
-    state = read_lake_state(spark, lake_table, key, positions)
-    return Side(state.frame, label, positions.describe(), state.from_mirror)
+    where = lake_at(lake_table, positions, settings.lake_wait_timeout_s)
+    state = read_lake_state(spark, lake_table, key, where.at)
+    return Side(state.frame, label, where.text, state.from_mirror)
 
 
 def _database_side(

@@ -1,0 +1,30 @@
+"""The local engine: a source database computes its own leaf digests, DuckDB the lake's.
+
+The flow is the hybrid engine's (``validator.engines.hybrid.flow``); only the lake side
+differs: the lake's files are read on this machine with ``pyarrow`` and hashed by DuckDB
+SQL into the source's leaves (``lake.py`` here), bit for bit as Spark would hash them, so
+no JVM starts. The planner (``validator.plan``) chooses it where DuckDB computes every
+compared column exactly (``merkle.duckdb``); elsewhere the hybrid engine runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from contextlib import closing
+
+from validator.engines.hybrid.flow import compare_with_lake
+from validator.engines.local.lake import DuckDBLake, connect
+from validator.plan import ComparisonPlan, EngineRun
+
+
+class LocalEngine:
+    """The local engine as an ``Engine`` of ``validator.plan``: one DuckDB connection per
+    comparison, closed after it, with its own spill directory removed after it."""
+
+    def __call__(self, plan: ComparisonPlan) -> EngineRun:
+        assert plan.lake_source is not None  # planned for this engine
+        with (
+            tempfile.TemporaryDirectory(prefix="replcheck-duckdb-") as spill,
+            closing(connect(spill)) as connection,
+        ):
+            return EngineRun(*compare_with_lake(plan, plan.lake_source, DuckDBLake(connection)))

@@ -1,0 +1,249 @@
+"""The lake side of the local engine: DuckDB reads the lake and hashes it into the source's
+leaves (``DuckDBLake``, a ``LakeReader`` of ``validator.engines.hybrid.flow``).
+
+The lake's rows at the agreed position (``state.py`` here), only the compared columns,
+get the MD5 flavour of the hash contract in DuckDB SQL (``merkle.duckdb``) and the leaf the
+source's ``LeafScheme`` gives their key, computed as ``connectors.pushdown`` computes it in
+the source's SQL. A replayed changelog is materialised once in a temporary table (the
+window over every event is the costly part); a mirror version is scanned again by each
+phase, which reads only the mismatched leaves' key ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.drivers import driver_import
+from cdc_core.lake import LakeTable
+from connectors.pushdown import LeafScheme, RangeLeaves, leaf_ranges
+from connectors.registry import captures_by_trigger
+from merkle.duckdb import (
+    hash_leaf_sql,
+    key_bytes_sql,
+    md5_unsigned64_sql,
+    payload_sql,
+    quote,
+    row_bytes_sql,
+)
+from merkle.layout import RowLayout
+from merkle.tree import LeafDigest
+from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
+from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
+from validator.engines.local.state import LakeFiles, lake_files, state_sql
+from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
+from validator.plan import ComparisonPlan
+from validator.positions import SourcePositions, lake_at
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from validator.engines.spark.compare import Side
+
+_MASK64 = (1 << 64) - 1
+_FILES, _STATE, _WANTED = "lake_files", "lake_state", "wanted_keys"
+_LEAF, _ROW_HASH, _KEY_BYTES = "_leaf", "_row_hash", "_key_bytes"
+
+
+def connect(spill_dir: str) -> Any:
+    """A private in-memory DuckDB connection that spills to ``spill_dir`` (a replayed
+    changelog larger than memory). The hash SQL does not depend on its time zone
+    (``merkle.duckdb``), and a TIMESTAMPTZ read back into Python keeps its instant; row
+    order is never relied on, so DuckDB need not keep it."""
+    with driver_import("the local engine"):
+        import duckdb
+
+    return duckdb.connect(config={"temp_directory": spill_dir, "preserve_insertion_order": False})
+
+
+def range_leaf_sql(key: str, scheme: RangeLeaves) -> str:
+    """The leaf of an integer key under ``scheme``, as ``connectors.pushdown`` writes it in
+    SQL: keys beyond the planned range fall into the first or last leaf, NULL into the
+    first. ``//`` truncates, exact on the non-negative clamped offset."""
+    column = quote(key)
+    clamped = f"least(greatest({column}, {scheme.low}), {scheme.high}) - {scheme.low}"
+    return f"CAST(coalesce(({clamped}) // {scheme.width}, 0) AS BIGINT)"
+
+
+def _key_range_sql(key: str, low: int | None, high: int | None) -> str:
+    """``key`` in ``[low, high)``; an open low bound also takes NULLs (as range_predicate)."""
+    column = quote(key)
+    if low is None:
+        return "TRUE" if high is None else f"({column} < {high} OR {column} IS NULL)"
+    if high is None:
+        return f"{column} >= {low}"
+    return f"({column} >= {low} AND {column} < {high})"
+
+
+def leaves_filter_sql(key: str, scheme: RangeLeaves, leaves: Collection[int]) -> str:
+    """SQL true for the rows of ``leaves`` under range leaves: at most ``MAX_PUSHED_RANGES``
+    key ranges covering them (pushed into the scan), then the exact leaves."""
+    wanted = sorted(set(leaves))
+    if not wanted:
+        return "FALSE"
+    covering = covering_runs(leaf_ranges(wanted), MAX_PUSHED_RANGES)
+    ranges = [_key_range_sql(key, *scheme.bounds(a, b)) for a, b in covering]
+    exact = (
+        f"list_contains([{', '.join(map(str, wanted))}]::BIGINT[], {range_leaf_sql(key, scheme)})"
+    )
+    return f"({' OR '.join(ranges)}) AND {exact}"
+
+
+class DuckDBLake:
+    """DuckDB on this machine reads and hashes the lake (the local engine's
+    ``LakeReader``); ``connection`` is the engine's, closed by it."""
+
+    engine = "local"
+    where = "lake in DuckDB"
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def read(self, plan: ComparisonPlan, positions: SourcePositions | None) -> DuckDBLakeRead:
+        """Wait for the lake to reach ``positions``, then find the files that hold its state.
+
+        A lake fed by trigger capture records capture positions, which the source's log
+        positions do not order: it is read at its high-water mark (as in Spark)."""
+        reflected = plan.reflected
+        connection, table = reflected.target_connection, reflected.comparison.target.table
+        assert connection.lake is not None and reflected.target is None  # a lake target
+        if captures_by_trigger(reflected.source.url):
+            positions = None
+        lake_table = LakeTable(connection.lake, table)
+        where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s)
+        files = lake_files(lake_table, where.at)
+        self.connection.register(_FILES, files.dataset)
+        label = f"{connection.name}:{table}"
+        return DuckDBLakeRead(self.connection, plan, files, where.at, (label, where.text))
+
+
+class DuckDBLakeRead:
+    """A lake table's files and the position it is read at, hashed on demand."""
+
+    def __init__(
+        self,
+        connection: Any,
+        plan: ComparisonPlan,
+        files: LakeFiles,
+        at: int | SourcePositions | None,
+        described: tuple[str, str | None],
+    ) -> None:
+        self.connection, self.plan, self.files, self.at = connection, plan, files, at
+        self.label, self.position = described
+        self.columns: Sequence[str] = files.schema.names
+        self.target: Side | None = None  # no Spark frame: expectations need another engine
+
+    def hashed(
+        self, scheme: LeafScheme, leaves: Collection[int] | None, stack: ExitStack
+    ) -> DuckDBHashedLake:
+        """The compared columns (named as the layout names them), their row hash and leaf;
+        only the rows of ``leaves`` (range leaves) when given."""
+        reflected = self.plan.reflected
+        layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
+        where = "TRUE"
+        if leaves is not None and isinstance(scheme, RangeLeaves):
+            where = leaves_filter_sql(names[layout.key[0]], scheme, leaves)
+        columns = [names[n] for n in layout.names]
+        state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
+        if not self.files.from_mirror:  # replay once, not once per phase
+            self.connection.execute(f"CREATE TEMP TABLE {_STATE} AS {state}")
+            stack.callback(self.connection.execute, f"DROP TABLE IF EXISTS {_STATE}")
+            state = f"SELECT * FROM {_STATE}"
+        renamed = ", ".join(f"{quote(names[n])} AS {quote(n)}" for n in layout.names)
+        types = {n: self.files.schema.field(names[n]).type for n in layout.names}
+        return DuckDBHashedLake(
+            self.connection, f"SELECT {renamed} FROM ({state})", layout, types, scheme
+        )
+
+
+class DuckDBHashedLake:
+    """The lake's hashed rows in DuckDB (``HashedLake``)."""
+
+    def __init__(
+        self,
+        connection: Any,
+        rows: str,
+        layout: RowLayout,
+        types: dict[str, pa.DataType],
+        scheme: LeafScheme,
+    ) -> None:
+        self.connection, self.rows_sql, self.layout = connection, rows, layout
+        self.types, self.scheme = types, scheme
+
+    def _leaf(self) -> str:
+        if isinstance(self.scheme, RangeLeaves):
+            return range_leaf_sql(self.layout.key[0], self.scheme)
+        return hash_leaf_sql(key_bytes_sql(self.layout, self.types), self.scheme.depth)
+
+    def _in_leaves(self, leaves: Sequence[int]) -> str:
+        """The compared rows of ``leaves`` with their leaf (a key-range filter the scan can
+        use under range leaves)."""
+        listed = ", ".join(map(str, sorted(set(leaves))))
+        exact = f"list_contains([{listed}]::BIGINT[], {_LEAF})"
+        if isinstance(self.scheme, RangeLeaves):
+            ranges = leaves_filter_sql(self.layout.key[0], self.scheme, leaves)
+            return f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql}) WHERE {ranges}"
+        leafed = f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql})"
+        return f"SELECT * FROM ({leafed}) WHERE {exact}"
+
+    def digests(self) -> dict[int, LeafDigest]:
+        """The lake's leaf digests: one GROUP BY over the hashed rows."""
+        row_hash = md5_unsigned64_sql(row_bytes_sql(self.layout, self.types))
+        hashed = f"SELECT {self._leaf()} AS {_LEAF}, {row_hash} AS h FROM ({self.rows_sql})"
+        sql = f"SELECT {_LEAF}, count(*), sum(h) FROM ({hashed}) GROUP BY {_LEAF}"
+        return {
+            int(leaf): LeafDigest(int(count), int(total) & _MASK64)
+            for leaf, count, total in self.connection.execute(sql).fetchall()
+        }
+
+    def keys(self, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
+        """The lake's keys in ``leaves``, by canonical key bytes (as the source's are)."""
+        if not leaves:
+            return {}
+        layout, types = self.layout, self.types
+        selected = ", ".join(quote(k) for k in layout.key)
+        sql = (
+            f"SELECT {selected}, {key_bytes_sql(layout, types)}, {_LEAF},"
+            f" {md5_unsigned64_sql(row_bytes_sql(layout, types))} FROM ({self._in_leaves(leaves)})"
+        )
+        rows = self.connection.execute(sql).fetchall()
+        return collect_keys(rows, len(layout.key), LAKE_SLICE)
+
+    def _rows_sql(self, changed: Sequence[KeyFinding]) -> str:
+        """Key bytes, payloads and values of the rows of ``changed`` keys (``_WANTED``)."""
+        layout, types = self.layout, self.types
+        payloads = [
+            payload_sql(quote(c.name), types[c.name], c.ltype, layout.options)
+            for c in layout.columns
+        ]
+        rows = self._in_leaves([f.leaf for f in changed])
+        keyed = f"SELECT *, {key_bytes_sql(layout, types)} AS {_KEY_BYTES} FROM ({rows})"
+        values = ", ".join(quote(n) for n in layout.names)
+        wanted = f"SELECT {_KEY_BYTES} FROM {_WANTED}"
+        return (
+            f"SELECT {_KEY_BYTES}, {', '.join(payloads)}, {values}"
+            f" FROM ({keyed}) WHERE {_KEY_BYTES} IN ({wanted})"
+        )
+
+    def rows(self, changed: Sequence[KeyFinding]) -> dict[bytes, LakeRow]:
+        """The canonical payloads and values (layout order) of the lake's rows of
+        ``changed`` keys, by canonical key bytes."""
+        import pyarrow as pa
+
+        if not changed:
+            return {}
+        wanted = pa.table({_KEY_BYTES: pa.array([f.key_bytes for f in changed], pa.binary())})
+        self.connection.register(_WANTED, wanted)
+        try:
+            found = self.connection.execute(self._rows_sql(changed)).fetchall()
+        finally:
+            self.connection.unregister(_WANTED)
+        width = len(self.layout.columns)
+        return {
+            bytes(row[0]): (
+                [None if p is None else bytes(p) for p in row[1 : width + 1]],
+                list(row[width + 1 :]),
+            )
+            for row in found
+        }

@@ -1,0 +1,106 @@
+"""A lake table as it was at a source position, as DuckDB SQL over its Parquet files.
+
+The same state as ``validator.engines.spark.lake_target`` reads with Spark: when the lake's
+histories prove that the mirror's latest version holds it (``cdc_core.mirror_state``), that
+version's files; else the changelog replayed: for each key its latest event with
+``_commit_pos <= P`` (by ``_commit_pos``, then ``_seq``; with ``SourcePositions`` each key
+at its partition's position), dropping keys whose latest event is a delete and keys whose
+latest event precedes the newest truncate at or before P.
+
+The files are scanned as one ``pyarrow.dataset`` with the Delta table's own schema, so a
+file written before a column was added reads it as NULL (as Spark's schema merge does) and
+the columns keep the Arrow types the hash SQL was written for (``merkle.duckdb``). DuckDB
+reads only the columns a query names and pushes key-range filters into the scan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cdc_core.lake import COMMIT_POS, COPY, OP, SEQ, LakeTable, changelog_files
+from cdc_core.mirror_state import mirror_version_at
+from merkle.duckdb import quote
+from validator.positions import SourcePositions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LakeFiles:
+    """The Parquet files of one Delta version, as a dataset with the table's schema, and
+    whether they are the mirror's (one row per key) or the changelog's (every event)."""
+
+    dataset: ds.Dataset
+    schema: pa.Schema
+    from_mirror: bool
+
+
+def _dataset(files: Sequence[str], schema: pa.Schema) -> ds.Dataset:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(list(files), schema=schema, format="parquet")
+
+
+def lake_files(table: LakeTable, position: int | SourcePositions | None) -> LakeFiles:
+    """The files that hold ``table``'s state at ``position``: a mirror version's when the
+    histories prove it (``mirror_version_at``), else the changelog's."""
+    lowest = min(position.values) if isinstance(position, SourcePositions) else position
+    mirror = mirror_version_at(table, lowest)
+    if mirror is not None:
+        log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
+        return LakeFiles(_dataset(mirror.files, mirror.schema), mirror.schema, True)
+    log.info("lake table %s: replaying its changelog", table.table)
+    files, schema = changelog_files(table)
+    return LakeFiles(_dataset(files, schema), schema, False)
+
+
+def _cutoff(position: int | SourcePositions | None, key: str) -> str:
+    """SQL true for the events at or below the position their key is compared at."""
+    if position is None:
+        return "TRUE"
+    if isinstance(position, SourcePositions):
+        return f"{quote(COMMIT_POS)} <= {position.cutoff_sql(quote(key))}"
+    return f"{quote(COMMIT_POS)} <= {int(position)}"
+
+
+def state_sql(
+    relation: str,
+    files: LakeFiles,
+    columns: Sequence[str],
+    key: Sequence[str],
+    position: int | SourcePositions | None,
+    where: str = "TRUE",
+) -> str:
+    """SQL of the table's ``columns`` as of ``position``, over ``relation`` (the name the
+    files' dataset is registered under), only the rows ``where`` (a predicate on key
+    columns) selects."""
+    selected = ", ".join(quote(c) for c in columns)
+    if files.from_mirror:
+        return f"SELECT {selected} FROM {relation} WHERE {where}"
+    op, pos, seq = quote(OP), quote(COMMIT_POS), quote(SEQ)
+    cutoff = _cutoff(position, key[0])
+    # The newest truncate applies to every key: found before the key filter.
+    cut = (
+        f"SELECT {pos} AS cut_pos, {seq} AS cut_seq FROM {relation}"
+        f" WHERE {op} = 't' AND {cutoff} ORDER BY {pos} DESC, {seq} DESC LIMIT 1"
+    )
+    if COPY in files.schema.names:  # equal rows of a table without a key: cdc_core.copies
+        key = (*key, COPY)
+    newest = f"PARTITION BY {', '.join(quote(k) for k in key)} ORDER BY {pos} DESC, {seq} DESC"
+    latest = (
+        f"SELECT {selected}, {op}, {pos}, {seq} FROM {relation}"
+        f" WHERE {op} <> 't' AND {cutoff} AND ({where})"
+        f" QUALIFY row_number() OVER ({newest}) = 1"
+    )
+    after_cut = f"cut_pos IS NULL OR {pos} > cut_pos OR ({pos} = cut_pos AND {seq} > cut_seq)"
+    return (
+        f"SELECT {selected} FROM ({latest}) latest LEFT JOIN ({cut}) cut ON TRUE"
+        f" WHERE {op} <> 'd' AND ({after_cut})"
+    )
