@@ -88,7 +88,7 @@ def _rows(comparison: dict[str, Any]) -> dict[tuple[str | None, ...], int]:
     return {tuple(d["key"]): d.get("rows", 1) for d in comparison["differences"]}
 
 
-@pytest.mark.parametrize("engine", ["spark", "hybrid"])
+@pytest.mark.parametrize("engine", ["spark", "hybrid", "local"])
 def test_a_table_without_a_key_compares_its_copies_against_the_lake(
     spark: Any,
     mariadb_full: MariaDBServer,
