@@ -91,11 +91,14 @@ def reconcile(
     *,
     boolean: Sequence[str] = (),
     rounding: SideRounding = SideRounding(),
+    whole_row: bool = False,
 ) -> Reconciled:
     """Build the row layout of a comparison from both sides' columns (in source order).
 
     ``boolean`` lists source columns whose integers are compared as booleans; ``rounding``
-    says how each side's product rounds stored times (see ``choose_rounding``).
+    says how each side's product rounds stored times (see ``choose_rounding``);
+    ``whole_row``: ``key`` is every source column (a table without a key), and the key is
+    the columns both sides can compare (the others are schema differences, as always).
     """
     _check_boolean_names(boolean, source)
     specs: list[ColumnSpec] = []
@@ -123,8 +126,10 @@ def reconcile(
     claimed = {rename.get(name, name) for name in source}  # matched, even if not comparable
     extra = sorted(set(target) - claimed)
     differences += [SchemaDifference(name, "extra in target") for name in extra]
+    if whole_row:  # a table without a key: its rows are compared by what both sides hold
+        key = [k for k in key if k in names]
     missing_keys = [k for k in key if k not in names]
-    if missing_keys:
+    if missing_keys or not key:
         raise ConfigError(f"key columns {missing_keys} are not comparable on both sides")
     layout = RowLayout(tuple(specs), tuple(key), choose_rounding(options, rounded_by))
     return Reconciled(layout, names, tuple(differences))

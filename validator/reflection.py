@@ -119,7 +119,9 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         rounding=SideRounding(
             connector.timestamp_rounding(), target[0].timestamp_rounding() if target else None
         ),
+        whole_row=not (comparison.key or schema.primary_key),
     )
+    key = reconciled.layout.key
     return Reflected(
         comparison, connector, schema, key, target_connection, target, reconciled, lake_schema
     )

@@ -91,6 +91,21 @@ def test_a_key_column_that_cannot_be_compared_is_an_error() -> None:
         )
 
 
+def test_a_whole_row_key_is_the_columns_both_sides_can_compare() -> None:
+    """A table without a key is keyed by its rows: a column one side lacks is a schema
+    difference, as for any table, and leaves the key (an error otherwise)."""
+    source = {"a": lt.IntegerType(), "b": lt.StringType(), "c1": lt.IntegerType()}
+    target = {"a": lt.IntegerType(), "b": lt.StringType()}
+    options = ComparisonOptions()
+    found = reconcile(source, target, ["a", "b", "c1"], {}, [], [], options, whole_row=True)
+    assert found.layout.key == ("a", "b") and found.layout.whole_row_key
+    assert {(d.column, d.problem) for d in found.schema_differences} == {
+        ("c1", "missing in target")
+    }
+    with pytest.raises(ConfigError, match=r"key columns \['c1'\]"):
+        reconcile(source, target, ["a", "b", "c1"], {}, [], [], options)
+
+
 def test_lake_arrow_types_map_to_logical_types() -> None:
     assert logical_type_of_arrow(pa.timestamp("ms")) == lt.TimestampType(3)
     assert logical_type_of_arrow(pa.timestamp("us", tz="UTC")) == lt.TimestampTzType(6)
