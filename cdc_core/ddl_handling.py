@@ -129,7 +129,10 @@ class FollowsDdl:
         )
         ddl_seen = {**self._checkpoint.ddl_seen, table: change.position}
         self._checkpoint = replace(self._checkpoint, ddl_seen=ddl_seen)
-        if change.action == "schema" and table in self.tables:
+        # A table without a key is located by all its columns: new columns move every row's
+        # locator, and its copies are numbered again by a refresh (cdc_core.copies).
+        numbered = table in self.tables and has_copies(self._descriptions.get(table).key)
+        if change.action == "schema" and table in self.tables and not numbered:
             self._follow_schema(table)
         else:
             self._start_refresh(table, change.position, change.reason or change.statement)
