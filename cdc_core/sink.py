@@ -529,6 +529,9 @@ class LakeSink:
         properties: Any,
     ) -> None:
         """Apply the batch's net effect per key in one MERGE (or create the mirror)."""
+        import pyarrow as pa
+        from deltalake import CommitProperties
+
         truncated, latest = net_effect(events, description.key)
         data = self._arrow(path, description, [event.to_record() for event in latest])
         delta = self._open(path)
@@ -536,6 +539,13 @@ class LakeSink:
             self._create_mirror(path, data, properties)
             return
         self._allow_types(path, data.schema)
+        held = pa.schema(delta.schema().to_arrow()).names
+        if any(column not in held for column in description.key):
+            # A key column new to the mirror (a column added to a table without a key: its
+            # rows are keyed by all their columns): the MERGE's condition needs it there.
+            self._write(path, self._arrow(path, description, []), CommitProperties())
+            delta = self._open(path)
+            assert delta is not None
         keys = merge_key_predicate(description.key, nullable=not description.unique)
         columns = merge_assignments(data.column_names)
         merger = delta.merge(

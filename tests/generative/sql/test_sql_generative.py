@@ -177,3 +177,23 @@ def test_a_key_changed_while_the_table_is_loading_leaves_no_old_rows(
     items = tuple(Item("ddl", (Step(0, sql, True),)) for sql in statements)
     setup = ("CREATE TABLE `t` (`id` BIGINT PRIMARY KEY)", "INSERT INTO `t` VALUES (1)")
     assert check(Workload("mariadb-minimal", 905, setup, items), run) == []
+
+
+def test_a_table_without_a_key_is_updated_after_a_column_with_a_default_is_added(
+    request: pytest.FixtureRequest, spark: Any, tmp_path: Path
+) -> None:
+    """Soak seed 5 (postgres-default), shrunk by hand."""
+    run = _run(request, "postgres-default", spark, tmp_path)
+    setup = (
+        'CREATE TABLE "k" ("id" bigint NOT NULL, "n" integer)',
+        'ALTER TABLE "k" REPLICA IDENTITY FULL',
+        'INSERT INTO "k" VALUES (1, 0), (2, 0)',
+    )
+    items = (
+        Item(
+            "ddl", (Step(0, 'ALTER TABLE "k" ADD COLUMN "c6" varchar(40) DEFAULT \'dflt\'', True),)
+        ),
+        Item("autocommit", (Step(0, 'UPDATE "k" SET "n" = 1 WHERE "id" = 1', True),)),
+        Item("autocommit", (Step(0, 'DELETE FROM "k" WHERE "id" = 2', True),)),
+    )
+    assert check(Workload("postgres-default", 906, setup, items), run) == []
