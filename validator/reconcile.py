@@ -128,8 +128,13 @@ def reconcile(
     differences += [SchemaDifference(name, "extra in target") for name in extra]
     if whole_row:  # a table without a key: its rows are compared by what both sides hold
         key = [k for k in key if k in names]
+        if not key:
+            raise ConfigError(
+                "the table has no key, and none of its columns is comparable on both sides;"
+                " check the comparison's target table"
+            )
     missing_keys = [k for k in key if k not in names]
-    if missing_keys or not key:
+    if missing_keys:
         raise ConfigError(f"key columns {missing_keys} are not comparable on both sides")
     layout = RowLayout(tuple(specs), tuple(key), choose_rounding(options, rounded_by))
     return Reconciled(layout, names, tuple(differences))
