@@ -94,6 +94,12 @@ class RelationTracker:
             for column in message.columns
         )
         key = self.key_of(table) if table in self.captured else ()
+        names = {c.name for c in message.columns}
+        if any(column not in names for column in key):
+            # A key column renamed since (this message is older than the description): the
+            # replica identity the message flags locates the row as the log had it then.
+            flagged = zip(message.columns, columns, strict=True)
+            key = tuple(c.name for c, spec in flagged if c.key and spec[2] is not None)
         shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
