@@ -155,7 +155,10 @@ class FollowsDdl:
         description = self._descriptions.refresh(table, set())
         self._record_shape(table)
         moved_key = before is not None and before.key != description.key
-        retire = moved_key or not self._sink.holds(description)
+        # A table still being loaded holds rows the log wrote in the shape before this DDL,
+        # which the load's end cannot tell from its own: it is loaded again from scratch.
+        under_load = (current := self._refresher.state_of(table)) is not None and current.loading
+        retire = moved_key or under_load or not self._sink.holds(description)
         loading = retire or not self._sink.exists(table)
         if loading:
             self._store.truncate(table, since, 0)  # images of another lake generation
@@ -169,12 +172,14 @@ class FollowsDdl:
             self._record_checkpoint(self._checkpoint.lake_position)
         if retire:  # after the checkpoint: a restart never writes the old generation again
             moved = self._sink.retire_table(table, since)
-            logger.warning(
-                "the lake cannot hold the new column types of %s: its tables moved to %s and"
-                " it is loaded again",
-                table,
-                moved,
-            )
+            why = (
+                "its key changed" if moved_key
+                else "it changed while being loaded" if under_load
+                else "the lake cannot hold its new column types"
+            )  # fmt: skip
+            if moved is not None:
+                logger.warning("table %s: %s; its tables moved to %s, and it is loaded again",
+                               table, why, moved)  # fmt: skip
         self._fetch_chunk()
 
     def _on_inexact(
