@@ -69,6 +69,8 @@ class Checkpoint:
             after a restart must not act on it twice).
         stale: Per table, windows of positions a finished refresh left inexact.
         shapes: Per table of a log without DDL (``OmitsDdl``), its shape last seen.
+        keys: Per table, the key its lake tables are keyed by (set when they are loaded;
+            the source may have another key by the time the log reaches its DDL).
     """
 
     pipeline: str
@@ -81,6 +83,7 @@ class Checkpoint:
     ddl_seen: dict[str, Position] = field(default_factory=dict)
     stale: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     shapes: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint as its state document's body."""
@@ -95,6 +98,7 @@ class Checkpoint:
             "ddl_seen": _positions_to_dict(self.ddl_seen),
             "stale": {table: [list(w) for w in windows] for table, windows in self.stale.items()},
             "shapes": dict(self.shapes),
+            "keys": {table: list(key) for table, key in self.keys.items()},
         }
 
     @classmethod
@@ -113,6 +117,8 @@ class Checkpoint:
             _positions_from_dict(data["ddl_seen"]),
             {table: tuple((lo, hi) for lo, hi in windows) for table, windows in stale.items()},
             {str(table): str(shape) for table, shape in data["shapes"].items()},
+            # Checkpoints written before keys were recorded have none.
+            {str(table): tuple(map(str, key)) for table, key in data.get("keys", {}).items()},
         )
 
     def to_bytes(self) -> bytes:

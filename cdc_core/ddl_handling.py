@@ -15,9 +15,10 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 
 from cdc_core.checkpoint import Checkpoint
-from cdc_core.copies import COPY, has_copies, source_locator, with_copy
+from cdc_core.copies import COPY, has_copies, source_key, source_locator, with_copy
 from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.events import ABSENT, RowChange
 from cdc_core.image_store import RowImageStore
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
@@ -31,6 +32,7 @@ from cdc_core.source import (
     SnapshotReader,
     TableChanged,
     TableChunk,
+    TableDescription,
 )
 from cdc_core.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
 
@@ -63,6 +65,7 @@ class FollowsDdl:
     _rebuild_config: Callable[[], RebuildConfig]
     _add_pending: Callable[[str, Position, str, list[LakeEvent]], None]
     _reads: dict[str, list[tuple[Hashable, Position, Position]]]
+    _stale: dict[str, Position]
 
     def _schemas_changed(self, idle: Idle, now: bool) -> bool:
         """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
@@ -154,7 +157,8 @@ class FollowsDdl:
         before = self._descriptions.known(table)
         description = self._descriptions.refresh(table, set())
         self._record_shape(table)
-        moved_key = before is not None and before.key != description.key
+        lake_key = self._checkpoint.keys.get(table, before.key if before else description.key)
+        moved_key = lake_key != description.key or self._lake_keys_otherwise(description)
         # A table still being loaded holds rows the log wrote in the shape before this DDL,
         # which the load's end cannot tell from its own: it is loaded again from scratch.
         under_load = (current := self._refresher.state_of(table)) is not None and current.loading
@@ -164,6 +168,8 @@ class FollowsDdl:
             self._store.truncate(table, since, 0)  # images of another lake generation
             loaded = {**self._checkpoint.loaded, table: since}
             self._checkpoint = replace(self._checkpoint, loaded=loaded)
+        keys = {**self._checkpoint.keys, table: description.key}
+        self._checkpoint = replace(self._checkpoint, keys=keys)
         self._refresher.start(RefreshState(table, since, loading, reason=reason))
         self._tell_rebuilder()
         self._rebuilder.config = self._rebuild_config()  # the table's key may be new
@@ -181,6 +187,19 @@ class FollowsDdl:
                 logger.warning("table %s: %s; its tables moved to %s, and it is loaded again",
                                table, why, moved)  # fmt: skip
         self._fetch_chunk()
+
+    def _lake_keys_otherwise(self, description: TableDescription) -> bool:
+        """Whether the lake's table cannot be keyed as described: it lacks a key column, or
+        (a table without a key, keyed by all its columns) holds other columns. No row of
+        the lake has a key of the description then (the table was described after a DDL the
+        log has not reached), and the table is loaded again."""
+        held = self._sink.held_schema(description.table)
+        key = description.key
+        if held is None or not key:
+            return False
+        if has_copies(key):
+            return set(held.names) != set(key)
+        return not set(key) <= set(held.names)
 
     def _on_inexact(
         self, table: str, locator: Hashable, commit_pos: Position, read_at: Position | None
@@ -220,14 +239,52 @@ class FollowsDdl:
         state = self._refresher.state_of(table)
         if state is None or since < state.since:
             why = "values left out of the log could not be read from the source as they were"
-            self._refresher.start(RefreshState(table, since, False, reason=why))
-            self._tell_rebuilder()
-            logger.info("refreshing table %s from the source (%s)", table, why)
-            self._fetch_chunk()
+            self._begin_refresh(table, since, why)
         if isinstance(locator, tuple):  # read again from the source: no copy number
             found = source_locator(self._descriptions.get(table).key, locator)
             assert isinstance(found, tuple)
             self._refresher.remember(table, found)
+
+    def _shaped_before_ddl(self, change: RowChange, commit_pos: Position) -> bool:
+        """Whether ``change`` belongs to a shape of its table the description has left: a
+        DDL later in the log changed the key (the lake's tables are keyed otherwise), renamed
+        a key column, or changed the columns of a table without a key (keyed by them all),
+        and the table was described after it (a pipeline that lags, e.g. started again after
+        the DDL). Such a change fits no key the lake can match, so it is dropped and the
+        table is loaded again from the source, which holds its effect (``_reload_stale``;
+        found by the generative tester, mariadb-full seed 12)."""
+        key = self._descriptions.get(change.table).key
+        image = change.after if change.op == "c" else change.before
+        if not key or image is None or change.op == "t":
+            return False
+        lake_key = self._checkpoint.keys.get(change.table, key)
+        shape = {column for column, value in image.items() if value is not ABSENT}
+        described = set(source_key(key))
+        fits = shape == described if has_copies(key) else described <= shape
+        if fits and lake_key == key:
+            return False
+        if self._refresher.state_of(change.table) is None:
+            self._stale.setdefault(change.table, commit_pos)
+        return True
+
+    def _reload_stale(self) -> Iterator[Position | None]:
+        """Load again the tables ``_shaped_before_ddl`` dropped changes of, after writing
+        what came before (a table's load moves its lake tables aside)."""
+        if not self._stale:
+            return
+        yield from self._flush(None)
+        stale, self._stale = self._stale, {}
+        for table, since in stale.items():
+            why = "changes logged before a DDL on it were read after the DDL changed its columns"
+            self._start_refresh(table, since, why)
+
+    def _begin_refresh(self, table: str, since: Position, why: str) -> None:
+        """Start refreshing ``table`` from ``since`` in the middle of a batch (the batch's
+        flush records it, see ``_refresh_from``)."""
+        self._refresher.start(RefreshState(table, since, False, reason=why))
+        self._tell_rebuilder()
+        logger.info("refreshing table %s from the source (%s)", table, why)
+        self._fetch_chunk()
 
     def _tell_rebuilder(self) -> None:
         """The rebuild's view of the refreshes under way (``Rebuilder.loading``,

@@ -181,10 +181,12 @@ def _finish(
 ) -> Checkpoint:
     context.store.flush()
     loaded = dict(checkpoint.loaded) | dict.fromkeys(tables, position)
+    keys = checkpoint.keys | {table: context.describe(table).key for table in tables}
     first = checkpoint.lake_position is None and checkpoint.buffer is None
     checkpoint = replace(
         checkpoint,
         loaded=loaded,
+        keys=keys,
         loading={},
         lake_position=position if first else checkpoint.lake_position,
         resume_at=position if first else checkpoint.resume_at,

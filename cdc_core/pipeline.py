@@ -129,6 +129,7 @@ class Pipeline(FollowsDdl):
         self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
         self._added_lock = threading.Lock()
         self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # see _on_inexact
+        self._stale: dict[str, Position] = {}  # see _shaped_before_ddl
 
     # -- public API -------------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class Pipeline(FollowsDdl):
                 parted = self._collect(transaction)
                 if parted:  # its last part goes now: a marker covers only the latest part
                     yield from self._flush(None)
+                yield from self._reload_stale()
             if isinstance(item, Commit):
                 yield from self._refresh_upto(item.position.value)
                 if self._batch_full() or self._done(item.position, until):
@@ -356,6 +358,8 @@ class Pipeline(FollowsDdl):
             loaded_at = self._checkpoint.loaded.get(table)
             if loaded_at is not None and transaction.commit_pos <= loaded_at:
                 continue  # in the table's initial snapshot, and its image store
+            if self._shaped_before_ddl(committed.change, transaction.commit_pos):
+                continue  # a refresh after it reads its effect from the source
             try:
                 change = self._rebuilder.rebuild(committed, transaction.commit_pos)
             except NotLoadedYetError:

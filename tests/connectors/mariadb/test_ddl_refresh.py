@@ -40,13 +40,14 @@ def server(request: pytest.FixtureRequest) -> MariaDBServer:
 
 
 def _plain_rows(
-    server: MariaDBServer, database: str, table: str
+    server: MariaDBServer, database: str, table: str, key: str = "id"
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The source table read with plain SQL (pymysql's own types), keyed by ``id``."""
+    """The source table read with plain SQL (pymysql's own types), keyed by ``key``."""
     with contextlib.closing(server.connect(database)) as connection, connection.cursor() as cur:
         cur.execute(f"SELECT * FROM `{table}`")
         names = [column[0] for column in cur.description]
-        return {(row[0],): dict(zip(names, row, strict=True)) for row in cur.fetchall()}
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        return {(row[key],): row for row in rows}
 
 
 def _comparable(
@@ -70,13 +71,15 @@ def _loaded(
         yield pipeline
 
 
-def _assert_lake_equals_source(server: MariaDBServer, database: str, tmp_path: Path) -> None:
+def _assert_lake_equals_source(
+    server: MariaDBServer, database: str, tmp_path: Path, key: str = "id"
+) -> None:
     """The lake's rows equal the source's; a column the source dropped is NULL in all."""
     table = f"{database}.t"
-    source = _comparable(_plain_rows(server, database, "t"))
+    source = _comparable(_plain_rows(server, database, "t", key))
     columns = set(next(iter(source.values())))
     lake = tmp_path / "lake"
-    for rows in (lake_rows(lake, table, ["id"]), changelog_state(lake, table, ("id",))):
+    for rows in (lake_rows(lake, table, [key]), changelog_state(lake, table, (key,))):
         kept = {key: {c: v for c, v in row.items() if c in columns} for key, row in rows.items()}
         assert _comparable(kept) == source
         dropped = {v for row in rows.values() for c, v in row.items() if c not in columns}
@@ -195,3 +198,43 @@ def test_a_column_renamed_and_added_again_with_another_type_while_the_pipeline_l
         )
         pipeline.run_until_caught_up()
     _assert_lake_equals_source(server, database, tmp_path)
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["running", "started-after"])
+@pytest.mark.parametrize(
+    ("ddl", "key"),
+    [
+        ("ALTER TABLE t RENAME COLUMN id TO id2", "id2"),
+        ("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (v)", "v"),
+    ],
+)
+def test_key_changes_logged_before_the_key_is_renamed_while_the_pipeline_lags(
+    server: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+    ddl: str,
+    key: str,
+    restart: bool,
+) -> None:
+    """Changes logged before a DDL that renames or replaces the primary key carry the key
+    of then; the pipeline reads them with the description of before the DDL, or (started
+    again after it) of after it."""
+    database = mariadb_database(server)
+    create = "CREATE TABLE t (id INT PRIMARY KEY, v INT, s VARCHAR(20))"
+    changes = (
+        "UPDATE t SET v = v + 1000 WHERE id = 1",
+        "UPDATE t SET id = id + 1000 WHERE id = 2",
+        "DELETE FROM t WHERE id = 3",
+        "INSERT INTO t (id, v, s) VALUES (5000, 5000, 'new')",
+        ddl,
+        "INSERT INTO t VALUES (6000, 6000, 'after')",
+    )
+    with _loaded(server, database, tmp_path, create) as pipeline:
+        if not restart:
+            execute(server, database, *changes)
+            pipeline.run_until_caught_up()
+    if restart:
+        execute(server, database, *changes)
+        with mariadb_pipeline(server, database, ["t"], tmp_path) as (pipeline, _):
+            pipeline.run_until_caught_up()
+    _assert_lake_equals_source(server, database, tmp_path, key)
