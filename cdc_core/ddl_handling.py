@@ -257,11 +257,11 @@ class FollowsDdl:
         image = change.after if change.op == "c" else change.before
         if not key or image is None or change.op == "t":
             return False
-        lake_key = self._checkpoint.keys.get(change.table, key)
-        shape = {column for column, value in image.items() if value is not ABSENT}
-        described = set(source_key(key))
-        fits = shape == described if has_copies(key) else described <= shape
-        if fits and lake_key == key:
+        if has_copies(key):
+            fits = set(image) == set(source_key(key))
+        else:  # per change of every table: the key's columns only
+            fits = all(image.get(column, ABSENT) is not ABSENT for column in key)
+        if fits and self._checkpoint.keys.get(change.table, key) == key:
             return False
         if self._refresher.state_of(change.table) is None:
             self._stale.setdefault(change.table, commit_pos)

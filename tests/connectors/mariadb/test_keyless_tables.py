@@ -42,6 +42,20 @@ def _copies(rows: list[dict[str, object]]) -> dict[tuple[object, ...], list[obje
     return {value: sorted(numbers, key=str) for value, numbers in found.items()}
 
 
+def _assert_mirror_equals_source(
+    server: MariaDBServer, database: str, lake: Path, rows: int
+) -> list[dict[str, object]]:
+    """The mirror of ``k`` holds the source's ``rows`` rows, as a multiset; returns it."""
+    with contextlib.closing(server.connect(database)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT * FROM k")
+        names = [d[0] for d in cur.description]
+        source = Counter(tuple(map(normalize, row)) for row in cur.fetchall())
+    mirror = _mirror(lake, f"{database}.k")
+    assert Counter(tuple(normalize(row.get(n)) for n in names) for row in mirror) == source
+    assert sum(source.values()) == rows
+    return mirror
+
+
 @pytest.mark.integration
 @pytest.mark.mariadb
 def test_equal_rows_of_a_keyless_table_stay_apart(
@@ -175,13 +189,7 @@ def test_a_keyless_table_stays_equal_after_ddl_changing_its_columns(
             "INSERT INTO k SELECT * FROM k WHERE a = 1",  # a copy of a row older than the DDL
         )
         pipeline.run_until_caught_up()
-    with contextlib.closing(mariadb_minimal.connect(database)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT * FROM k")
-        names = [d[0] for d in cur.description]
-        source = Counter(tuple(map(normalize, row)) for row in cur.fetchall())
-    mirror = _mirror(tmp_path / "lake", f"{database}.k")
-    assert Counter(tuple(normalize(row.get(n)) for n in names) for row in mirror) == source
-    assert sum(source.values()) == 5
+    _assert_mirror_equals_source(mariadb_minimal, database, tmp_path / "lake", rows=5)
 
 
 @pytest.mark.integration
@@ -224,11 +232,5 @@ def test_changes_logged_before_ddl_a_stopped_pipeline_reads_after_it(
     )
     with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (pipeline, _):
         pipeline.run_until_caught_up()
-    with contextlib.closing(mariadb_full.connect(database)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT * FROM k")
-        names = [d[0] for d in cur.description]
-        source = Counter(tuple(map(normalize, row)) for row in cur.fetchall())
-    mirror = _mirror(tmp_path / "lake", f"{database}.k")
-    assert Counter(tuple(normalize(row.get(n)) for n in names) for row in mirror) == source
-    assert sum(source.values()) == 5
+    mirror = _assert_mirror_equals_source(mariadb_full, database, tmp_path / "lake", rows=5)
     assert all(numbers == list(range(len(numbers))) for numbers in _copies(mirror).values())
