@@ -12,7 +12,7 @@ from typing import Any
 from cdc_core.rebuild import FetchMissing, FetchUnavailable
 from cdc_core.source import LogReader, SnapshotReader
 from merkle.options import TimeRounding
-from merkle.types import LogicalType
+from merkle.types import LogicalType, TimeType
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +91,18 @@ class Partition:
     key_columns: tuple[str, ...] = ()
     keys: tuple[tuple[object, ...], ...] = ()
 
-    def predicate(self, quote: Callable[[str], str], placeholder: str) -> tuple[str, list[Any]]:
+    def predicate(
+        self,
+        quote: Callable[[str], str],
+        placeholder: str,
+        adapt: Callable[[str, object], object] | None = None,
+    ) -> tuple[str, list[Any]]:
         """``WHERE`` text (empty for the whole table) and its parameters, in the driver's
-        ``placeholder`` style (``%s`` or ``?``)."""
+        ``placeholder`` style (``%s`` or ``?``); ``adapt`` turns a key value of a column, as
+        the lake holds it, into the parameter the source compares the column with
+        (``key_parameter``)."""
         if self.key_columns:
-            return self._key_predicate(quote, placeholder)
+            return self._key_predicate(quote, placeholder, adapt or _as_held)
         if self.column is None:
             return "", []
         terms, params = [], []
@@ -111,7 +118,10 @@ class Partition:
         return (f" WHERE {' AND '.join(terms)}" if terms else ""), params
 
     def _key_predicate(
-        self, quote: Callable[[str], str], placeholder: str
+        self,
+        quote: Callable[[str], str],
+        placeholder: str,
+        adapt: Callable[[str, object], object],
     ) -> tuple[str, list[Any]]:
         if not self.keys:
             return " WHERE 1 = 0", []
@@ -125,7 +135,8 @@ class Partition:
             terms.append(
                 f"{target} IN ({', '.join([one if width > 1 else placeholder] * len(plain))})"
             )
-        params: list[Any] = [value for key in plain for value in key]
+        columns = self.key_columns
+        params = [adapt(c, v) for key in plain for c, v in zip(columns, key, strict=True)]
         # A NULL part never equals (a whole-row key of a table without a key may hold one).
         for key in (key for key in self.keys if None in key):
             parts = [
@@ -133,8 +144,26 @@ class Partition:
                 for column, value in zip(quoted, key, strict=True)
             ]
             terms.append(f"({' AND '.join(parts)})")
-            params += [value for value in key if value is not None]
+            params += [adapt(c, v) for c, v in zip(columns, key, strict=True) if v is not None]
         return f" WHERE {' OR '.join(terms)}", params
+
+
+def _as_held(column: str, value: object) -> object:
+    return value
+
+
+def key_parameter(ltype: LogicalType | None, value: object) -> object:
+    """A key value as the lake holds it, as a parameter the source compares its column
+    with: a TIME, held as signed microseconds, goes as its text (``-838:59:59.000000``,
+    ``24:00:00.000000``), which MariaDB and PostgreSQL both convert to the column's type.
+    Other values go as they are."""
+    if not isinstance(ltype, TimeType) or not isinstance(value, int):
+        return value
+    seconds, micros = divmod(abs(value), 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{hours:02d}:{minute:02d}:{second:02d}.{micros:06d}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ from connectors.model import (
     Snapshot,
     SourceColumn,
     TableSchema,
+    key_parameter,
 )
 from connectors.registry import register_connector
 from merkle import types as lt
@@ -307,7 +308,9 @@ class MariaDBConnector(Connector):
         schema, name = split_table(table.table, self.database())
         select = ", ".join(self.select_expression(table.column(c)) for c in columns)
         sql = f"SELECT {select} FROM {quote(schema)}.{quote(name)}"
-        where, params = partition.predicate(quote, "%s")
+        where, params = partition.predicate(
+            quote, "%s", lambda column, value: key_parameter(table.column(column).ltype, value)
+        )
         return sql + where, params
 
     @staticmethod

@@ -26,6 +26,7 @@ from connectors.model import (
     Snapshot,
     SourceColumn,
     TableSchema,
+    key_parameter,
 )
 from connectors.postgres.exported_snapshot import exported_snapshot, use_snapshot
 from connectors.postgres.position import lsn_to_int
@@ -349,7 +350,9 @@ def partition_query(
     """``SELECT`` of ``columns`` (as the readers convert them) of one partition."""
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
-    where, params = partition.predicate(quote, "%s")
+    where, params = partition.predicate(
+        quote, "%s", lambda column, value: key_parameter(table.column(column).ltype, value)
+    )
     return sql + where, params
 
 
