@@ -34,7 +34,6 @@ import bisect
 import functools
 import hashlib
 import logging
-import math
 from collections.abc import Hashable, Iterator, Mapping
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -117,11 +116,11 @@ def _tagged(value: object) -> tuple[bytes, bytes]:
 def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
     if isinstance(value, int):
         return b"i", str(value).encode()
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ContractError("a row locator element cannot be a NaN or infinite float")
     exact = Decimal(value)  # exact for floats, so 0.1 == Decimal(0.1) as in Python
     if exact.is_nan() or exact.is_infinite():
-        raise ContractError("a row locator element cannot be a NaN or infinite decimal")
+        # A table without a key is located by all its values, NaN and infinities too; the
+        # databases compare NaN equal to NaN (``cdc_core.copies``), so all NaNs are one.
+        return b"f", (b"nan" if exact.is_nan() else b"-inf" if exact < 0 else b"inf")
     if exact == exact.to_integral_value():
         return b"i", str(int(exact)).encode()
     return b"d", str(exact.normalize()).encode()

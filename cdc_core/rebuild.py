@@ -56,7 +56,7 @@ from cdc_core.events import (
     CommittedTransaction,
     RowChange,
 )
-from cdc_core.image_store import RowImageStore
+from cdc_core.image_store import RowImageStore, to_locator_bytes
 from cdc_core.position import Position
 
 FetchMissing = Callable[[str, Hashable], Mapping[str, object] | None]
@@ -291,7 +291,8 @@ class Rebuilder:
             return change
         assert isinstance(change.locator, tuple) and change.after is not None
         value = change.locator[:-1] if change.op == "u" else change.locator
-        if change.op == "u" and isinstance(old, tuple) and value == old[:-1]:
+        # Compared as the store keys them: a NaN equals a NaN there, not in Python.
+        if change.op == "u" and isinstance(old, tuple) and _same_values(value, old[:-1]):
             return change
         copy = held_copies(self.store, change.table, value, commit_pos, seq)
         return replace(change, locator=with_copy(value, copy), after={**change.after, COPY: copy})
@@ -480,3 +481,7 @@ def _context(change: RowChange, commit_pos: Position) -> dict[str, object]:
         "change_position": change.position.text,
         "txid": change.txid,
     }
+
+
+def _same_values(left: tuple[object, ...], right: tuple[object, ...]) -> bool:
+    return left == right or to_locator_bytes(left) == to_locator_bytes(right)

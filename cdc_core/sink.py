@@ -601,8 +601,13 @@ def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, l
             start, truncated = index + 1, True
     latest: dict[tuple[object, ...], LakeEvent] = {}
     for event in events[start:]:
-        latest[tuple(event.row.get(column) for column in key)] = event
+        # NaN != NaN in Python, while the MERGE (and the databases) hold one NaN per key.
+        values = (event.row.get(column) for column in key)
+        latest[tuple(_NAN if value != value else value for value in values)] = event
     return truncated, list(latest.values())
+
+
+_NAN = object()  # every NaN of a key, in ``net_effect``
 
 
 def _has_naive_timestamp(kind: pa.DataType) -> bool:
