@@ -267,6 +267,8 @@ class Pipeline(FollowsDdl):
         the log are refreshed, and a held chunk the stream passed goes."""
         if idle.position is not None:
             self._take_added_tables(idle.position)
+            if self._pending_events:  # a table the check loads again goes to new lake tables
+                yield from self._flush(None)
             self._schemas_changed(idle, False)
             yield from self._refresh_upto(idle.position.value)
         yield from self._flush(idle.position)
