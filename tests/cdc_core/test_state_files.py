@@ -9,6 +9,7 @@ naming it and the fix, distinct from a refused pickle.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import os
@@ -205,6 +206,17 @@ def test_a_checkpoint_is_a_checksummed_json_document_that_round_trips(tmp_path: 
     assert (document["format"], document["version"]) == ("replcheck.checkpoint", 2)
     assert document["checksum"].startswith("sha256:")
     assert read_checkpoint(tmp_path) == checkpoint
+
+
+def test_the_keys_the_lake_is_keyed_by_round_trip_and_default_to_none(tmp_path: Path) -> None:
+    """Checkpoints written before the keys were recorded read with no keys: the pipeline
+    then compares a DDL's new key with the description it holds, as before."""
+    checkpoint = dataclasses.replace(_checkpoint(), keys={"s.t": ("id",), "s.k": ("a", "_copy")})
+    write_checkpoint(tmp_path, checkpoint)
+    assert read_checkpoint(tmp_path) == checkpoint
+    body = checkpoint.to_dict()
+    del body["keys"]
+    assert Checkpoint.from_dict(body).keys == {}
 
 
 def test_an_edited_checkpoint_fails_its_checksum_naming_the_file(tmp_path: Path) -> None:
