@@ -21,10 +21,12 @@ losslessly (e.g. INT widened to BIGINT), otherwise the sink stops with ``SchemaC
 from __future__ import annotations
 
 import logging
+import math
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -576,6 +578,8 @@ class LakeSink:
 
         schema = pa.schema([*description.schema, *meta_fields()])
         failures = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
+        if _truncated(description.schema, records):
+            raise StaleDescriptionError(description.table)
         try:
             data = pa.Table.from_pylist(records, schema)
         except failures:
@@ -587,6 +591,26 @@ class LakeSink:
         if delta is None:
             return data
         return fit_to_lake(data, pa.schema(delta.schema().to_arrow()), description.table)
+
+
+def _truncated(schema: pa.Schema, records: list[dict[str, object]]) -> bool:
+    """Whether a record holds a fraction for an integer column, which Arrow would cut off
+    without a word (12.5 becomes 12): the description is ahead of these changes (a DECIMAL
+    column renamed and an INT added with its name since)."""
+    import pyarrow.types as pat
+
+    for column in schema:
+        if pat.is_integer(column.type):
+            for record in records:
+                value = record.get(column.name)
+                if isinstance(value, float | Decimal) and _has_fraction(value):
+                    return True
+    return False
+
+
+def _has_fraction(value: float | Decimal) -> bool:
+    """A finite number that is not whole (NaN and infinities Arrow refuses by itself)."""
+    return math.isfinite(value) and value % 1 != 0
 
 
 def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, list[LakeEvent]]:

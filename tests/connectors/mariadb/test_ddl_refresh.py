@@ -238,3 +238,28 @@ def test_key_changes_logged_before_the_key_is_renamed_while_the_pipeline_lags(
         with mariadb_pipeline(server, database, ["t"], tmp_path) as (pipeline, _):
             pipeline.run_until_caught_up()
     _assert_lake_equals_source(server, database, tmp_path, key)
+
+
+def test_a_decimal_column_renamed_and_an_integer_added_with_its_name_while_the_pipeline_lags(
+    server: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+) -> None:
+    """As above, with a DECIMAL column whose old name comes back as an INT: Arrow truncates
+    12.5 into an int64 column without a word, so the changes between were written as 12
+    (the PostgreSQL twin stopped the pipeline, postgres-default seed 4157)."""
+    database = mariadb_database(server)
+    create = "CREATE TABLE t (id INT PRIMARY KEY, v INT, s VARCHAR(20), d DECIMAL(10, 2))"
+    with _loaded(server, database, tmp_path, create) as pipeline:
+        execute(
+            server,
+            database,
+            "ALTER TABLE t ADD COLUMN w INT",
+            "UPDATE t SET d = 12.5 WHERE id = 1",
+            "INSERT INTO t (id, v, s, d) VALUES (1000, 1, 'before', 7.25)",
+            "ALTER TABLE t RENAME COLUMN d TO d_old",
+            "ALTER TABLE t ADD COLUMN d INT",
+            "INSERT INTO t (id, v, s, d_old, d) VALUES (1001, 2, 'after', 0.5, 7)",
+        )
+        pipeline.run_until_caught_up()
+    _assert_lake_equals_source(server, database, tmp_path)
