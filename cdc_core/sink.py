@@ -678,7 +678,7 @@ def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
         if _same_type(column.type, wanted):
             continue
         try:
-            converted = data.column(index).cast(wanted, safe=True)
+            converted = _cast(data.column(index), wanted)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SchemaChangeError(
                 f"column {column.name} of table {table} changed type at the source from"
@@ -689,6 +689,21 @@ def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
             ) from exc
         data = data.set_column(index, pa.field(column.name, wanted), converted)
     return data
+
+
+def _cast(values: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
+    """``values`` in type ``wanted``, refusing any value that changes. Arrow refuses an
+    integer to a decimal of fewer than 19 digits whatever the values (NULLs too, as a
+    column added again with another type holds while the lake catches up), so such a cast
+    goes through the widest decimal of the same scale, which checks the values."""
+    import pyarrow as pa
+    import pyarrow.types as pat
+
+    if values.null_count == len(values):
+        return pa.chunked_array([pa.nulls(len(values), wanted)])
+    if pat.is_integer(values.type) and pat.is_decimal(wanted):
+        values = values.cast(pa.decimal128(38, wanted.scale), safe=True)
+    return values.cast(wanted, safe=True)
 
 
 def holds_type(lake: pa.DataType, new: pa.DataType) -> bool:
