@@ -264,7 +264,10 @@ class FollowsDdl:
             if has_copies(key):
                 fits = set(image) == set(source_key(key))
             else:  # per change of every table: the key's columns only
-                fits = all(image.get(column, ABSENT) is not ABSENT for column in key)
+                for column in key:
+                    if image.get(column, ABSENT) is ABSENT:
+                        fits = False
+                        break
         if fits and self._checkpoint.keys.get(change.table, key) == key:
             return False
         if self._refresher.state_of(change.table) is None:

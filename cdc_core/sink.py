@@ -625,9 +625,10 @@ def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, l
             start, truncated = index + 1, True
     latest: dict[tuple[object, ...], LakeEvent] = {}
     for event in events[start:]:
-        # NaN != NaN in Python, while the MERGE (and the databases) hold one NaN per key.
-        values = (event.row.get(column) for column in key)
-        latest[tuple(_NAN if value != value else value for value in values)] = event
+        found = tuple(event.row.get(column) for column in key)
+        if float in map(type, found):  # NaN != NaN in Python; the MERGE holds one NaN a key
+            found = tuple(_NAN if value != value else value for value in found)
+        latest[found] = event
     return truncated, list(latest.values())
 
 
