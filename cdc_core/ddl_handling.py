@@ -239,7 +239,10 @@ class FollowsDdl:
         state = self._refresher.state_of(table)
         if state is None or since < state.since:
             why = "values left out of the log could not be read from the source as they were"
-            self._begin_refresh(table, since, why)
+            self._refresher.start(RefreshState(table, since, False, reason=why))
+            self._tell_rebuilder()
+            logger.info("refreshing table %s from the source (%s)", table, why)
+            self._fetch_chunk()
         if isinstance(locator, tuple):  # read again from the source: no copy number
             found = source_locator(self._descriptions.get(table).key, locator)
             assert isinstance(found, tuple)
@@ -284,14 +287,6 @@ class FollowsDdl:
         for table, since in stale.items():
             why = "changes logged before a DDL on it were read after the DDL changed its columns"
             self._start_refresh(table, since, why)
-
-    def _begin_refresh(self, table: str, since: Position, why: str) -> None:
-        """Start refreshing ``table`` from ``since`` in the middle of a batch (the batch's
-        flush records it, see ``_refresh_from``)."""
-        self._refresher.start(RefreshState(table, since, False, reason=why))
-        self._tell_rebuilder()
-        logger.info("refreshing table %s from the source (%s)", table, why)
-        self._fetch_chunk()
 
     def _tell_rebuilder(self) -> None:
         """The rebuild's view of the refreshes under way (``Rebuilder.loading``,

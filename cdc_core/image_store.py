@@ -66,7 +66,8 @@ class BelowRetentionError(TerminalError):
 
 
 def to_locator_bytes(locator: Hashable) -> bytes:
-    """Serialise a locator so that locators equal in Python give equal bytes.
+    """Serialise a locator so that locators equal in Python give equal bytes (and NaNs,
+    which Python never finds equal, one value, as the databases compare them).
 
     A locator is a string (a ROWID) or a tuple of scalars (key values). Every element is a
     type tag, a 4-byte big-endian length and a payload, so no encoding is a prefix of another
