@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from decimal import Decimal
+from operator import methodcaller
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -601,11 +602,16 @@ def _truncated(schema: pa.Schema, records: list[dict[str, object]]) -> bool:
 
     for column in schema:
         if pat.is_integer(column.type):
-            for record in records:
-                value = record.get(column.name)
+            values = list(map(methodcaller("get", column.name), records))
+            if set(map(type, values)) <= _WHOLE:  # the common case, checked in C
+                continue
+            for value in values:
                 if isinstance(value, float | Decimal) and _has_fraction(value):
                     return True
     return False
+
+
+_WHOLE = frozenset({int, bool, type(None)})  # types an integer column takes as they are
 
 
 def _has_fraction(value: float | Decimal) -> bool:
