@@ -178,9 +178,26 @@ class TableRefresher:
     def __init__(
         self, states: tuple[RefreshState, ...], stale: dict[str, tuple[tuple[int, int], ...]]
     ) -> None:
-        self.states = list(states)
+        self._states = list(states)
         self.stale = dict(stale)
         self.held: TableChunk | None = None
+        # Keys ``remember`` took since the states last held them, and per table the keys
+        # known (the state's tuple they were counted from, and a set of it and the new ones):
+        # a key shift under refresh remembers every row, which must not cost a scan a key.
+        self._later: dict[str, list[tuple[object, ...]]] = {}
+        self._known: dict[str, tuple[tuple[object, ...], set[tuple[object, ...]]]] = {}
+
+    @property
+    def states(self) -> list[RefreshState]:
+        """The refreshes under way, in the order they run, holding every key remembered."""
+        for index, state in enumerate(self._states):
+            later = self._later.pop(state.table, None)
+            if later:
+                pending = (*state.pending, *later)
+                self._states[index] = replace(state, pending=pending)
+                self._known[state.table] = (pending, self._known[state.table][1])
+        self._later.clear()
+        return self._states
 
     @property
     def active(self) -> bool:
@@ -192,12 +209,13 @@ class TableRefresher:
         return {state.table for state in self.states if state.loading}
 
     def state_of(self, table: str) -> RefreshState | None:
-        """The refresh of ``table`` under way, if any."""
-        return next((state for state in self.states if state.table == table), None)
+        """The refresh of ``table`` under way, if any (asked per change: its ``pending`` may
+        lack the keys remembered since ``states`` was last read)."""
+        return next((state for state in self._states if state.table == table), None)
 
     def start(self, state: RefreshState) -> None:
         """Begin a refresh (again from the first row, if one was under way)."""
-        current = self.state_of(state.table)
+        current = next((s for s in self.states if s.table == state.table), None)
         if current is not None:
             state = replace(state, since=min(current.since, state.since))
             state = replace(state, loading=state.loading or current.loading)
@@ -237,9 +255,15 @@ class TableRefresher:
 
     def remember(self, table: str, key: tuple[object, ...]) -> None:
         """A change of a row not read yet was dropped; the row may now be at ``key``."""
-        state = self.state_of(table)
-        if state is not None and key not in state.pending:
-            self.states[self.states.index(state)] = replace(state, pending=(*state.pending, key))
+        state = next((state for state in self._states if state.table == table), None)
+        if state is None:
+            return
+        known = self._known.get(table)
+        if known is None or known[0] is not state.pending:
+            known = self._known[table] = (state.pending, set(state.pending))
+        if key not in known[1]:
+            known[1].add(key)
+            self._later.setdefault(table, []).append(key)
 
     def finish(self, state: RefreshState, end: Position) -> None:
         """The refresh is done: the table is exact again from ``end`` on."""

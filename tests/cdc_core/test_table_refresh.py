@@ -20,6 +20,7 @@ from cdc_core.lake import LakeTable, read_marks
 from cdc_core.pipeline import Pipeline, PipelineConfig
 from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableChunk, TableDescription, TableSnapshot
+from cdc_core.table_refresh import RefreshState, TableRefresher
 from tests.cdc_core.lake_model import changelog_state, read_delta
 
 TABLE, OTHER = "shop.items", "shop.other"
@@ -128,3 +129,25 @@ def test_a_row_moved_into_a_range_already_read_is_read_again_at_the_end(tmp_path
         [5],  # the key the dropped change moved a row to, read once more
     ]
     assert TABLE not in read_marks(lake).refreshing
+
+
+def test_keys_remembered_under_a_refresh_are_pending_once_in_order() -> None:
+    # A key shift of a whole table under refresh remembers every row's new key; each is read
+    # once more at the end, and the checkpoint holds them all (kept beside the states and
+    # folded into them when the states are read).
+    since = Position.of(10)
+    refresher = TableRefresher((RefreshState(TABLE, since, True, pending=((3,),)),), {})
+    for key in [5, 3, 7, 5, *range(100, 2100)]:
+        if refresher.state_of(TABLE) is not None:
+            refresher.remember(TABLE, (key,))
+    refresher.remember(OTHER, (1,))  # no refresh of it under way: nothing to read again
+    expected = ((3,), (5,), (7,), *((key,) for key in range(100, 2100)))
+    assert [state.pending for state in refresher.states] == [expected]
+    recorded = RefreshState.from_dict(refresher.states[0].to_dict())
+    assert recorded.pending == expected
+    refresher.remember(TABLE, (7,))
+    refresher.remember(TABLE, (9,))
+    assert refresher.states[0].pending == (*expected, (9,))
+    refresher.start(RefreshState(TABLE, Position.of(20), False))  # again from the first row
+    refresher.remember(TABLE, (7,))
+    assert [(s.since, s.loading, s.pending) for s in refresher.states] == [(since, True, ((7,),))]
