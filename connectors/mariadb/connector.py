@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -87,7 +88,7 @@ class MariaDBConnector(Connector):
         url = make_url(self.url)
         check_parameters(url.query, self.url)
         try:
-            connection = pymysql.connect(
+            connection = _connection_class()(
                 host=url.host or "127.0.0.1",
                 port=url.port or 3306,
                 user=url.username,
@@ -393,3 +394,23 @@ def check_parameters(query: Mapping[str, object], url: str) -> None:
                 f" URLs take only the pipeline's {list(LOG_PARAMETERS)}",
                 {"parameter": name},
             )
+
+
+@functools.cache
+def _connection_class() -> Any:
+    """pymysql's connection, with the TLS context of its PREFERRED mode (no CA given, so
+    nothing verified) built once per process: pymysql 1.2 builds it per connection, loading
+    the system's CA store each time, which cost 40-160 ms a connection here."""
+    import pymysql.connections
+
+    preferred: list[Any] = []
+
+    class Connection(pymysql.connections.Connection):
+        def _create_ssl_ctx(self, sslp: Any) -> Any:
+            if sslp != {}:  # TLS options given: pymysql's own context, every time
+                return super()._create_ssl_ctx(sslp)
+            if not preferred:
+                preferred.append(super()._create_ssl_ctx(sslp))
+            return preferred[0]
+
+    return Connection
