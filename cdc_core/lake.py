@@ -27,7 +27,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table, to_lake_dir
@@ -124,24 +124,31 @@ def high_water_mark(table: LakeTable) -> int | None:
     for the table when that is higher: every change up to it is in the changelog. While a
     refresh rewrites the table, no higher than just before the refresh began.
     """
-    from deltalake import DeltaTable
-
     positions = [
         progress.value
         for progress, tables in read_progress(table.lake).values()
         if table.table in tables
     ]
-    if table.exists():
-        positions += [
-            int(commit[POSITION_KEY])
-            for commit in DeltaTable(str(table.changelog)).history()
-            if POSITION_KEY in commit
-        ]
+    positions += [int(commit[POSITION_KEY]) for commit in _history(table) if POSITION_KEY in commit]
     mark = max(positions, default=None)
     since = read_marks(table.lake).refreshing.get(table.table)
     if mark is not None and since is not None:
         return min(mark, since - 1) if since > 0 else None  # 0: the lake holds none of it yet
     return mark
+
+
+def _history(table: LakeTable) -> list[dict[str, Any]]:
+    """The changelog's commits; none while it is being created, or moved aside by a reload
+    at this moment (a validator waiting for the lake reads it while the pipeline writes)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    if not table.exists():
+        return []
+    try:
+        return DeltaTable(str(table.changelog)).history()
+    except (FileNotFoundError, TableNotFoundError):
+        return []
 
 
 @dataclass(frozen=True, slots=True)
