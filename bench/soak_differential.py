@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.generative.sql.runner import Run, check_seed
-from tests.generative.sql.workload import SIZE, SOURCES
+from tests.generative.sql.runner import Run, check_seed, tally
+from tests.generative.sql.workload import SIZE, SOURCES, generate
 from tests.private_servers import running_mariadb, running_postgres
 
 
@@ -62,16 +62,21 @@ def main(argv: list[str] | None = None) -> int:
     with _server(args.source) as server, tempfile.TemporaryDirectory() as root:
         run = Run(server, spark, Path(root), keep=args.keep)
         seeds = range(args.start, args.start + args.seeds)
-        for seed in seeds:
-            clock = time.monotonic()
-            failure = check_seed(
-                seed, args.source, run, size=args.size, minimize=not args.no_shrink
-            )
-            outcome = "ok" if failure is None else "FAILED"
-            print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
-            if failure is not None:
-                failed.append(seed)
-                print(failure.report(), flush=True)
+        try:
+            for seed in seeds:
+                clock = time.monotonic()
+                failure = check_seed(
+                    seed, args.source, run, size=args.size, minimize=not args.no_shrink
+                )
+                outcome = "ok" if failure is None else "FAILED"
+                print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
+                if failure is not None:
+                    failed.append(seed)
+                    print(failure.report(), flush=True)
+        except KeyboardInterrupt:  # stopped early (Ctrl-C, SIGINT): the summary of those run
+            seeds = range(args.start, seed)
+            run.totals -= tally(generate(seed, args.source, args.size))  # counted, not run
+            print(f"interrupted in seed {seed}", flush=True)
     elapsed, totals = time.monotonic() - started, run.totals
     print(
         f"{args.source} seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of"
