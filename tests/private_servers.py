@@ -108,6 +108,7 @@ class MariaDBServer:
             database=database,
             charset="utf8mb4",
             autocommit=True,
+            ssl_disabled=True,  # no TLS here; pymysql 1.2 loads the CA store per connection
         )
 
 
