@@ -136,13 +136,19 @@ class FollowsDdl:
         # locator, and its copies are numbered again by a refresh (cdc_core.copies).
         numbered = table in self.tables and has_copies(self._descriptions.get(table).key)
         if change.action == "schema" and table in self.tables and not numbered:
-            self._follow_schema(table)
+            self._follow_schema(table, change)
         else:
             self._start_refresh(table, change.position, change.reason or change.statement)
 
-    def _follow_schema(self, table: str) -> None:
-        """A value-preserving DDL: the lake's tables take the new columns now."""
+    def _follow_schema(self, table: str, change: TableChanged) -> None:
+        """A value-preserving DDL: the lake's tables take the new columns now. A column the
+        lake holds with a type that cannot hold the new one's values (dropped and added
+        again with another type: mariadb-full soak seed 6054, a DATETIME back as an INT)
+        needs new lake tables: the table is loaded again."""
         description = self._descriptions.refresh(table, set())
+        if not self._sink.holds(description):
+            self._start_refresh(table, change.position, change.reason or change.statement)
+            return
         position = self._checkpoint.lake_position
         if position is not None:
             self._sink.follow_schema(description, position)

@@ -502,10 +502,41 @@ class Pipeline(FollowsDdl):
             # lake holds (its DDL comes later in the log and reloads the table then).
             batch = self._pending[exc.table]
             held = self._sink.held_schema(exc.table)
+            if self._drop_superseded(batch):
+                return write()
             if held is None:
                 raise
             batch.description = as_held(batch.description, held)
             return write()
+
+    def _drop_superseded(self, batch: TableBatch) -> bool:
+        """Drop the changes a loading refresh's chunks supersede, if the batch fits then.
+
+        The lake tables of a table being loaded again (its lake could not hold a column's
+        new type) are in the source's new shape; changes logged before the DDL that made it
+        arrive in the old shape, which they cannot hold. Every chunk is read in the new shape,
+        after that DDL and so after those changes: each chunk holds their effect. Only
+        changes before the first chunk go (later ones may touch rows read already)."""
+        table = batch.description.table
+        state = self._refresher.state_of(table)
+        if state is None or not state.loading:
+            return False
+        chunks = [event.commit_pos for event in batch.events if event.op == "r"]
+        if not chunks and state.rows:
+            return False  # chunks were written: these changes are newer than them
+        first = min(chunks, default=None)
+        kept = [
+            e for e in batch.events if e.op == "r" or (first is not None and e.commit_pos >= first)
+        ]
+        if len(kept) == len(batch.events):
+            return False
+        logger.info(
+            "table %s: %d changes in its shape before a DDL dropped; its reload holds them",
+            table, len(batch.events) - len(kept),
+        )  # fmt: skip
+        batch.events = kept
+        batch.description = self._descriptions.get(table)
+        return True
 
     def _record_checkpoint(self, position: Position) -> None:
         state = self._buffer.checkpoint_state()

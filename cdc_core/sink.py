@@ -699,15 +699,18 @@ def fit_to_lake(data: pa.Table, lake_schema: pa.Schema, table: str) -> pa.Table:
 
 
 def _cast(values: pa.ChunkedArray, wanted: pa.DataType) -> pa.ChunkedArray:
-    """``values`` in type ``wanted``, refusing any value that changes. Arrow refuses an
-    integer to a decimal of fewer than 19 digits whatever the values (NULLs too, as a
-    column added again with another type holds while the lake catches up), so such a cast
-    goes through the widest decimal of the same scale, which checks the values."""
+    """``values`` in type ``wanted``, refusing any value that changes, and numbers as times
+    or times as numbers (Arrow's cast reinterprets them). Arrow refuses an integer to a
+    decimal of fewer than 19 digits whatever the values (NULLs too, as a column added again
+    with another type holds while the lake catches up), so such a cast goes through the
+    widest decimal of the same scale, which checks the values."""
     import pyarrow as pa
     import pyarrow.types as pat
 
     if values.null_count == len(values):
         return pa.chunked_array([pa.nulls(len(values), wanted)])
+    if pat.is_temporal(values.type) != pat.is_temporal(wanted):  # Arrow reads 5 as 5 µs
+        raise pa.ArrowInvalid(f"{values.type} values are not {wanted} values")
     if pat.is_integer(values.type) and pat.is_decimal(wanted):
         values = values.cast(pa.decimal128(38, wanted.scale), safe=True)
     return values.cast(wanted, safe=True)

@@ -91,6 +91,16 @@ def test_fit_to_lake_casts_losslessly_or_names_column_and_fix() -> None:
     with pytest.raises(SchemaChangeError, match=r"column d of table s\.t"):
         fit_to_lake(pa.table({"d": pa.array([10**15], pa.int64())}), narrow, "s.t")
 
+    # Numbers are not times: Arrow casts -274 into a timestamp as 1969-12-31 23:59:59.999726
+    # (mariadb-full seed 6054, a DATETIME column dropped and added again as an INT).
+    times = pa.schema([pa.field("c0", pa.timestamp("us")), pa.field("n", pa.int64())])
+    numbers = pa.table({"c0": pa.array([-274], pa.int32()), "n": pa.array([1], pa.int64())})
+    with pytest.raises(SchemaChangeError, match=r"column c0 of table s\.t"):
+        fit_to_lake(numbers, times, "s.t")
+    clock = pa.table({"c0": pa.array([None], pa.timestamp("us")), "n": pa.array([0], pa.date32())})
+    with pytest.raises(SchemaChangeError, match=r"column n of table s\.t"):
+        fit_to_lake(clock, times, "s.t")
+
 
 def test_lists_and_structs_are_written_and_merged_as_they_are(tmp_path: Path) -> None:
     """Array and time_tz columns (lists, a struct): created, then appended and merged into

@@ -200,6 +200,41 @@ def test_a_column_renamed_and_added_again_with_another_type_while_the_pipeline_l
     _assert_lake_equals_source(server, database, tmp_path)
 
 
+@pytest.mark.parametrize("between", [False, True], ids=["at-once", "caught-up-between"])
+def test_a_column_dropped_and_added_again_as_a_number_holds_numbers_not_times(
+    server: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+    between: bool,
+) -> None:
+    """A DATETIME column dropped and added again as an INT (mariadb-full soak seed 6054):
+    the lake's column stayed a timestamp, and Arrow cast each new integer into it as that
+    many microseconds after 1970 (-274 became 1969-12-31 23:59:59.999726). The lake
+    cannot hold the new type, so the table is loaded again into new lake tables."""
+    database = mariadb_database(server)
+    create = "CREATE TABLE t (id INT PRIMARY KEY, v INT, s VARCHAR(20), c0 DATETIME(6))"
+    with _loaded(server, database, tmp_path, create) as pipeline:
+        execute(
+            server,
+            database,
+            "UPDATE t SET c0 = '2023-02-20 12:49:10' WHERE id = 2",
+            "ALTER TABLE t DROP COLUMN c0",
+            "INSERT INTO t (id, v, s) VALUES (1000, 1, 'dropped')",
+        )
+        if between:
+            pipeline.run_until_caught_up()
+        execute(
+            server,
+            database,
+            "ALTER TABLE t ADD COLUMN c0 INT",
+            "INSERT INTO t (id, v, s, c0) VALUES (1001, 2, 'added', -274), (1002, 3, 'x', 699)",
+            "UPDATE t SET c0 = -1 WHERE id = 3",
+        )
+        pipeline.run_until_caught_up()
+    _assert_lake_equals_source(server, database, tmp_path)
+    assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"])[(1001,)]["c0"] == -274
+
+
 @pytest.mark.parametrize("restart", [False, True], ids=["running", "started-after"])
 @pytest.mark.parametrize(
     ("ddl", "key"),
