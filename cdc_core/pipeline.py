@@ -501,9 +501,9 @@ class Pipeline(FollowsDdl):
             # added with another type since these changes. They were made in the shape the
             # lake holds (its DDL comes later in the log and reloads the table then).
             batch = self._pending[exc.table]
-            held = self._sink.held_schema(exc.table)
             if self._drop_superseded(batch):
                 return write()
+            held = self._sink.held_schema(exc.table)
             if held is None:
                 raise
             batch.description = as_held(batch.description, held)

@@ -255,7 +255,7 @@ class TableRefresher:
 
     def remember(self, table: str, key: tuple[object, ...]) -> None:
         """A change of a row not read yet was dropped; the row may now be at ``key``."""
-        state = next((state for state in self._states if state.table == table), None)
+        state = self.state_of(table)
         if state is None:
             return
         known = self._known.get(table)
