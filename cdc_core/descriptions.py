@@ -43,6 +43,10 @@ class TableDescriptions:
             found = self._known[table] = self._strip(self._reader.describe(table))
         return found
 
+    def key_of(self, table: str) -> tuple[str, ...]:
+        """The table's lake key (empty: no key)."""
+        return self.get(table).key
+
     def known(self, table: str) -> TableDescription | None:
         """The table's cached description, without asking the reader."""
         return self._known.get(table)

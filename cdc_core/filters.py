@@ -39,6 +39,8 @@ class TableFilter:
     accept: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
     ignore_columns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # Per table, whether it is captured: asked per change, and the filter never changes.
+    _captured: dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.policy not in ("accept", "drop"):
@@ -73,9 +75,14 @@ class TableFilter:
 
     def captures(self, table: str) -> bool:
         """True when changes of ``table`` go to the lake."""
-        if self.policy == "accept":
-            return not any(_matches(table, pattern) for pattern in self.drop)
-        return any(_matches(table, pattern) for pattern in self.accept)
+        found = self._captured.get(table)
+        if found is None:
+            if self.policy == "accept":
+                found = not any(_matches(table, pattern) for pattern in self.drop)
+            else:
+                found = any(_matches(table, pattern) for pattern in self.accept)
+            self._captured[table] = found
+        return found
 
     def select(self, tables: Sequence[str]) -> list[str]:
         """The captured tables among ``tables``, in their order."""

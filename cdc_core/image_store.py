@@ -101,13 +101,13 @@ def _tagged(value: object) -> tuple[bytes, bytes]:
         return b"n", b""
     if isinstance(value, bool):  # before int: bool is an int subclass
         return b"b", b"1" if value else b"0"
-    if isinstance(value, int | float | Decimal):
+    if isinstance(value, (int, float, Decimal)):
         return _number(value)
     if isinstance(value, str):
         return b"s", value.encode("utf-8", "surrogatepass")
-    if isinstance(value, bytes | bytearray | memoryview):
+    if isinstance(value, (bytes, bytearray, memoryview)):
         return b"y", bytes(value)
-    if isinstance(value, datetime | date | time):  # datetime first: it is a date subclass
+    if isinstance(value, (datetime, date, time)):  # datetime first: it is a date subclass
         return (b"t" if isinstance(value, datetime) else b"a"), value.isoformat().encode()
     if isinstance(value, UUID):
         return b"u", value.bytes

@@ -29,7 +29,7 @@ KeyOf = Callable[[str], tuple[str, ...]]
 
 def _key(image: Mapping[str, object] | None, columns: tuple[str, ...]) -> tuple[object, ...]:
     assert image is not None  # rebuilt updates and deletes carry full images
-    return tuple(image[column] for column in columns)
+    return tuple(map(image.__getitem__, columns))
 
 
 @dataclass(slots=True)
@@ -58,16 +58,17 @@ class KeyMoves:
             return [LakeEvent.of_change(rebuilt, seq, self.transaction)]
         if rebuilt.op == "d":
             return self._vacate(rebuilt, original.locator, _key(rebuilt.before, columns), seq)
-        new = _key(rebuilt.after, columns)
         moved: list[LakeEvent] = []
-        if rebuilt.op == "u" and (old := _key(rebuilt.before, columns)) != new:
+        old = _key(rebuilt.before, columns) if rebuilt.op == "u" else None
+        if old is not None and old != _key(rebuilt.after, columns):
             moved = self._vacate(rebuilt, original.locator, old, seq)
             rebuilt = RowChange(
                 rebuilt.txid, rebuilt.position, "c", rebuilt.table, rebuilt.locator, rebuilt.after
             )
         if isinstance(rebuilt.locator, str):
-            self._holders[(rebuilt.table, new)] = rebuilt.locator
-        return [*moved, LakeEvent.of_change(rebuilt, seq, self.transaction)]
+            self._holders[(rebuilt.table, _key(rebuilt.after, columns))] = rebuilt.locator
+        moved.append(LakeEvent.of_change(rebuilt, seq, self.transaction))
+        return moved
 
     def _vacate(
         self, change: RowChange, locator: Hashable, key: tuple[object, ...], seq: int

@@ -230,6 +230,11 @@ class Pipeline(FollowsDdl):
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
         self._fetch_chunk()
         for item in self.reader.iter_changes(start):
+            if type(item) is RowChange:  # the common case: the buffer holds it until its commit
+                self._feed(item)
+                if self._stop.is_set():
+                    break
+                continue
             if isinstance(item, TableChanged):
                 yield from self._on_table_changed(item)
                 continue
@@ -311,7 +316,7 @@ class Pipeline(FollowsDdl):
 
     def _feed(self, item: RawChange) -> list[CommittedTransaction]:
         """Feed one raw change of a captured table; returns what it commits."""
-        if isinstance(item, RowChange | PartialRollback):
+        if isinstance(item, (RowChange, PartialRollback)):
             if not self.config.tables.captures(item.table):
                 return []
             if isinstance(item, RowChange):
@@ -354,7 +359,7 @@ class Pipeline(FollowsDdl):
         events: list[tuple[str, LakeEvent]] = []
         in_lake = self._checkpoint.lake_position
         part, total = 0, 0
-        moves = KeyMoves(transaction, lambda table: self.describe(table).key)
+        moves = KeyMoves(transaction, self._descriptions.key_of)
         for committed in transaction.changes:
             table = committed.change.table
             loaded_at = self._checkpoint.loaded.get(table)
@@ -367,7 +372,8 @@ class Pipeline(FollowsDdl):
             except NotLoadedYetError:
                 self._not_loaded_yet(committed.change)  # its chunk, or a last read, has it
                 continue
-            self._moved_under_refresh(change)
+            if change.op == "u":
+                self._moved_under_refresh(change)
             if self._reads.get(table):
                 moved = (committed.change.locator, change.locator)
                 self._check_reads(table, moved, transaction.commit_pos)

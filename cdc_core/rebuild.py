@@ -154,11 +154,14 @@ class RebuildConfig:
     fetch_missing_by_table: Mapping[str, FetchMissing] = field(default_factory=dict)
     fetch_unavailable: FetchUnavailable | None = None
     fetch_unavailable_by_table: Mapping[str, FetchUnavailable] = field(default_factory=dict)
+    copied: frozenset[str] = field(init=False)  # tables whose key numbers equal rows
 
     def __post_init__(self) -> None:
         for table, columns in self.key_columns.items():
             if not columns or not all(isinstance(column, str) for column in columns):
                 raise ConfigError(f"rebuild.key_columns.{table} must be a non-empty tuple of str")
+        copied = frozenset(t for t, columns in self.key_columns.items() if has_copies(columns))
+        object.__setattr__(self, "copied", copied)
 
     def hook_for(self, table: str) -> FetchMissing | None:
         """The fetch hook that applies to ``table``, if any."""
@@ -257,7 +260,7 @@ class Rebuilder:
             return change
         if (before := _as_before(change.before)) is not change.before:
             change = replace(change, before=before)
-        copies = has_copies(self.config.key_columns.get(change.table, ()))
+        copies = change.table in self.config.copied
         if copies and change.op != "c":
             change = self._held_copy(change, commit_pos, seq)
         if change.op == "c":
@@ -431,7 +434,7 @@ class Rebuilder:
     def _record(self, old: Hashable, change: RowChange, commit_pos: Position, seq: int) -> None:
         arrives = change.op == "c" or change.locator != old
         shared = arrives and change.table in self.config.shared_keys
-        if shared and has_copies(self.config.key_columns.get(change.table, ())):
+        if shared and change.table in self.config.copied:
             shared = False  # equal rows are copies, placed apart (_placed_copy)
         if shared and self.store.get(change.table, change.locator, commit_pos, seq=seq - 1):
             raise EqualKeysError.of(change.table, commit_pos)

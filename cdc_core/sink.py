@@ -606,7 +606,7 @@ def _truncated(schema: pa.Schema, records: list[dict[str, object]]) -> bool:
             if set(map(type, values)) <= _WHOLE:  # the common case, checked in C
                 continue
             for value in values:
-                if isinstance(value, float | Decimal) and _has_fraction(value):
+                if isinstance(value, (float, Decimal)) and _has_fraction(value):
                     return True
     return False
 

@@ -211,6 +211,8 @@ class TableRefresher:
     def state_of(self, table: str) -> RefreshState | None:
         """The refresh of ``table`` under way, if any (asked per change: its ``pending`` may
         lack the keys remembered since ``states`` was last read)."""
+        if not self._states:  # the common case: asked per change
+            return None
         return next((state for state in self._states if state.table == table), None)
 
     def start(self, state: RefreshState) -> None:

@@ -59,11 +59,14 @@ class ColumnCodec:
         name: The column's name (from ``binlog_row_metadata=FULL``).
         decode: Reads a non-NULL value.
         kept: False for columns that have no logical type (spatial): read past, not kept.
+        dated: True for the date types whose stored value may be no calendar date
+            (``NOT_A_DATE``): only these are checked per row.
     """
 
     name: str
     decode: Decode
     kept: bool = True
+    dated: bool = False
 
 
 def _fixed(fmt: str) -> Decode:
@@ -347,6 +350,12 @@ def _decoder_with_metadata(kind: int, column: object) -> Decode | None:
 def kept_type(kind: int) -> bool:
     """False for binlog types that have no logical type (spatial): read past, not kept."""
     return kind != GEOMETRY
+
+
+def dated_type(kind: int) -> bool:
+    """True for the binlog types whose decoder may return ``NOT_A_DATE`` (``to_date``,
+    ``to_datetime``); a TIMESTAMP counts seconds, so it is a date or zero."""
+    return kind in (DATE, NEWDATE, DATETIME, DATETIME2)
 
 
 def _present(bitmap: bytes, count: int) -> list[bool]:

@@ -38,8 +38,9 @@ def row_changes(
     for images in iter_images(layout.codecs, bitmaps, data):
         # The first image locates the row: an insert's after-image, else the before-image.
         locator = _locator(layout, images[0], position)
-        for image in images:
-            _check_dates(layout, image, locator, position)
+        if layout.dated:
+            for image in images:
+                _check_dates(layout, image, locator, position)
         if kind == "WriteRowsEvent":
             yield RowChange(txid, position, "c", layout.table, locator, images[0])
         elif kind == "UpdateRowsEvent":
@@ -57,9 +58,8 @@ def _check_dates(
 ) -> None:
     """Refuse a date that is neither zero nor a calendar date (``zero_dates``), naming the
     row by its key."""
-    # An identity loop, not ``in``: ``in`` calls every value's ``__eq__`` (slow for Decimal).
-    for column, value in image.items():
-        if value is NOT_A_DATE:
+    for column in layout.dated:
+        if image.get(column) is NOT_A_DATE:
             shown = key_text(layout.key, locator)
             raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cdc_core.names import format_table
-from connectors.mariadb.binlog_values import ColumnCodec, decoder_of, kept_type
+from connectors.mariadb.binlog_values import ColumnCodec, dated_type, decoder_of, kept_type
 from connectors.mariadb.errors import BinlogMetadataError, KeyConfigError
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,11 @@ class TableLayout:
     codecs: tuple[ColumnCodec, ...]
     key: tuple[str, ...]
     key_source: KeySource
+    dated: tuple[str, ...] = field(init=False)  # the columns that may hold NOT_A_DATE
+
+    def __post_init__(self) -> None:
+        dated = tuple(codec.name for codec in self.codecs if codec.dated)
+        object.__setattr__(self, "dated", dated)
 
 
 DdlKind = Literal["truncate", "rename", "alter", "drop", "create"]
@@ -235,7 +240,7 @@ def _codec(table: str, column: Any) -> ColumnCodec:
             " replcheck cannot decode; exclude the table",
             {"table": table, "column": column.name},
         )
-    return ColumnCodec(column.name, decode, kept_type(column.type))
+    return ColumnCodec(column.name, decode, kept_type(column.type), dated_type(column.type))
 
 
 def _primary_key(event: Any, names: Sequence[str]) -> tuple[str, ...]:
