@@ -91,8 +91,11 @@ def to_image_values(
     values: dict[str, object] = {}
     kinds: dict[str, int] = {}
     for column, value in image.items():
-        if type(value) in PLAIN_TYPES:
+        kind = type(value)
+        if kind in PLAIN_TYPES:
             values[column] = value
+        elif kind is Decimal:  # the commonest stand-in, inline: this runs per column
+            kinds[column], values[column] = DECIMAL, str(value)
         elif full and (value is ABSENT or value is UNAVAILABLE):
             raise ContractError(f"a stored row image must be full; it has {value!r} columns")
         else:
@@ -147,12 +150,13 @@ def _decode_stand_ins(
     try:
         for column, kind in kinds.items():
             data = values[column]
-            if kind == DECIMAL and type(data) is str:  # the commonest two, inline
+            if kind == DECIMAL and type(data) is str:  # the commonest kinds, inline
                 values[column] = Decimal(data)
-            elif kind == UTC_DATETIME and type(data) is tuple:
+            elif kind in (UTC_DATETIME, NAIVE_DATETIME) and type(data) is tuple:
                 year, month, day, hour, minute, second, micro, fold = data
+                zone = UTC if kind == UTC_DATETIME else None
                 values[column] = datetime(
-                    year, month, day, hour, minute, second, micro, UTC, fold=fold
+                    year, month, day, hour, minute, second, micro, zone, fold=fold
                 )
             else:
                 values[column] = _of_stand_in(kind, data, pickled)
