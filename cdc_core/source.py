@@ -208,6 +208,12 @@ class TableSnapshot:
     estimated_rows: int | None = None  # the source's statistics, for progress (None: unknown)
 
 
+class KeyShapeError(ContractError):
+    """Keys asked of a snapshot do not fit the table's key as the source has it now (a DDL
+    changed the key after the keys were taken, e.g. a column of a table without a key
+    dropped, which the pipeline's stream has not reached yet)."""
+
+
 class SnapshotReader(Protocol):
     """Reads tables in one consistent snapshot and knows its log position."""
 
@@ -219,6 +225,9 @@ class SnapshotReader(Protocol):
         Args:
             tables: The tables to read, each whole unless ``keys`` lists rows for it.
             keys: Per table, the key values of the only rows to read (re-sync).
+
+        Raises:
+            KeyShapeError: Keys of ``keys`` do not fit the table's key at the source now.
 
         Yields:
             The snapshot's position P (it contains exactly the transactions with

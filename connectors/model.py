@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.rebuild import FetchMissing, FetchUnavailable
-from cdc_core.source import LogReader, SnapshotReader
+from cdc_core.source import KeyShapeError, LogReader, SnapshotReader
 from merkle.options import TimeRounding
 from merkle.types import LogicalType, TimeType
 
@@ -90,6 +90,14 @@ class Partition:
     high: int | None = None
     key_columns: tuple[str, ...] = ()
     keys: tuple[tuple[object, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        width = len(self.key_columns)
+        if any(len(key) != width for key in self.keys):
+            widths = sorted({len(key) for key in self.keys} - {width})
+            raise KeyShapeError(
+                f"keys of {widths} values asked of a key of {width} columns {self.key_columns}"
+            )
 
     def predicate(
         self,
