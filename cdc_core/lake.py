@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import TerminalError
+from cdc_core.errors import TerminalError, TransientError
 from cdc_core.names import parse_table, to_lake_dir
 from cdc_core.position import Position
 
@@ -141,13 +141,18 @@ def _history(table: LakeTable) -> list[dict[str, Any]]:
     """The changelog's commits; none while it is being created, or moved aside by a reload
     at this moment (a validator waiting for the lake reads it while the pipeline writes)."""
     from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
+    from deltalake.exceptions import DeltaError, TableNotFoundError
 
     if not table.exists():
         return []
+    generation = _log_identity(table)
     try:
         return DeltaTable(str(table.changelog)).history()
     except (FileNotFoundError, TableNotFoundError):
+        return []
+    except DeltaError:  # a log file listed, then gone with the table: moved aside
+        if generation is not None and _log_identity(table) == generation:
+            raise
         return []
 
 
@@ -266,11 +271,40 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     """Data files of the changelog's newest version and its Arrow schema."""
     import pyarrow as pa
     from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
 
     if not table.exists():
         raise TerminalError(
             f"lake table {table.table} has no changelog at {table.changelog}: "
             "check the comparison's target table, or run the CDC pipeline first"
         )
-    delta = DeltaTable(str(table.changelog))
-    return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
+    generation = _log_identity(table)
+    try:
+        delta = DeltaTable(str(table.changelog))
+        return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
+    except (OSError, DeltaError) as exc:
+        if generation is not None and _log_identity(table) == generation:
+            raise TerminalError(
+                f"lake table {table.table}: its changelog at {table.changelog} cannot be"
+                f" read ({str(exc).splitlines()[0]}); check the Delta log files under that"
+                " path (one is missing or damaged)",
+                {"table": table.table},
+            ) from exc
+        raise ChangelogMoved(
+            f"lake table {table.table}: its changelog was moved aside while it was read (the"
+            " CDC pipeline is loading the table again after a DDL); validate again",
+            {"table": table.table},
+        ) from exc
+
+
+class ChangelogMoved(TransientError):
+    """A reload moved a changelog aside under a reader (``PipelineSink.retire_table``)."""
+
+
+def _log_identity(table: LakeTable) -> int | None:
+    """Which generation of the changelog is there (None: none): a reload moves the table's
+    directory aside and creates a new one, so the log's inode tells them apart."""
+    try:
+        return os.stat(table.changelog / "_delta_log").st_ino
+    except FileNotFoundError:
+        return None

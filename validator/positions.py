@@ -18,10 +18,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import LakeTable, high_water_mark, read_marks, read_progress
+from cdc_core.lake import (
+    ChangelogMoved,
+    LakeTable,
+    changelog_files,
+    high_water_mark,
+    read_marks,
+    read_progress,
+)
 from connectors.model import POSITION_COLUMN, Partition
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger(__name__)
@@ -231,6 +239,39 @@ def wait_for_lake_table(
                 deadline - said,
             )
         sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
+def lake_columns(
+    table: LakeTable,
+    position: int | None,
+    timeout_s: float,
+    poll_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> pa.Schema:
+    """The lake table's columns once the lake has reached ``position`` (the source's when
+    its columns were read: every DDL they show has reached the lake), read again when a
+    reload moves the changelog aside under the read.
+
+    Raises:
+        TerminalError: No pipeline writes to the lake and the table is not in it, or its
+            changelog cannot be read.
+        TransientError: The lake did not get there within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(0.0, deadline - time.monotonic())
+        wait_for_lake_table(table, left, poll_s, sleep)
+        if position is not None:
+            wait_for_lake(
+                lambda: high_water_mark(table), position, left, table.table, poll_s, sleep
+            )
+        try:
+            return changelog_files(table)[1]
+        except ChangelogMoved:
+            if time.monotonic() >= deadline:
+                raise
+            log.info("lake table %s is being loaded again; reading its columns again", table.table)
+            sleep(poll_s)
 
 
 def _written_by_a_pipeline(lake: Path) -> bool:

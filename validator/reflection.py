@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
-from cdc_core.lake import LakeTable, changelog_files
+from cdc_core.lake import LakeTable
 from connectors.base import Connector
 from connectors.model import TableSchema
 from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
-from validator.positions import wait_for_lake_table
+from validator.positions import lake_columns
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 
 if TYPE_CHECKING:
@@ -104,8 +104,8 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         target = (target_connector, target_connector.reflect(comparison.target.table))
     else:
         lake_table = LakeTable(target_connection.lake, comparison.target.table)
-        wait_for_lake_table(lake_table, config.validation.lake_wait_timeout_s)
-        _, lake_schema = changelog_files(lake_table)
+        timeout_s = config.validation.lake_wait_timeout_s
+        lake_schema = lake_columns(lake_table, connector.log_position(), timeout_s)
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},

@@ -277,15 +277,15 @@ class MariaDBConnector(Connector):
                 yield self.to_batch(rows, table, columns, schema, position)
 
     def log_position(self) -> int | None:
-        """The binlog's end (``SHOW MASTER STATUS``); None when the binlog is off."""
+        """The binlog's end; None when the binlog is off. Read from the snapshot status,
+        which outside a snapshot is the binlog's end and, unlike ``SHOW MASTER STATUS``,
+        needs no privilege (a validator's user has none)."""
         connection = self.connect()
         try:
             with connection.cursor() as cursor:
-                cursor.execute("SHOW MASTER STATUS")
-                row = cursor.fetchone()
+                return _binlog_snapshot_position(cursor)
         finally:
             connection.close()
-        return None if not row else to_position(str(row[0]), int(row[1]))
 
     @staticmethod
     def begin_snapshot(connection: Any) -> int | None:
@@ -293,15 +293,7 @@ class MariaDBConnector(Connector):
         with connection.cursor() as cursor:
             cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-            status = dict(cursor.fetchall())
-        log_file, offset = (
-            status.get("Binlog_snapshot_file"),
-            status.get("Binlog_snapshot_position"),
-        )
-        if not log_file:
-            return None  # binlog off: the snapshot is consistent but has no position
-        return to_position(str(log_file), int(offset or 0))
+            return _binlog_snapshot_position(cursor)
 
     def select_sql(
         self, table: TableSchema, columns: Sequence[str], partition: Partition
@@ -414,3 +406,14 @@ def _connection_class() -> Any:
             return preferred[0]
 
     return Connection
+
+
+def _binlog_snapshot_position(cursor: Any) -> int | None:
+    """The binlog position the session's snapshot sees (the binlog's end outside one);
+    None when the binlog is off."""
+    cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+    status = dict(cursor.fetchall())
+    log_file = status.get("Binlog_snapshot_file")
+    if not log_file:
+        return None
+    return to_position(str(log_file), int(status.get("Binlog_snapshot_position") or 0))

@@ -118,6 +118,20 @@ def test_a_partition_snapshot_and_its_position_agree(
     assert split_position(position, "mariadb-bin")[0].startswith("mariadb-bin.")
 
 
+def test_a_user_with_only_select_reads_the_binlogs_end(
+    database: str, mariadb_full: MariaDBServer
+) -> None:
+    # A validator waits for the lake to reach the source's log end before reading the lake's
+    # columns; its user has no BINLOG MONITOR, which SHOW MASTER STATUS needs.
+    name = database.rsplit("/", 1)[1]
+    with contextlib.closing(mariadb_full.connect(name)) as connection, connection.cursor() as cur:
+        cur.execute("CREATE USER IF NOT EXISTS 'reader_only'@'%' IDENTIFIED BY 'pw'")
+        cur.execute(f"GRANT SELECT ON `{name}`.* TO 'reader_only'@'%'")
+        cur.execute("INSERT INTO t (id) VALUES (2000)")
+    reader = connector_for(database.replace("root@", "reader_only@"), "pw")
+    assert reader.log_position() == _master_position(mariadb_full)
+
+
 def test_errors_name_the_problem(database: str, mariadb_full: MariaDBServer) -> None:
     with pytest.raises(TerminalError, match="table 'absent' not found"):
         connector_for(database).reflect("absent")

@@ -8,13 +8,21 @@ from typing import Any
 import pytest
 
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import LakeTable, write_progress
+from cdc_core.lake import (
+    ChangelogMoved,
+    LakeTable,
+    append_changelog,
+    changelog_files,
+    meta_fields,
+    write_progress,
+)
 from cdc_core.position import Position
 from connectors.registry import connector_for
 from validator.engines.spark.sources import plan_partitions
 from validator.positions import (
     PartitionPosition,
     SourcePositions,
+    lake_columns,
     wait_for_lake,
     wait_for_lake_table,
 )
@@ -154,3 +162,47 @@ def test_a_lake_a_pipeline_is_loading_counts_as_fed(tmp_path: Path) -> None:
 
     wait_for_lake_table(table, 60, sleep=created)
     assert table.exists()
+
+
+def test_the_lake_columns_are_read_once_the_lake_has_every_ddl_the_source_shows(
+    tmp_path: Path,
+) -> None:
+    # The validator reflects the source, then reads the lake's columns: a lake still behind
+    # the source's `ADD COLUMN` would show the column missing. It waits for the position.
+    table = LakeTable(tmp_path, "shop.t")
+    _changelog(table, ["id"], 120)
+
+    def pipeline_reaches_the_ddl(_seconds: float) -> None:
+        _changelog(table, ["id", "added"], 130)
+
+    assert "added" in lake_columns(table, 130, 60, sleep=pipeline_reaches_the_ddl).names
+    with pytest.raises(TransientError, match=r"shop\.t is behind.*mark is 130"):
+        lake_columns(table, 140, 0.05, poll_s=0.01)
+
+
+def test_the_lake_columns_are_read_again_when_a_reload_moves_the_table_under_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import validator.positions as positions
+
+    table = LakeTable(tmp_path, "shop.t")
+    _changelog(table, ["id"], 120)
+    reads = iter([ChangelogMoved("lake table shop.t: moved aside; validate again")])
+
+    def read(lake_table: LakeTable) -> Any:
+        for moved in reads:  # the first read meets the move, the next the new table
+            raise moved
+        return changelog_files(lake_table)
+
+    monkeypatch.setattr(positions, "changelog_files", read)
+    sleeps: list[float] = []
+    assert lake_columns(table, 120, 60, sleep=sleeps.append).names[0] == "id"
+    assert len(sleeps) == 1
+
+
+def _changelog(table: LakeTable, columns: list[str], position: int) -> None:
+    import pyarrow as pa
+
+    fields = [pa.field(name, pa.int64()) for name in columns]
+    events = pa.Table.from_pylist([], pa.schema([*fields, *meta_fields()]))
+    append_changelog(table, events, position, str(position), "test")
