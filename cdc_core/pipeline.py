@@ -486,8 +486,12 @@ class Pipeline(FollowsDdl):
         return written
 
     def _marks(self) -> RefreshMarks:
-        """Where the lake is not exact: tables under refresh, windows of finished ones."""
-        return RefreshMarks(self._refresher.refreshing(), dict(self._refresher.stale))
+        """Where the lake is not exact: tables under refresh, windows of finished ones, and
+        tables whose changes since a position were dropped for a reload about to begin (the
+        batch written before it must not show them exact: ``_reload_stale``)."""
+        dropped = {table: since.value for table, since in self._stale.items()}
+        refreshing = {**dropped, **self._refresher.refreshing()}
+        return RefreshMarks(refreshing, dict(self._refresher.stale))
 
     def _write_batch_with(self, write: Callable[[], int]) -> int:
         """Run ``write``; once more with fresh descriptions if the batch did not fit them."""

@@ -301,6 +301,28 @@ def lake_at(table: LakeTable, positions: SourcePositions | None, timeout_s: floa
     return LakeAt(positions, positions.describe())
 
 
+def confirm_exact(table: LakeTable, at: LakeAt) -> None:
+    """Check again, once the files holding ``table``'s state at ``at`` are listed, that the
+    lake is still exact there. A reload after a DDL later than the source snapshot marks
+    the table before it writes the table's new generation (``PipelineSink.write``), so
+    files listed from that generation, which lacks the older states, fail this check.
+
+    Raises:
+        TransientError: The table began to be loaded again (the message says to validate
+            again).
+    """
+    if not isinstance(at.at, SourcePositions):
+        return  # read at the lake's own mark: whatever it lists is its state
+    mark = high_water_mark(table)
+    if mark is None or mark < at.at.highest:
+        raise TransientError(
+            f"lake table {table.table} began to be loaded again from the source (after a"
+            f" DDL) while it was read at {at.text}; validate again",
+            {"table": table.table},
+        )
+    check_exact(table, at.at.values)
+
+
 def check_exact(table: LakeTable, positions: Sequence[int]) -> None:
     """Refuse positions at which a table refresh left the lake's state of ``table`` inexact
     (between a DDL that rewrote rows, or a table's addition, and the refresh's last chunk:

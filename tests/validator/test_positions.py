@@ -11,6 +11,7 @@ from cdc_core.errors import TerminalError, TransientError
 from cdc_core.lake import (
     ChangelogMoved,
     LakeTable,
+    RefreshMarks,
     append_changelog,
     changelog_files,
     meta_fields,
@@ -22,6 +23,8 @@ from validator.engines.spark.sources import plan_partitions
 from validator.positions import (
     PartitionPosition,
     SourcePositions,
+    confirm_exact,
+    lake_at,
     lake_columns,
     wait_for_lake,
     wait_for_lake_table,
@@ -206,3 +209,20 @@ def _changelog(table: LakeTable, columns: list[str], position: int) -> None:
     fields = [pa.field(name, pa.int64()) for name in columns]
     events = pa.Table.from_pylist([], pa.schema([*fields, *meta_fields()]))
     append_changelog(table, events, position, str(position), "test")
+
+
+def test_a_table_a_reload_began_on_while_its_files_were_listed_is_read_again(
+    tmp_path: Path,
+) -> None:
+    # A DDL after the source snapshot makes the pipeline load the table again: it marks the
+    # table before it writes the new generation, which lacks the states before the reload.
+    table = LakeTable(tmp_path, "shop.t")
+    _changelog(table, ["id"], 120)
+    write_progress(tmp_path, "p", Position(130, "130"), ["shop.t"])
+    at = lake_at(table, SourcePositions("id", (PartitionPosition(0, 125),)), 60)
+    confirm_exact(table, at)  # nothing began: the listed files hold the state at 125
+
+    reloading = RefreshMarks(refreshing={"shop.t": 0})
+    write_progress(tmp_path, "p", Position(130, "130"), ["shop.t"], reloading)
+    with pytest.raises(TransientError, match=r"shop\.t began to be loaded again.*validate again"):
+        confirm_exact(table, at)

@@ -7,11 +7,14 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cdc_core.lake import COPY, META_COLUMNS, LakeTable
+from cdc_core.lake import COPY, META_COLUMNS, LakeTable, RefreshMarks
+from cdc_core.position import Position
 from cdc_core.rebuild import EqualKeysError
+from connectors.mariadb.position import to_position
 from tests.connectors.mariadb.pipeline_helpers import changelog, execute, mariadb_pipeline
 from tests.generative.sql.judge import normalize
 from tests.private_servers import MariaDBServer
@@ -234,3 +237,59 @@ def test_changes_logged_before_ddl_a_stopped_pipeline_reads_after_it(
         pipeline.run_until_caught_up()
     mirror = _assert_mirror_equals_source(mariadb_full, database, tmp_path / "lake", rows=5)
     assert all(numbers == list(range(len(numbers))) for numbers in _copies(mirror).values())
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_a_table_whose_changes_a_ddl_made_unwritable_is_never_shown_exact_before_its_reload(
+    mariadb_full: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The changes logged before the DDL are dropped and the table is loaded again. The
+    batch written before that reload records the pipeline's progress: it must already mark
+    the table as being refreshed, or a validator waiting for that position reads the lake
+    without the dropped changes (a window the soak's validators could fall into)."""
+    import cdc_core.sink as sink
+
+    database = mariadb_database(mariadb_full)
+    execute(
+        mariadb_full,
+        database,
+        "CREATE TABLE k (a INT, b VARCHAR(5))",
+        "INSERT INTO k VALUES (1, 'x')",
+    )
+    with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (pipeline, _):
+        pipeline.run_until_caught_up()
+    execute(mariadb_full, database, "DELETE FROM k WHERE a = 1")
+    dropped_at = _end_of_log(mariadb_full)
+    execute(mariadb_full, database, "ALTER TABLE k ADD COLUMN d VARCHAR(9) DEFAULT 'dflt'")
+    written: list[tuple[int, RefreshMarks]] = []
+    write = sink.write_progress
+
+    def recorded(lake: Path, name: str, position: Position, tables: Any, marks: Any = None) -> None:
+        written.append((position.value, marks or RefreshMarks()))
+        write(lake, name, position, tables, marks)
+
+    monkeypatch.setattr(sink, "write_progress", recorded)
+    with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (pipeline, _):
+        pipeline.run_until_caught_up()
+    table = f"{database}.k"
+    shown = [
+        (position, marks)
+        for position, marks in written
+        if position >= dropped_at
+        and table not in marks.refreshing
+        and marks.window_at(table, dropped_at) is None
+    ]
+    assert any(position >= dropped_at for position, _ in written)
+    assert shown == []  # every progress at or past the drop marks it refreshing or inexact
+    _assert_mirror_equals_source(mariadb_full, database, tmp_path / "lake", rows=0)
+
+
+def _end_of_log(server: MariaDBServer) -> int:
+    with contextlib.closing(server.connect(None)) as connection, connection.cursor() as cursor:
+        cursor.execute("SHOW MASTER STATUS")
+        log_file, offset = cursor.fetchone()[:2]
+    return to_position(log_file, int(offset))

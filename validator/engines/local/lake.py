@@ -34,7 +34,7 @@ from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
 from validator.engines.local.state import LakeFiles, lake_files, state_sql
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
-from validator.positions import SourcePositions, lake_at
+from validator.positions import SourcePositions, confirm_exact, lake_at
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,6 +113,7 @@ class DuckDBLake:
         lake_table = LakeTable(connection.lake, table)
         where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s)
         files = lake_files(lake_table, where.at)
+        confirm_exact(lake_table, where)
         self.connection.register(_FILES, files.dataset)
         label = f"{connection.name}:{table}"
         return DuckDBLakeRead(self.connection, plan, files, where.at, (label, where.text))

@@ -27,7 +27,7 @@ from validator.engines.spark.session import default_parallelism
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.plan import ComparisonPlan, EngineRun
-from validator.positions import SourcePositions, lake_at, read_positions
+from validator.positions import SourcePositions, confirm_exact, lake_at, read_positions
 from validator.reconcile import Reconciled
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
@@ -51,6 +51,7 @@ def _lake_side(
     label = f"{connection.name}:{table}"
     where = lake_at(lake_table, positions, settings.lake_wait_timeout_s)
     state = read_lake_state(spark, lake_table, key, where.at)
+    confirm_exact(lake_table, where)
     return Side(state.frame, label, where.text, state.from_mirror)
 
 
