@@ -22,6 +22,7 @@ inexact (``RefreshMarks``; ``cdc_core.table_refresh``).
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -273,12 +274,18 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
-    if not table.exists():
+    generation = _log_identity(table)
+    if generation is None:
+        if _was_retired(table):
+            raise ChangelogMoved(
+                f"lake table {table.table}: its changelog was moved aside (the CDC pipeline"
+                " is loading the table again after a DDL); validate again",
+                {"table": table.table},
+            )
         raise TerminalError(
             f"lake table {table.table} has no changelog at {table.changelog}: "
             "check the comparison's target table, or run the CDC pipeline first"
         )
-    generation = _log_identity(table)
     try:
         delta = DeltaTable(str(table.changelog))
         return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
@@ -299,6 +306,13 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
 
 class ChangelogMoved(TransientError):
     """A reload moved a changelog aside under a reader (``PipelineSink.retire_table``)."""
+
+
+def _was_retired(table: LakeTable) -> bool:
+    """Whether a pipeline moved ``table`` aside to load it again (``retired_dir``)."""
+    retired = retired_dir(table.lake, "*").relative_to(table.lake)
+    name = glob.escape(str(table.root.relative_to(table.lake)))
+    return any(table.lake.glob(f"{retired}/{name}@*"))
 
 
 def _log_identity(table: LakeTable) -> int | None:

@@ -19,6 +19,7 @@ from cdc_core.lake import (
     changelog_files,
     high_water_mark,
     meta_fields,
+    retired_dir,
 )
 
 
@@ -84,3 +85,20 @@ def test_a_damaged_changelog_is_a_terminal_error_naming_the_table(tmp_path: Path
     assert not isinstance(info.value, TransientError)
     with pytest.raises(DeltaError):
         high_water_mark(table)  # not mistaken for a table being created: it would wait
+
+
+def test_a_changelog_gone_because_a_reload_moved_it_is_read_again_not_missing(
+    tmp_path: Path,
+) -> None:
+    lake = tmp_path / "lake"
+    table = LakeTable(lake, "shop.it[ems]")  # glob characters in the name are names
+    _changelog(table, ["id"], 120)
+    other = LakeTable(lake, "shop.other")
+    moved = retired_dir(lake, "p") / f"{table.root.relative_to(lake)}@130"
+    moved.parent.mkdir(parents=True)
+    shutil.move(str(table.root), str(moved))  # as PipelineSink.retire_table does
+    with pytest.raises(ChangelogMoved, match=r"shop\.it\[ems\].*validate again"):
+        changelog_files(table)
+    with pytest.raises(TerminalError, match=r"shop\.other has no changelog") as info:
+        changelog_files(other)
+    assert not isinstance(info.value, TransientError)
