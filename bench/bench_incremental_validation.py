@@ -11,12 +11,13 @@ run is full and stores the digests). Then:
    logged changes (each in a leaf the changelog shows changed: found at once) and one row
    in a leaf no logged change touches (found only when the sweep reaches its leaf);
 3. ``replcheck validate --incremental`` and a full ``replcheck validate`` (no state) run one
-   after the other, each a subprocess with Spark's start-up included, and are scored;
+   after the other, each a subprocess (Spark's start-up included, with ``--engine hybrid``;
+   ``auto`` chooses the local engine, no Spark), and are scored;
 4. ``replcheck validate --incremental`` runs again until the unlogged change in an unchanged
    leaf is found, which must happen within ``ceil(1 / --sweep-share)`` runs.
 
     python -m bench.bench_incremental_validation [--rows 1000000] [--changed 0.001]
-        [--drift 3] [--sweep-share 0.1] [--depth 16] [--workdir DIR]
+        [--drift 3] [--sweep-share 0.1] [--depth 16] [--workdir DIR] [--engine hybrid|auto]
 
 Each figure is printed with the load average (``os.getloadavg``) when it was taken.
 """
@@ -73,7 +74,7 @@ def _config(workdir: Path, server: MariaDBServer, args: argparse.Namespace, keep
         f"comparisons:\n  - {{name: {TABLE}, source: {{connection: src, table: {TABLE}}},"
         f" target: {{connection: lake, table: {DATABASE}.{TABLE}}},"
         f" options: {{depth: {args.depth}}}}}\n"
-        f"validation: {{engine: hybrid, lake_wait_timeout_s: 120, max_reported_rows: 10000,"
+        f"validation: {{engine: {args.engine}, lake_wait_timeout_s: 120, max_reported_rows: 10000,"
         f" sweep_share: {args.sweep_share}}}\n",
         encoding="utf-8",
     )
@@ -148,6 +149,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sweep-share", type=float, default=0.1)
     parser.add_argument("--depth", type=int, default=16)
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--engine", default="hybrid", help="auto (local where it can), hybrid")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-incremental-"))
     workdir.mkdir(parents=True, exist_ok=True)
