@@ -219,6 +219,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _another_server(port: int, answered: object, ours: str) -> str | None:
+    """Why the server on ``port`` is not ready when another one answered there (two
+    servers started at once can pick the same free port; the later one then exits with
+    "Address already in use" and is started again on another port); None: it is ours."""
+    if answered == ours:
+        return None
+    return f"port {port} is another server's ({answered})"
+
+
 def _make_root_dir(kind: str, owner: pwd.struct_passwd | None) -> Path:
     # Under /tmp rather than pytest's tmp_path: unix socket paths must stay under 108 bytes,
     # and an unprivileged server user cannot enter pytest's root-owned 0700 base directory.
@@ -419,10 +428,15 @@ class _MariaDBProcess(_PrivateServer):
         import pymysql
 
         try:
-            pymysql.connect(host=LOOPBACK, port=self.port, user="root", connect_timeout=2).close()
+            connection = pymysql.connect(
+                host=LOOPBACK, port=self.port, user="root", connect_timeout=2
+            )
+            with contextlib.closing(connection), connection.cursor() as cursor:
+                cursor.execute("SELECT @@socket")
+                (answered,) = cursor.fetchone()
         except pymysql.err.OperationalError as exc:
             return str(exc)
-        return None
+        return _another_server(self.port, answered, str(self.socket))
 
     def _after_start(self) -> None:
         with contextlib.closing(self.handle().connect(database=None)) as conn, conn.cursor() as cur:
@@ -557,10 +571,11 @@ class _PostgresProcess(_PrivateServer):
         import psycopg
 
         try:
-            psycopg.connect(self.handle().dsn("postgres"), connect_timeout=2).close()
+            with psycopg.connect(self.handle().dsn("postgres"), connect_timeout=2) as connection:
+                row = connection.execute("SHOW data_directory").fetchone()
         except psycopg.OperationalError as exc:
             return str(exc)
-        return None
+        return _another_server(self.port, row[0] if row else None, str(self.datadir))
 
     def _after_start(self) -> None:
         with contextlib.closing(self.handle().connect("postgres")) as conn:

@@ -126,6 +126,19 @@ def test_mariadb_runs_privately(any_mariadb: MariaDBServer) -> None:
 
 @pytest.mark.integration
 @pytest.mark.mariadb
+def test_a_server_given_a_port_another_server_holds_starts_on_a_free_one(
+    mariadb_full: MariaDBServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two soaks started at once drew the same free port: the later server's readiness
+    # check reached the earlier server, and its soak then lost its server.
+    taken = iter([mariadb_full.port])
+    free_port = servers._free_port
+    monkeypatch.setattr(servers, "_free_port", lambda: next(taken, None) or free_port())
+    with servers.running_mariadb("FULL") as other:
+        assert other.port != mariadb_full.port
+        assert _mariadb_row(other, "SELECT @@socket") == (str(other.socket),)
+
+
 def test_mariadb_time_zone_is_not_utc(any_mariadb: MariaDBServer) -> None:
     sql = "SELECT @@global.time_zone, TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), NOW())"
     time_zone, offset_minutes = _mariadb_row(any_mariadb, sql)
