@@ -277,11 +277,7 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     generation = _log_identity(table)
     if generation is None:
         if _was_retired(table):
-            raise ChangelogMoved(
-                f"lake table {table.table}: its changelog was moved aside (the CDC pipeline"
-                " is loading the table again after a DDL); validate again",
-                {"table": table.table},
-            )
+            raise ChangelogMoved.of(table)
         raise TerminalError(
             f"lake table {table.table} has no changelog at {table.changelog}: "
             "check the comparison's target table, or run the CDC pipeline first"
@@ -297,15 +293,19 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
                 " path (one is missing or damaged)",
                 {"table": table.table},
             ) from exc
-        raise ChangelogMoved(
-            f"lake table {table.table}: its changelog was moved aside while it was read (the"
-            " CDC pipeline is loading the table again after a DDL); validate again",
-            {"table": table.table},
-        ) from exc
+        raise ChangelogMoved.of(table) from exc
 
 
 class ChangelogMoved(TransientError):
     """A reload moved a changelog aside under a reader (``PipelineSink.retire_table``)."""
+
+    @classmethod
+    def of(cls, table: LakeTable) -> ChangelogMoved:
+        return cls(
+            f"lake table {table.table}: its changelog was moved aside while it was read (the"
+            " CDC pipeline is loading the table again after a DDL); validate again",
+            {"table": table.table},
+        )
 
 
 def _was_retired(table: LakeTable) -> bool:
