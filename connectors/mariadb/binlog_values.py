@@ -87,7 +87,12 @@ def _big_endian(data: bytes | bytearray, at: int, size: int) -> int:
 
 
 def _new_decimal(precision: int, scale: int) -> Decode:
-    """MySQL's packed DECIMAL: groups of 9 digits in 4 bytes, big-endian, sign in bit 7."""
+    """MySQL's packed DECIMAL: groups of 9 digits in 4 bytes, big-endian, sign in bit 7.
+
+    The value is read as one integer, whose groups are cut out by shifts and joined by
+    multiplying: a few integer operations per group, in place of a text per group (this
+    runs for every DECIMAL value of every row).
+    """
     integral = precision - scale
     int_full, int_rest = divmod(integral, 9)
     frac_full, frac_rest = divmod(scale, 9)
@@ -100,23 +105,26 @@ def _new_decimal(precision: int, scale: int) -> Decode:
     widths = (
         [int_rest] * bool(int_rest) + [9] * (int_full + frac_full) + [frac_rest] * bool(frac_rest)
     )
-    int_groups = bool(int_rest) + int_full
     total = sum(sizes)
+    sign_bit = 1 << (8 * total - 1)
+    negated = sign_bit ^ ((1 << (8 * total)) - 1)  # a negative number's flipped bits
+    groups, shift, digits = [], 0, 0  # (shift, mask, multiplier), from the last group
+    for size, width in zip(reversed(sizes), reversed(widths), strict=True):
+        groups.append((shift, (1 << (8 * size)) - 1, 10**digits))
+        shift, digits = shift + 8 * size, digits + width
 
     def decode(data: bytes, at: int) -> tuple[object, int]:
-        raw = bytearray(data[at : at + total])
-        negative = not raw[0] & 0x80
-        raw[0] ^= 0x80
-        if negative:  # negative numbers are stored with every bit inverted
-            raw = bytearray(b ^ 0xFF for b in raw)
-        digits, offset = [], 0
-        for size, width in zip(sizes, widths, strict=True):
-            digits.append(f"{_big_endian(raw, offset, size):0{width}d}")
-            offset += size
-        text = "".join(digits[:int_groups]) or "0"
+        packed = int.from_bytes(data[at : at + total], "big")
+        negative = not packed & sign_bit
+        packed ^= negated if negative else sign_bit
+        number = 0
+        for shift, mask, multiplier in groups:
+            number += (packed >> shift & mask) * multiplier
+        text = str(number)
         if scale:
-            text += "." + "".join(digits[int_groups:])
-        return decimal.Decimal(("-" if negative else "") + text), at + total
+            text = text.rjust(scale + 1, "0")
+            text = text[:-scale] + "." + text[-scale:]
+        return decimal.Decimal("-" + text if negative else text), at + total
 
     return decode
 
@@ -131,13 +139,16 @@ def _datetime2(fsp: int) -> Decode:
     frac_size, scale = _fraction(fsp)
 
     def decode(data: bytes, at: int) -> tuple[object, int]:
-        packed = _big_endian(data, at, 5) - 0x8000000000
-        micros = _big_endian(data, at + 5, frac_size) * scale
+        packed = int.from_bytes(data[at : at + 5], "big") - 0x8000000000  # inline: per value
+        micros = int.from_bytes(data[at + 5 : at + 5 + frac_size], "big") * scale
         ymd, hms = packed >> 17, packed & 0x1FFFF
         year_month = ymd >> 5
         day = (year_month // 13, year_month % 13, ymd & 0x1F)
         time = (hms >> 12, (hms >> 6) & 0x3F, hms & 0x3F)
-        return to_datetime(day, time, micros), at + 5 + frac_size
+        try:  # a calendar date, nearly every value, first: this runs per value
+            return dt.datetime(*day, *time, micros), at + 5 + frac_size
+        except ValueError:
+            return to_datetime(day, time, micros), at + 5 + frac_size
 
     return decode
 
@@ -146,8 +157,8 @@ def _timestamp2(fsp: int) -> Decode:
     frac_size, scale = _fraction(fsp)
 
     def decode(data: bytes, at: int) -> tuple[object, int]:
-        seconds = _big_endian(data, at, 4)
-        micros = _big_endian(data, at + 4, frac_size) * scale
+        seconds = int.from_bytes(data[at : at + 4], "big")  # inline: per value
+        micros = int.from_bytes(data[at + 4 : at + 4 + frac_size], "big") * scale
         if seconds == 0 and micros == 0:
             return None, at + 4 + frac_size  # the zero timestamp '0000-00-00 00:00:00'
         value = _EPOCH + dt.timedelta(seconds=seconds, microseconds=micros)
@@ -370,32 +381,45 @@ def iter_images(
     Columns the event's bitmap leaves out (MINIMAL and NOBLOB images) are ``ABSENT``; a
     column whose NULL bit is set is ``None``.
     """
-    present = [_present(bitmap, len(codecs)) for bitmap in bitmaps]
+    readers = [_image_reader(codecs, _present(bitmap, len(codecs))) for bitmap in bitmaps]
     rows, at = [], 0
     while at < len(data):
         row = []
-        for flags in present:
-            image, at = _read_image(codecs, flags, data, at)
+        for read in readers:
+            image, at = read(data, at)
             row.append(image)
         rows.append(row)
     return rows
 
 
-def _read_image(
-    codecs: Sequence[ColumnCodec], present: Sequence[bool], data: bytes, at: int
-) -> tuple[dict[str, object], int]:
+def _image_reader(
+    codecs: Sequence[ColumnCodec], present: Sequence[bool]
+) -> Callable[[bytes, int], tuple[dict[str, object], int]]:
+    """Reads one image of the columns ``present`` marks. This runs for every row: what is
+    the same for all rows of an event is worked out once here."""
+    columns = [(c.name, c.decode, c.kept, p) for c, p in zip(codecs, present, strict=True)]
     nulls_size = (sum(present) + 7) // 8
-    nulls, at = data[at : at + nulls_size], at + nulls_size
-    image: dict[str, object] = {}
-    index = 0  # the column's index among the present ones: its NULL bit
-    for codec, is_present in zip(codecs, present, strict=True):
-        value: object = ABSENT
-        if is_present:
-            if nulls[index >> 3] >> (index & 7) & 1:
-                value = None
-            else:
-                value, at = codec.decode(data, at)
-            index += 1
-        if codec.kept:
-            image[codec.name] = value
-    return image, at
+    plain = [(c.name, c.decode) for c in codecs]
+    whole = all(present) and all(c.kept for c in codecs)  # a FULL image, no spatial column
+
+    def read(data: bytes, at: int) -> tuple[dict[str, object], int]:
+        nulls, at = int.from_bytes(data[at : at + nulls_size], "little"), at + nulls_size
+        image: dict[str, object] = {}
+        if whole and not nulls:
+            for name, decode in plain:  # the common row: a FULL image without NULLs
+                image[name], at = decode(data, at)
+            return image, at
+        index = 0  # the column's index among the present ones: its NULL bit
+        for name, decode, kept, is_present in columns:
+            value: object = ABSENT
+            if is_present:
+                if nulls >> index & 1:
+                    value = None
+                else:
+                    value, at = decode(data, at)
+                index += 1
+            if kept:
+                image[name] = value
+        return image, at
+
+    return read

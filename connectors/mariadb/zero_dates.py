@@ -62,24 +62,20 @@ def from_text(text: str) -> _NotADate | None:
 
 def to_date(year: int, month: int, day: int) -> dt.date | _NotADate | None:
     """The value of a stored DATE's parts (None: the zero date)."""
-    if not (year or month or day):
-        return None
-    try:
+    try:  # a calendar date, nearly every value, first (the zero date is none)
         return dt.date(year, month, day)
     except ValueError:
-        return NOT_A_DATE
+        return None if not (year or month or day) else NOT_A_DATE
 
 
 def to_datetime(
     day: tuple[int, int, int], time: tuple[int, int, int], micros: int
 ) -> dt.datetime | _NotADate | None:
     """The value of a stored DATETIME's parts (None: the zero datetime)."""
-    if not (any(day) or any(time) or micros):
-        return None
-    try:
+    try:  # a calendar date, nearly every value, first (the zero datetime is none)
         return dt.datetime(*day, *time, micros)
     except ValueError:
-        return NOT_A_DATE
+        return None if not (any(day) or any(time) or micros) else NOT_A_DATE
 
 
 def zero_sql(ref: str) -> str:
