@@ -11,7 +11,8 @@ neither zero nor a calendar date stops the reader (``zero_dates``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from itertools import repeat
+from typing import Any, NoReturn
 
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
@@ -40,7 +41,8 @@ def row_changes(
         locator = _locator(layout, images[0], position)
         if layout.dated:
             for image in images:
-                _check_dates(layout, image, locator, position)
+                if NOT_A_DATE in map(image.get, layout.dated):  # in C: this runs per row
+                    _refuse_date(layout, image, locator, position)
         if kind == "WriteRowsEvent":
             yield RowChange(txid, position, "c", layout.table, locator, images[0])
         elif kind == "UpdateRowsEvent":
@@ -50,30 +52,33 @@ def row_changes(
             yield RowChange(txid, position, "d", layout.table, locator, None, images[0])
 
 
-def _check_dates(
+def _refuse_date(
     layout: TableLayout,
     image: Mapping[str, object],
     locator: tuple[object, ...],
     position: Position,
-) -> None:
-    """Refuse a date that is neither zero nor a calendar date (``zero_dates``), naming the
-    row by its key."""
-    for column in layout.dated:
-        if image.get(column) is NOT_A_DATE:
-            shown = key_text(layout.key, locator)
-            raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
+) -> NoReturn:
+    """Refuse the image's date that is neither zero nor a calendar date (``zero_dates``),
+    naming the row by its key."""
+    column = next(c for c in layout.dated if image.get(c) is NOT_A_DATE)
+    shown = key_text(layout.key, locator)
+    raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
 
 
 def _locator(
     layout: TableLayout, image: Mapping[str, object], position: Position
 ) -> tuple[object, ...]:
-    key = tuple(image.get(column, ABSENT) for column in layout.key)
-    if any(value is ABSENT for value in key):
-        missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]
-        raise TerminalError(
-            f"a row of table {layout.table} at {position} does not carry its key columns"
-            f" {missing} ({layout.key_source}); give the table a primary key or configure a"
-            " key the binlog's row images carry",
-            {"table": layout.table, "position": position.text},
-        )
+    key = tuple(map(image.get, layout.key, _ABSENT_FOREVER))  # in C: this runs per row
+    for value in key:  # `in` would call each value's __eq__
+        if value is ABSENT:
+            missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]
+            raise TerminalError(
+                f"a row of table {layout.table} at {position} does not carry its key columns"
+                f" {missing} ({layout.key_source}); give the table a primary key or configure"
+                " a key the binlog's row images carry",
+                {"table": layout.table, "position": position.text},
+            )
     return key
+
+
+_ABSENT_FOREVER = repeat(ABSENT)  # the default of every key column's ``image.get``
