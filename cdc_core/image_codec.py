@@ -49,23 +49,10 @@ _PLAIN_OR_COMMON = PLAIN_TYPES | {Decimal, datetime, date}
 _PLAIN_NAMES = frozenset(kind.__name__ for kind in PLAIN_TYPES)
 
 
-def _datetime_fields(value: datetime) -> tuple[int, ...]:
-    return (value.year, value.month, value.day, value.hour, value.minute, value.second,
-            value.microsecond, value.fold)  # fmt: skip
-
-
 def _stand_in(value: object) -> tuple[int, object]:
-    kind = type(value)
-    if kind is Decimal:
-        return DECIMAL, str(value)
-    if kind is datetime:
-        assert isinstance(value, datetime)  # for mypy: `kind is` does not narrow
-        if value.tzinfo is None:
-            return NAIVE_DATETIME, _datetime_fields(value)
-        if value.tzinfo is UTC:
-            return UTC_DATETIME, _datetime_fields(value)
-    if kind is date:
-        assert isinstance(value, date)
+    """The kind and stand-in of a value ``to_image_values`` does not write inline."""
+    if type(value) is date:
+        assert isinstance(value, date)  # for mypy: `type(...) is` does not narrow
         return DATE, value.toordinal()
     return TAGGED, to_tagged(value)
 
@@ -90,12 +77,17 @@ def to_image_values(
         return (image if type(image) is dict else dict(image)), None
     values: dict[str, object] = {}
     kinds: dict[str, int] = {}
+    value: Any  # its type is tested by identity, which mypy does not narrow
     for column, value in image.items():
         kind = type(value)
         if kind in PLAIN_TYPES:
             values[column] = value
-        elif kind is Decimal:  # the commonest stand-in, inline: this runs per column
+        elif kind is Decimal:  # the commonest stand-ins inline: this runs per column
             kinds[column], values[column] = DECIMAL, str(value)
+        elif kind is datetime and (value.tzinfo is None or value.tzinfo is UTC):
+            kinds[column] = NAIVE_DATETIME if value.tzinfo is None else UTC_DATETIME
+            values[column] = (value.year, value.month, value.day, value.hour, value.minute,
+                              value.second, value.microsecond, value.fold)  # fmt: skip
         elif full and (value is ABSENT or value is UNAVAILABLE):
             raise ContractError(f"a stored row image must be full; it has {value!r} columns")
         else:

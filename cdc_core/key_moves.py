@@ -44,6 +44,19 @@ class KeyMoves:
     transaction: CommittedTransaction
     key_of: KeyOf
     _holders: dict[tuple[str, tuple[object, ...]], Hashable] = field(default_factory=dict)
+    _keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def key(self, table: str) -> tuple[str, ...]:
+        """The table's key columns, asked of ``key_of`` once per table: this runs per change."""
+        columns = self._keys.get(table)
+        if columns is None:
+            columns = self._keys[table] = self.key_of(table)
+        return columns
+
+    def forget_keys(self) -> None:
+        """Ask ``key_of`` again (a part written mid-transaction may have described tables
+        anew)."""
+        self._keys.clear()
 
     def events(self, original: RowChange, rebuilt: RowChange, seq: int) -> list[LakeEvent]:
         """The events of one change.
@@ -53,7 +66,7 @@ class KeyMoves:
             rebuilt: The same change with full images (its ``locator`` is the row after it).
             seq: The change's order in the transaction.
         """
-        columns = self.key_of(rebuilt.table)
+        columns = self.key(rebuilt.table)
         if not columns or rebuilt.op == "t":
             return [LakeEvent.of_change(rebuilt, seq, self.transaction)]
         if rebuilt.op == "d":

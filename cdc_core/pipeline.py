@@ -365,7 +365,7 @@ class Pipeline(FollowsDdl):
             loaded_at = self._checkpoint.loaded.get(table)
             if loaded_at is not None and transaction.commit_pos <= loaded_at:
                 continue  # in the table's initial snapshot, and its image store
-            if self._shaped_before_ddl(committed.change, transaction.commit_pos):
+            if self._shaped_before_ddl(committed.change, transaction.commit_pos, moves.key(table)):
                 continue  # a refresh after it reads its effect from the source
             try:
                 change = self._rebuilder.rebuild(committed, transaction.commit_pos)
@@ -388,6 +388,7 @@ class Pipeline(FollowsDdl):
             if len(events) >= self.config.batch_max_events:
                 self._write_part(transaction, events, part)
                 events, part = [], part + 1
+                moves.forget_keys()
         emitted = EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events), part)
         self._pending_transactions.append(emitted)
         self._metrics.committed(transaction, total)

@@ -602,10 +602,10 @@ def _truncated(schema: pa.Schema, records: list[dict[str, object]]) -> bool:
 
     for column in schema:
         if pat.is_integer(column.type):
-            values = list(map(methodcaller("get", column.name), records))
-            if set(map(type, values)) <= _WHOLE:  # the common case, checked in C
+            values = map(methodcaller("get", column.name), records)
+            if _WHOLE.issuperset(map(type, values)):  # the common case, checked in C
                 continue
-            for value in values:
+            for value in map(methodcaller("get", column.name), records):
                 if isinstance(value, (float, Decimal)) and _has_fraction(value):
                     return True
     return False
