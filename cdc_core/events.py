@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import repeat
 from typing import Final, Literal
 
 from cdc_core.errors import ContractError
@@ -74,6 +75,24 @@ UNAVAILABLE: Final = _Unavailable()
 """A column whose new value the log cannot render (LogMiner's ``Unsupported Type``, LONG):
 unlike ``ABSENT`` it may have changed, so the row image store's value is stale. The rebuild
 fetches it from the source as of the change's commit position, or stops; never NULL."""
+
+
+def key_values(image: Mapping[str, object], columns: Iterable[str]) -> tuple[object, ...]:
+    """The values of ``columns`` in ``image``, ``ABSENT`` where it lacks one (in C: this runs
+    for every row a log reader decodes)."""
+    return tuple(map(image.get, columns, _ABSENT_FOREVER))
+
+
+def lacks_absent(values: Iterable[object]) -> bool:
+    """Whether no value is ``ABSENT``. A plain identity loop: ``in`` would call each value's
+    ``__eq__`` (Decimal's does isinstance checks against ABCs)."""
+    for value in values:  # noqa: SIM110 (a generator costs twice as much here)
+        if value is ABSENT:
+            return False
+    return True
+
+
+_ABSENT_FOREVER: Final = repeat(ABSENT)
 
 
 @dataclass(frozen=True, slots=True)

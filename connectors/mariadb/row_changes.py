@@ -11,11 +11,10 @@ neither zero nor a calendar date stops the reader (``zero_dates``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from itertools import repeat
 from typing import Any, NoReturn
 
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RowChange
+from cdc_core.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.position import Position
 from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
@@ -68,17 +67,13 @@ def _refuse_date(
 def _locator(
     layout: TableLayout, image: Mapping[str, object], position: Position
 ) -> tuple[object, ...]:
-    key = tuple(map(image.get, layout.key, _ABSENT_FOREVER))  # in C: this runs per row
-    for value in key:  # `in` would call each value's __eq__
-        if value is ABSENT:
-            missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]
-            raise TerminalError(
-                f"a row of table {layout.table} at {position} does not carry its key columns"
-                f" {missing} ({layout.key_source}); give the table a primary key or configure"
-                " a key the binlog's row images carry",
-                {"table": layout.table, "position": position.text},
-            )
-    return key
-
-
-_ABSENT_FOREVER = repeat(ABSENT)  # the default of every key column's ``image.get``
+    key = key_values(image, layout.key)
+    if lacks_absent(key):  # every change: the error's work only when it is one
+        return key
+    missing = [c for c, v in zip(layout.key, key, strict=True) if v is ABSENT]
+    raise TerminalError(
+        f"a row of table {layout.table} at {position} does not carry its key columns"
+        f" {missing} ({layout.key_source}); give the table a primary key or configure a key"
+        " the binlog's row images carry",
+        {"table": layout.table, "position": position.text},
+    )

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
-from cdc_core.events import ABSENT, RowChange
+from cdc_core.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.names import format_table
 from cdc_core.position import Position
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
@@ -174,10 +174,13 @@ class RelationTracker:
         image: dict[str, object] = {}
         if len(values) != len(relation.columns):
             raise ProtocolError(f"a tuple of {len(values)} columns for {relation.table}")
+        keyed = old_kind == "K"
         for (name, key, decode, where), value in zip(relation.columns, values, strict=True):
             if decode is None:
                 continue  # not stored
-            if old_kind == "K" and not key:
+            if type(value) is bytes and not keyed:  # the common value first: runs per value
+                image[name] = decode(value, where)
+            elif keyed and not key:
                 image[name] = ABSENT  # not logged: the key tuple holds only the key
             elif value is None or value is UNCHANGED_TOAST:
                 image[name] = ABSENT if value is UNCHANGED_TOAST else None
@@ -190,10 +193,10 @@ class RelationTracker:
 
 
 def _locator(relation: _Relation, image: dict[str, object], position: Position) -> Hashable:
-    key = tuple(image.get(column, ABSENT) for column in relation.key)
+    key = key_values(image, relation.key)
+    if key and lacks_absent(key):  # every change: the error's work only when it is one
+        return key
     missing = [c for c, v in zip(relation.key, key, strict=True) if v is ABSENT]
-    if missing or not relation.key:
-        raise ReplicaIdentityError.missing(
-            relation.table, relation.key, missing or ["(no key)"], position.text
-        )
-    return key
+    raise ReplicaIdentityError.missing(
+        relation.table, relation.key, missing or ["(no key)"], position.text
+    )
