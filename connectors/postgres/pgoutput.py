@@ -387,15 +387,15 @@ def _tuple(reader: _Reader) -> tuple[TupleValue, ...]:
     for _ in range(count):
         kind = data[at] if at < len(data) else -1
         at += 1
-        if kind == 0x6E:  # n
-            values.append(None)
-        elif kind == 0x75:  # u
-            values.append(UNCHANGED_TOAST)
-        elif kind in (0x62, 0x74):  # b, t
+        if kind == 0x62 or kind == 0x74:  # b, t: binary (the commonest) or text
             (length,) = _LENGTH.unpack_from(data, at)
             chunk = data[at + 4 : at + 4 + length]
             at += 4 + length
             values.append(chunk if kind == 0x62 else Text(chunk.decode("utf-8")))
+        elif kind == 0x6E:  # n
+            values.append(None)
+        elif kind == 0x75:  # u
+            values.append(UNCHANGED_TOAST)
         else:
             raise ProtocolError(f"unknown tuple value kind {kind!r}")
     if at > len(data):
