@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from cdc_core.buffer_state import BufferState, TransactionState
 from cdc_core.errors import ConfigError, TerminalError
@@ -154,7 +155,8 @@ def _utc_now() -> datetime:
 def estimated_bytes(change: RowChange) -> int:
     """Roughly the memory a buffered change holds (see ``CHANGE_OVERHEAD_BYTES``)."""
     size = CHANGE_OVERHEAD_BYTES
-    for image in (change.after, change.before):
+    images: tuple[Mapping[str, Any] | None, ...] = (change.after, change.before)
+    for image in images:  # values of any type: only str and bytes are measured
         if image:
             size += IMAGE_BYTES + COLUMN_BYTES * len(image)
             # Per value: a comprehension of exact types runs twice as fast as a loop.
