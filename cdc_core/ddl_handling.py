@@ -19,7 +19,7 @@ from cdc_core.copies import COPY, has_copies, source_key, source_locator, with_c
 from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.events import ABSENT, RowChange
-from cdc_core.image_store import RowImageStore
+from cdc_core.image_store import RowImageStore, to_locator_bytes
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
 from cdc_core.rebuild import EqualKeysError, RebuildConfig, Rebuilder
@@ -321,13 +321,16 @@ class FollowsDdl:
         # here, as copies 0 to n - 1 (cdc_core.copies), and copies the chunk did not
         # write again are buried below with the other rows gone.
         numbers = has_copies(self._descriptions.get(table).key)
-        copies: Counter[Hashable] | None = Counter() if numbers else None
+        copies: Counter[bytes] | None = Counter() if numbers else None
         for found in iter_rows(chunk):
             row, locator = self.config.tables.strip_row(table, found.row), found.locator
             seq = first + len(events)
             if copies is not None:
-                row, locator = {**row, COPY: copies[locator]}, with_copy(locator, copies[locator])
-                copies[found.locator] += 1
+                # Rows counted equal as the store keys them: every NaN one value, as the
+                # databases compare them (Python finds no NaN equal: postgres soak seed 8652).
+                values = to_locator_bytes(found.locator)
+                row, locator = {**row, COPY: copies[values]}, with_copy(locator, copies[values])
+                copies[values] += 1
             elif not unique and self._store.get(table, locator, chunk.position, seq=seq - 1):
                 raise EqualKeysError.of(table, chunk.position)
             self._store.put(table, locator, chunk.position, row, seq)
