@@ -27,11 +27,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.errors import ContractError, TransientError
+from cdc_core.image_store import to_locator_bytes
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, meta_fields
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.sink import REFRESH_SEQ_BASE, fit_to_lake
@@ -257,7 +258,7 @@ def _aligned_to(data: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.table(columns, names=schema.names)
 
 
-def _keys_with_newer_events(request: RefreshRequest) -> set[tuple[object, ...]]:
+def _keys_with_newer_events(request: RefreshRequest) -> set[Hashable]:
     """Keys of the request that have a changelog event above the refresh position."""
     import pyarrow.compute as pc
     from deltalake import DeltaTable
@@ -269,8 +270,15 @@ def _keys_with_newer_events(request: RefreshRequest) -> set[tuple[object, ...]]:
     return {_key_of(row, request.key) for row in later.to_pylist()}
 
 
-def _key_of(row: dict[str, object], key: Sequence[str]) -> tuple[object, ...]:
-    return tuple(row[k] for k in key)
+def _key_of(row: dict[str, object], key: Sequence[str]) -> Hashable:
+    """A row's key as the store keys rows: every NaN one value, as the databases compare
+    them (Python finds no NaN equal; a table without a key has its floats in its key).
+    A type the store never keys a row by (an interval) is compared as Python compares it."""
+    values = tuple(row[k] for k in key)
+    try:
+        return to_locator_bytes(values)
+    except ContractError:
+        return values
 
 
 def _retry(
