@@ -175,16 +175,22 @@ def test_a_key_changed_while_the_table_is_loading_leaves_no_old_rows(
     assert check(Workload("mariadb-minimal", 905, setup, items), run) == []
 
 
+def _keyless_postgres_table(columns: str, rows: str) -> tuple[str, ...]:
+    """The set-up of table "k": "id" and ``columns``, no key (located by every column, as
+    REPLICA IDENTITY FULL logs it), holding ``rows``."""
+    return (
+        f'CREATE TABLE "k" ("id" bigint NOT NULL, {columns})',
+        'ALTER TABLE "k" REPLICA IDENTITY FULL',
+        f'INSERT INTO "k" VALUES {rows}',
+    )
+
+
 def test_a_table_without_a_key_is_updated_after_a_column_with_a_default_is_added(
     request: pytest.FixtureRequest, spark: Any, tmp_path: Path
 ) -> None:
     """Soak seed 5 (postgres-default), shrunk by hand."""
     run = _run(request, "postgres-default", spark, tmp_path)
-    setup = (
-        'CREATE TABLE "k" ("id" bigint NOT NULL, "n" integer)',
-        'ALTER TABLE "k" REPLICA IDENTITY FULL',
-        'INSERT INTO "k" VALUES (1, 0), (2, 0)',
-    )
+    setup = _keyless_postgres_table('"n" integer', "(1, 0), (2, 0)")
     items = (
         Item(
             "ddl", (Step(0, 'ALTER TABLE "k" ADD COLUMN "c6" varchar(40) DEFAULT \'dflt\'', True),)
@@ -201,11 +207,7 @@ def test_a_table_without_a_key_is_updated_after_a_column_is_renamed(
     """Soak seed 5 (postgres-default and -full), shrunk by hand: the pipeline stopped, a
     change logged before the rename lacking the key column of its new name."""
     run = _run(request, "postgres-default", spark, tmp_path)
-    setup = (
-        'CREATE TABLE "k" ("id" bigint NOT NULL, "c1" integer)',
-        'ALTER TABLE "k" REPLICA IDENTITY FULL',
-        'INSERT INTO "k" VALUES (1, 0), (2, 0)',
-    )
+    setup = _keyless_postgres_table('"c1" integer', "(1, 0), (2, 0)")
     items = (
         Item("autocommit", (Step(0, 'UPDATE "k" SET "c1" = 5 WHERE "id" = 2', True),)),
         Item("ddl", (Step(0, 'ALTER TABLE "k" RENAME COLUMN "c1" TO "c6"', True),)),
@@ -221,11 +223,8 @@ def test_equal_rows_holding_nan_are_numbered_apart_by_a_refresh(
     default rewrites the table, so it is loaded again; its equal rows holding a NaN were all
     numbered copy 0 (Python finds no NaN equal), so the mirror kept one of each."""
     run = _run(request, "postgres-default", spark, tmp_path)
-    setup = (
-        'CREATE TABLE "k" ("id" bigint NOT NULL, "f" double precision, "c1" text)',
-        'ALTER TABLE "k" REPLICA IDENTITY FULL',
-        "INSERT INTO \"k\" VALUES (1, 'NaN', 'a'), (2, 0.5, 'b')",
-    )
+    rows = "(1, 'NaN', 'a'), (2, 0.5, 'b')"
+    setup = _keyless_postgres_table('"f" double precision, "c1" text', rows)
     statements = (
         'INSERT INTO "k" SELECT * FROM "k" WHERE "id" = 1',
         'UPDATE "k" SET "c1" = NULL',
