@@ -7,36 +7,35 @@ reader (Spark: ``validator.engines.hybrid.lake.lake_in_leaves``; DuckDB:
 ``validator.engines.local.lake.leaves_filter_sql``) filters the lake's rows on the same
 ranges, on the first key column, below the per-key window of a replayed changelog (a few
 covering ranges, ``covering_runs``, into the Parquet scan, the exact leaves as a lookup).
-Past ``MAX_RANGES`` runs a SQL predicate costs more than it saves: the slice reads its whole
-range and keeps the wanted leaves.
+A slice reads scattered leaves by a few queries of many ranges each (an index range scan
+per run of leaves), and leaves that are most of its range in one pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from connectors.pushdown import RangeLeaves, leaf_ranges, range_predicate
+from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
-from validator.engines.database.slices import MAX_RANGES_PER_QUERY, Slice, digests_of
+from validator.engines.database.slices import Slice, digests_of, leaf_range_wheres
 
-MAX_RANGES = MAX_RANGES_PER_QUERY  # per source slice (SQL)
 MAX_PUSHED_RANGES = 32  # key ranges pushed into the lake's Parquet scan
 
 
 def source_digests(part: Slice, leaves: Collection[int]) -> dict[int, LeafDigest]:
-    """The digests of those of ``leaves`` the slice owns (one GROUP BY over their ranges)."""
+    """The digests of those of ``leaves`` the slice owns (a GROUP BY over their ranges)."""
     assert isinstance(part.scheme, RangeLeaves)  # incremental runs use range leaves only
     mine = sorted(leaf for leaf in leaves if part.owns(leaf))
     if not mine:
         return {}
-    runs = leaf_ranges(mine)
-    if len(runs) > MAX_RANGES:
+    wheres = leaf_range_wheres(part, mine)
+    if wheres is None:
         wanted = set(mine)
         return {leaf: d for leaf, d in digests_of(part).items() if leaf in wanted}
-    column = part.side.dialect.quote(part.side.table.key[0])
-    ranges = [range_predicate(column, *part.scheme.bounds(a, b)) for a, b in runs]
-    where = "" if "" in ranges else " OR ".join(f"({r})" for r in ranges)
-    return digests_of(part, where)
+    digests: dict[int, LeafDigest] = {}
+    for where in wheres:
+        digests.update(digests_of(part, where))
+    return digests
 
 
 def covering_runs(runs: Sequence[tuple[int, int]], most: int) -> list[tuple[int, int]]:
