@@ -10,6 +10,7 @@ from cdc_core.lake import LakeTable
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
 from validator.incremental.changed_leaves import leaf_of
+from validator.incremental.digest_table import DigestTable
 from validator.incremental.state import (
     CorruptState,
     LogMark,
@@ -28,8 +29,8 @@ STATE = ValidationState(
     changelog=LogMark("a-table-id", 7),
     mirror=None,
     sweep_cursor=4,
-    source={0: LeafDigest(3, 2**64 - 1), 9: LeafDigest(1, 5)},
-    lake={0: LeafDigest(3, 2**64 - 1)},
+    source=DigestTable.of({0: LeafDigest(3, 2**64 - 1), 9: LeafDigest(1, 5)}),
+    lake=DigestTable.of({0: LeafDigest(3, 2**64 - 1)}),
 )
 
 
@@ -49,6 +50,7 @@ def test_a_state_reads_back_as_written_and_knows_its_differing_leaves(tmp_path: 
         "[]",
         '{"format": "something else"}',
         '{"format": "replcheck.validation-state", "format_version": 1}',
+        '{"format": "replcheck.validation-state", "format_version": 2}',
     ],
 )
 def test_a_corrupt_state_is_an_error_naming_the_file(tmp_path: Path, text: str) -> None:
@@ -57,6 +59,25 @@ def test_a_corrupt_state_is_an_error_naming_the_file(tmp_path: Path, text: str) 
     with pytest.raises(CorruptState, match="is not a validation state") as raised:
         read_state(path)
     assert raised.value.path == path
+
+
+def test_digests_merge_and_compare_as_columns() -> None:
+    stored = DigestTable.of(
+        {1: LeafDigest(2, 10), 4: LeafDigest(1, 2**64 - 1), 7: LeafDigest(5, 0)}
+    )
+    fresh = {4: LeafDigest(2, 3), 9: LeafDigest(1, 1)}  # 7 re-hashed and now empty
+    merged = stored.replaced({4, 7, 9}, fresh)
+    assert merged.to_dict() == {1: LeafDigest(2, 10), 4: LeafDigest(2, 3), 9: LeafDigest(1, 1)}
+    assert merged.rows() == 5
+    assert merged.differing(stored) == {4, 7, 9}
+    assert DigestTable.from_document(merged.to_document()) == merged
+
+
+def test_digest_columns_of_different_lengths_are_refused() -> None:
+    document = DigestTable.of({1: LeafDigest(2, 10)}).to_document()
+    document["count"] = DigestTable.of({}).to_document()["count"]
+    with pytest.raises(ValueError, match="different lengths"):
+        DigestTable.from_document(document)
 
 
 def test_no_state_file_is_no_state(tmp_path: Path) -> None:

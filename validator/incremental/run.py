@@ -5,6 +5,9 @@ The hybrid engine calls, in order: ``begin`` (before it reads anything: the stor
 the leaves to use and the lake's Delta versions), ``leaves_to_rehash`` (once the source's
 positions P1 are known; None: every leaf), ``merged`` (fresh digests plus stored ones) and
 ``finish`` (store the state, say what the run proves).
+
+Only the re-hashed leaves need comparing: a reused leaf held equal digests on both sides
+when they were stored, since a leaf that differed is always re-hashed.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING
 from cdc_core.lake import LakeTable
 from connectors.pushdown import LeafScheme, RangeLeaves
 from validator.incremental.changed_leaves import changed_leaves
+from validator.incremental.digest_table import DigestTable
 from validator.incremental.fingerprint import differing_parts, fingerprint_parts
 from validator.incremental.guarantee import full_coverage, incremental_coverage
 from validator.incremental.lake_log import log_mark, why_not_carried
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Sides = tuple[Digests, Digests]  # the source's digests, the lake's
+Stored = tuple[DigestTable, DigestTable]
 # A stored leaf plan is kept while the keys span at most this many times its range.
 MAX_GROWTH = 2
 
@@ -132,21 +137,21 @@ class Increment:
         )
         return self.rehash
 
-    def merged(self, fresh: Sides) -> Sides:
-        """Both sides' digests: the re-hashed leaves' fresh, the others' stored."""
-        if self.state is None or self.rehash is None:
-            return fresh
-        rehash = self.rehash
-
-        def merge(stored: Digests, new: Digests) -> Digests:
-            return {**{k: d for k, d in stored.items() if k not in rehash}, **new}
-
-        return merge(self.state.source, fresh[0]), merge(self.state.lake, fresh[1])
-
-    def finish(self, digests: Sides, positions: SourcePositions | None) -> Coverage | None:
-        """Store the run's state (when it can be) and say what the run proves (None: no
+    def merged(self, fresh: Sides) -> Stored | None:
+        """Both sides' digests: the re-hashed leaves' fresh, the others' stored (None: no
         state is kept for this comparison)."""
         if not self.active:
+            return None
+        if self.state is None or self.rehash is None:
+            return DigestTable.of(fresh[0]), DigestTable.of(fresh[1])
+        stored = (self.state.source, self.state.lake)
+        source, lake = (s.replaced(self.rehash, f) for s, f in zip(stored, fresh, strict=True))
+        return source, lake
+
+    def finish(self, digests: Stored | None, positions: SourcePositions | None) -> Coverage | None:
+        """Store the run's state (when it can be) and say what the run proves (None: no
+        state is kept for this comparison)."""
+        if not self.active or digests is None:
             return None
         coverage = self._coverage(positions.describe() if positions else None)
         if isinstance(self.scheme, RangeLeaves) and positions is not None:
@@ -173,7 +178,7 @@ class Increment:
             runs,
         )
 
-    def _store(self, digests: Sides, positions: SourcePositions) -> None:
+    def _store(self, digests: Stored, positions: SourcePositions) -> None:
         assert isinstance(self.scheme, RangeLeaves)
         changelog, mirror = self.marks
         if changelog is None:  # the lake table appeared while the run waited for it

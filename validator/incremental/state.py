@@ -23,9 +23,10 @@ from cdc_core.lake import LakeTable
 from cdc_core.names import parse_table, to_lake_dir
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
+from validator.incremental.digest_table import DigestTable
 
 FORMAT = "replcheck.validation-state"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1 listed the digests as JSON numbers: too slow past 100,000 leaves
 
 Digests = Mapping[int, LeafDigest]
 
@@ -69,8 +70,8 @@ class ValidationState:
     changelog: LogMark
     mirror: LogMark | None
     sweep_cursor: int
-    source: Digests
-    lake: Digests
+    source: DigestTable
+    lake: DigestTable
 
     def __post_init__(self) -> None:
         if self.low > self.high or not 0 <= self.sweep_cursor < max(1, self.scheme.count):
@@ -78,11 +79,7 @@ class ValidationState:
 
     def differing_leaves(self) -> set[int]:
         """Leaves whose digests differed at P0: always re-hashed, never reused."""
-        return {
-            leaf
-            for leaf in self.source.keys() | self.lake.keys()
-            if self.source.get(leaf) != self.lake.get(leaf)
-        }
+        return self.source.differing(self.lake)
 
 
 def state_path(table: LakeTable, comparison: str) -> Path:
@@ -90,14 +87,6 @@ def state_path(table: LakeTable, comparison: str) -> Path:
     parts = [to_lake_dir(part) for part in parse_table(table.table).parts]
     name = f"{to_lake_dir(comparison)}.json"
     return table.lake.joinpath("_replcheck", "validation", *parts, name)
-
-
-def _digests_to(digests: Digests) -> list[list[int]]:
-    return [[leaf, d.count, d.hash_sum] for leaf, d in sorted(digests.items())]
-
-
-def _digests_from(rows: list[list[int]]) -> dict[int, LeafDigest]:
-    return {int(leaf): LeafDigest(int(count), int(total)) for leaf, count, total in rows}
 
 
 def _mark_to(mark: LogMark | None) -> dict[str, Any] | None:
@@ -122,8 +111,8 @@ def to_document(state: ValidationState) -> dict[str, Any]:
         "changelog": _mark_to(state.changelog),
         "mirror": _mark_to(state.mirror),
         "sweep_cursor": state.sweep_cursor,
-        "source": _digests_to(state.source),
-        "lake": _digests_to(state.lake),
+        "source": state.source.to_document(),
+        "lake": state.lake.to_document(),
     }
 
 
@@ -144,8 +133,8 @@ def from_document(document: Mapping[str, Any]) -> ValidationState:
         changelog=changelog,
         mirror=_mark_from(document["mirror"]),
         sweep_cursor=int(document["sweep_cursor"]),
-        source=_digests_from(document["source"]),
-        lake=_digests_from(document["lake"]),
+        source=DigestTable.from_document(document["source"]),
+        lake=DigestTable.from_document(document["lake"]),
     )
 
 

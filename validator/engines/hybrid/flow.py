@@ -149,8 +149,8 @@ def compare_with_lake(
             work = partial(source_digests, leaves=rehash)
         with timer.phase("leaves"):  # with a replay DuckDB materialises (Spark: lazily)
             lake = target.hashed(scheme, leaves, stack)
-            digests = increment.merged(_with_lake(slices, work, lake.digests))
-            trees = [build_tree(side, scheme.depth) for side in digests]
+            fresh = _with_lake(slices, work, lake.digests)
+            trees = [build_tree(side, scheme.depth) for side in fresh]  # see Increment
             mismatched = diff_trees(*trees).mismatched_leaves
         with timer.phase("keys"):
             keyed = _with_lake(
@@ -163,8 +163,12 @@ def compare_with_lake(
     differences: list[Difference] = []
     for finding in findings:
         differences.extend(to_differences(finding, columns))
-    coverage = increment.finish(digests, positions)
-    counts = [sum(d.count for d in side.values()) for side in digests]
+    stored = increment.merged(fresh)
+    coverage = increment.finish(stored, positions)
+    if stored is None:
+        counts = [sum(d.count for d in side.values()) for side in fresh]
+    else:
+        counts = [side.rows() for side in stored]
     result = ComparisonResult(
         name=plan.comparison.name,
         status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,
