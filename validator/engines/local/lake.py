@@ -31,7 +31,7 @@ from merkle.layout import RowLayout
 from merkle.tree import LeafDigest
 from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
 from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
-from validator.engines.local.state import LakeFiles, lake_files, state_sql
+from validator.engines.local.state import LakeFiles, lake_files, register, state_sql
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions, confirm_exact, lake_at
@@ -114,7 +114,7 @@ class DuckDBLake:
         where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s)
         files = lake_files(lake_table, where.at)
         confirm_exact(lake_table, where)
-        self.connection.register(_FILES, files.dataset)
+        register(self.connection, _FILES, files)
         label = f"{connection.name}:{table}"
         return DuckDBLakeRead(self.connection, plan, files, where.at, (label, where.text))
 

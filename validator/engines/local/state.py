@@ -7,10 +7,14 @@ version's files; else the changelog replayed: for each key its latest event with
 at its partition's position), dropping keys whose latest event is a delete and keys whose
 latest event precedes the newest truncate at or before P.
 
-The files are scanned as one ``pyarrow.dataset`` with the Delta table's own schema, so a
-file written before a column was added reads it as NULL (as Spark's schema merge does) and
-the columns keep the Arrow types the hash SQL was written for (``merkle.duckdb``). DuckDB
-reads only the columns a query names and pushes key-range filters into the scan.
+The files are read by DuckDB's own Parquet reader as one view with the Delta table's own
+schema (``register``): a file written before a column was added reads it as NULL (as
+Spark's schema merge does), and each column has the type DuckDB gives the schema's Arrow
+type, which the hash SQL was written for (``merkle.duckdb``). DuckDB reads only the columns
+a query names, pushes key-range filters into the scan and decodes the other columns only
+for the rows a filter keeps, so an incremental run's scattered leaves cost a fraction of a
+scan (a ``pyarrow`` dataset hands DuckDB every row of every column: 10M rows, 2.2 s
+against 0.6 s).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.lake import COMMIT_POS, COPY, OP, SEQ, LakeTable, changelog_files
 from cdc_core.mirror_state import mirror_version_at
@@ -27,25 +31,35 @@ from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.dataset as ds
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class LakeFiles:
-    """The Parquet files of one Delta version, as a dataset with the table's schema, and
-    whether they are the mirror's (one row per key) or the changelog's (every event)."""
+    """The Parquet files of one Delta version, the table's schema, and whether they are the
+    mirror's (one row per key) or the changelog's (every event)."""
 
-    dataset: ds.Dataset
+    files: tuple[str, ...]
     schema: pa.Schema
     from_mirror: bool
 
 
-def _dataset(files: Sequence[str], schema: pa.Schema) -> ds.Dataset:
-    import pyarrow.dataset as ds
-
-    return ds.dataset(list(files), schema=schema, format="parquet")
+def register(connection: Any, name: str, lake: LakeFiles) -> None:
+    """The view ``name`` of the files on ``connection``, with the table's schema."""
+    if not lake.files:
+        connection.register(name, lake.schema.empty_table())
+        return
+    typed = connection.from_arrow(lake.schema.empty_table())
+    types = dict(zip(typed.columns, map(str, typed.types), strict=True))
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in lake.files)
+    scan = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+    present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+    columns = ", ".join(
+        f"CAST({quote(c) if c in present else 'NULL'} AS {t}) AS {quote(c)}"
+        for c, t in types.items()
+    )
+    connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {columns} FROM {scan}")
 
 
 def lake_files(table: LakeTable, position: int | SourcePositions | None) -> LakeFiles:
@@ -55,10 +69,10 @@ def lake_files(table: LakeTable, position: int | SourcePositions | None) -> Lake
     mirror = mirror_version_at(table, lowest)
     if mirror is not None:
         log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
-        return LakeFiles(_dataset(mirror.files, mirror.schema), mirror.schema, True)
+        return LakeFiles(tuple(mirror.files), mirror.schema, True)
     log.info("lake table %s: replaying its changelog", table.table)
     files, schema = changelog_files(table)
-    return LakeFiles(_dataset(files, schema), schema, False)
+    return LakeFiles(tuple(files), schema, False)
 
 
 def _cutoff(position: int | SourcePositions | None, key: str) -> str:
