@@ -385,10 +385,22 @@ class MariaDBDigestSession:
         return self._connector.read_in(self._connection, self._table, columns, partition, None)
 
 
+# The in-memory table a digest's GROUP BY leaf may grow to before MariaDB moves it to disk
+# (the server's default is 16 MB): a million leaves in 10M rows took 70 s on disk against
+# 8 s in memory. A session setting; the table only grows as far as the leaves need.
+GROUP_BY_MEMORY = 256 * 1024 * 1024
+
+
 @contextmanager
 def digest_session(connector: MariaDBReads, table: TableSchema) -> Iterator[MariaDBDigestSession]:
     """A session in a consistent snapshot of its own (InnoDB cannot share one)."""
     with connector.connect() as connection:
+        with connection.cursor() as cursor:  # see GROUP_BY_MEMORY
+            cursor.execute(
+                f"SET SESSION max_heap_table_size = GREATEST(@@max_heap_table_size,"
+                f" {GROUP_BY_MEMORY}), tmp_table_size = GREATEST(@@tmp_table_size,"
+                f" {GROUP_BY_MEMORY})"
+            )
         session = MariaDBDigestSession(connector, table, connection)
         session.position = connector.begin_snapshot(connection)
         try:

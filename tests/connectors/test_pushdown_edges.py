@@ -325,3 +325,21 @@ def test_mariadb_text_hashes_as_utf8_whatever_its_character_set(
         ]
     zoe = to_field("Zoë".encode())
     assert got == [zoe * 5 + to_field(b"ab"), to_field(b"") * 4 + to_field(b"b") + b"N"]
+
+
+@pytest.mark.integration
+@pytest.mark.mariadb
+def test_a_mariadb_digest_session_groups_a_million_leaves_in_memory(
+    mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+) -> None:
+    from connectors.mariadb.pushdown import GROUP_BY_MEMORY
+
+    database = mariadb_database(mariadb_full)
+    connection = mariadb_full.connect(database)
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE g (id INT PRIMARY KEY)")
+    connector = connector_for(mariadb_full.url(database))
+    schema = connector.reflect("g")
+    with connector.digest_session(schema, None) as session:
+        sizes = list(session.iter_rows("SELECT @@max_heap_table_size, @@tmp_table_size"))
+    assert sizes == [(GROUP_BY_MEMORY, GROUP_BY_MEMORY)]  # the server's default is 16 MB
