@@ -17,7 +17,7 @@ run is full and stores the digests). Then:
    leaf is found, which must happen within ``ceil(1 / --sweep-share)`` runs.
 
     python -m bench.bench_incremental_validation [--rows 1000000] [--changed 0.001]
-        [--drift 3] [--sweep-share 0.1] [--depth 16] [--workdir DIR] [--engine hybrid|auto]
+        [--drift 3] [--sweep-share 0.1] [--depth 0] [--workdir DIR] [--engine hybrid|auto]
 
 Each figure is printed with the load average (``os.getloadavg``) when it was taken.
 """
@@ -73,7 +73,7 @@ def _config(workdir: Path, server: MariaDBServer, args: argparse.Namespace, keep
         f"  lake: {{lake: {json.dumps(str(workdir / 'lake'))}}}\n"
         f"comparisons:\n  - {{name: {TABLE}, source: {{connection: src, table: {TABLE}}},"
         f" target: {{connection: lake, table: {DATABASE}.{TABLE}}},"
-        f" options: {{depth: {args.depth}}}}}\n"
+        f" options: {{{f'depth: {args.depth}' if args.depth else ''}}}}}\n"
         f"validation: {{engine: {args.engine}, lake_wait_timeout_s: 120, max_reported_rows: 10000,"
         f" sweep_share: {args.sweep_share}}}\n",
         encoding="utf-8",
@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--changed", type=float, default=0.001)
     parser.add_argument("--drift", type=int, default=3)
     parser.add_argument("--sweep-share", type=float, default=0.1)
-    parser.add_argument("--depth", type=int, default=16)
+    parser.add_argument("--depth", type=int, default=0, help="0: the depth replcheck chooses")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--engine", default="hybrid", help="auto (local where it can), hybrid")
     args = parser.parse_args(argv)

@@ -63,9 +63,13 @@ class Lake:
         with mariadb_pipeline(self.server, self.database, ["orders"], self.work) as (run, _):
             run.run_until_caught_up()
 
-    def validate(self, *, incremental: bool = True, full: bool = False, extra: str = "") -> Any:
-        """The comparison ``orders`` (``incremental: false``: a full run keeping no state)."""
+    def validate(
+        self, *, incremental: bool = True, full: bool = False, extra: str = "", depth: int = 4
+    ) -> Any:
+        """The comparison ``orders`` (``incremental: false``: a full run keeping no state;
+        ``depth`` 0: the depth replcheck chooses)."""
         target = json.dumps(self.table.table)
+        options = f"{{depth: {depth}}}" if depth else "{}"
         path = self.work / "validator.yaml"
         path.write_text(
             "connections:\n"
@@ -73,7 +77,7 @@ class Lake:
             f"  lake: {{lake: {json.dumps(str(self.table.lake))}}}\n"
             "comparisons:\n"
             "  - {name: orders, source: {connection: src, table: orders},\n"
-            f"     target: {{connection: lake, table: {target}}}, options: {{depth: 4}}{extra}}}\n"
+            f"     target: {{connection: lake, table: {target}}}, options: {options}{extra}}}\n"
             f"validation: {{lake_wait_timeout_s: 60, engine: {self.engine}, sweep_share: 0.25,"
             f" incremental: {str(incremental).lower()}, force_full: {str(full).lower()}}}\n",
             encoding="utf-8",
@@ -114,6 +118,13 @@ def _first_run(lake: Lake) -> dict[str, Any]:
     assert first["coverage"]["reason"].startswith("first run: no validation state stored at")
     assert lake.state.is_file()
     return first
+
+
+def test_a_comparison_keeping_its_state_gets_smaller_leaves(lake: Lake) -> None:
+    # Keys 2..2000, a span of 1,999: leaves of about 16 keys (2**7) when the comparison keeps
+    # its state, so a change re-hashes few rows; about 256 (2**3) when it does not.
+    assert lake.validate(depth=0)["leaves_compared"] == 2**7
+    assert lake.validate(depth=0, incremental=False)["leaves_compared"] == 2**3
 
 
 def test_incremental_runs_find_what_a_full_run_finds_changed_leaves_at_once_others_when_swept(
