@@ -123,7 +123,8 @@ def pick_drift(
     scheme: RangeLeaves, logged: list[int], rows: int, count: int, share: float
 ) -> tuple[list[int], int]:
     """Keys beside logged changes (in the same leaf), and one key in a leaf none touches in
-    the last sweep window of a cycle: the sweep reaches it in the last promised run."""
+    the last sweep window of a cycle that holds rows (the leaves' range can run past the
+    highest key): the sweep reaches it in the last run that sweeps rows."""
     changed = {leaf_of(k, scheme) for k in logged}
     beside = []
     for key in logged:
@@ -132,7 +133,8 @@ def pick_drift(
             beside.append(other)
         if len(beside) == count:
             break
-    last_window = scheme.count - per_run(scheme.count, share)
+    step = per_run(scheme.count, share)
+    last_window = leaf_of(source_key(rows - 1), scheme) // step * step
     for index in range(rows - 1, -1, -1):
         lone = source_key(index)
         leaf = leaf_of(lone, scheme)
