@@ -17,9 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from connectors.base import Connector
 from connectors.mariadb.pushdown import MariaDBDigestDialect
 from connectors.mariadb.zero_dates import NOT_A_DATE, refused_sql, to_date, to_datetime
-from connectors.model import SourceColumn
+from connectors.model import SourceColumn, TableSchema
 from connectors.postgres.pushdown import PostgresDigestDialect
 from connectors.pushdown import DigestColumn
 from connectors.registry import connector_for
@@ -291,23 +292,35 @@ def test_mariadb_zerofill_numbers_hash_without_their_padding(
     assert rows == [("42", "1.5", "7"), ("0", "0", "0"), (None, "0.001", "100")]
 
 
+def _mariadb_table(
+    server: MariaDBServer, database: str, table: str, *statements: str
+) -> tuple[Connector, TableSchema]:
+    """The connector of ``database`` and the schema of ``table``, made by ``statements``."""
+    connection = server.connect(database)
+    with contextlib.closing(connection), connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    connector = connector_for(server.url(database))
+    return connector, connector.reflect(table)
+
+
 @pytest.mark.integration
 @pytest.mark.mariadb
 def test_mariadb_text_hashes_as_utf8_whatever_its_character_set(
     mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
 ) -> None:
     """UTF-8 columns are read as they are, the others cast: the bytes are UTF-8 alike."""
-    database = mariadb_database(mariadb_full)
     charsets = ("latin1", "utf8mb3", "utf8mb4", "ucs2")
-    connection = mariadb_full.connect(database)
-    with contextlib.closing(connection), connection.cursor() as cursor:
-        columns = [f"c{i} VARCHAR(20) CHARACTER SET {c}" for i, c in enumerate(charsets)]
-        columns += ["e ENUM('Zoë', 'b') CHARACTER SET latin1", "n CHAR(5) CHARACTER SET utf8mb4"]
-        cursor.execute(f"CREATE TABLE s (id INT PRIMARY KEY, {', '.join(columns)})")
-        cursor.execute("INSERT INTO s VALUES (1, 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'ab  ')")
-        cursor.execute("INSERT INTO s VALUES (2, '', '', '', '', 'b', NULL)")
-    connector = connector_for(mariadb_full.url(database))
-    schema = connector.reflect("s")
+    columns = [f"c{i} VARCHAR(20) CHARACTER SET {c}" for i, c in enumerate(charsets)]
+    columns += ["e ENUM('Zoë', 'b') CHARACTER SET latin1", "n CHAR(5) CHARACTER SET utf8mb4"]
+    connector, schema = _mariadb_table(
+        mariadb_full,
+        mariadb_database(mariadb_full),
+        "s",
+        f"CREATE TABLE s (id INT PRIMARY KEY, {', '.join(columns)})",
+        "INSERT INTO s VALUES (1, 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'Zoë', 'ab  ')",
+        "INSERT INTO s VALUES (2, '', '', '', '', 'b', NULL)",
+    )
     assert [c.charset for c in schema.columns[1:5]] == list(charsets)
     dialect = connector.digest_dialect()
     assert dialect is not None
@@ -335,11 +348,8 @@ def test_a_mariadb_digest_session_groups_a_million_leaves_in_memory(
     from connectors.mariadb.pushdown import GROUP_BY_MEMORY
 
     database = mariadb_database(mariadb_full)
-    connection = mariadb_full.connect(database)
-    with contextlib.closing(connection), connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE g (id INT PRIMARY KEY)")
-    connector = connector_for(mariadb_full.url(database))
-    schema = connector.reflect("g")
+    ddl = "CREATE TABLE g (id INT PRIMARY KEY)"
+    connector, schema = _mariadb_table(mariadb_full, database, "g", ddl)
     with connector.digest_session(schema, None) as session:
         sizes = list(session.iter_rows("SELECT @@max_heap_table_size, @@tmp_table_size"))
     assert sizes == [(GROUP_BY_MEMORY, GROUP_BY_MEMORY)]  # the server's default is 16 MB

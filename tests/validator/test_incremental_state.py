@@ -10,7 +10,6 @@ from cdc_core.lake import LakeTable
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
 from validator.incremental.changed_leaves import leaf_of
-from validator.incremental.digest_table import DigestTable
 from validator.incremental.state import (
     CorruptState,
     LogMark,
@@ -19,6 +18,7 @@ from validator.incremental.state import (
     state_path,
     write_state,
 )
+from validator.incremental.stored_digests import StoredDigests
 
 STATE = ValidationState(
     fingerprint={"columns": "[('id', 'IntegerType()')]"},
@@ -29,8 +29,8 @@ STATE = ValidationState(
     changelog=LogMark("a-table-id", 7),
     mirror=None,
     sweep_cursor=4,
-    source=DigestTable.of({0: LeafDigest(3, 2**64 - 1), 9: LeafDigest(1, 5)}),
-    lake=DigestTable.of({0: LeafDigest(3, 2**64 - 1)}),
+    source=StoredDigests.of({0: LeafDigest(3, 2**64 - 1), 9: LeafDigest(1, 5)}),
+    lake=StoredDigests.of({0: LeafDigest(3, 2**64 - 1)}),
 )
 
 
@@ -62,7 +62,7 @@ def test_a_corrupt_state_is_an_error_naming_the_file(tmp_path: Path, text: str) 
 
 
 def test_digests_merge_and_compare_as_columns() -> None:
-    stored = DigestTable.of(
+    stored = StoredDigests.of(
         {1: LeafDigest(2, 10), 4: LeafDigest(1, 2**64 - 1), 7: LeafDigest(5, 0)}
     )
     fresh = {4: LeafDigest(2, 3), 9: LeafDigest(1, 1)}  # 7 re-hashed and now empty
@@ -71,16 +71,16 @@ def test_digests_merge_and_compare_as_columns() -> None:
     assert merged.rows() == 5
     assert merged.differing(stored) == {4, 7, 9}  # other leaves: joined
     assert merged.differing(merged.replaced({4}, {4: LeafDigest(2, 4)})) == {4}  # same leaves
-    sliced = DigestTable(merged.table.slice(1))  # columns at an offset encode as they read
-    assert DigestTable.from_document(sliced.to_document()).to_dict() == sliced.to_dict()
-    assert DigestTable.from_document(merged.to_document()) == merged
+    sliced = StoredDigests(merged.table.slice(1))  # columns at an offset encode as they read
+    assert StoredDigests.from_document(sliced.to_document()).to_dict() == sliced.to_dict()
+    assert StoredDigests.from_document(merged.to_document()) == merged
 
 
 def test_digest_columns_of_different_lengths_are_refused() -> None:
-    document = DigestTable.of({1: LeafDigest(2, 10)}).to_document()
-    document["count"] = DigestTable.of({}).to_document()["count"]
+    document = StoredDigests.of({1: LeafDigest(2, 10)}).to_document()
+    document["count"] = StoredDigests.of({}).to_document()["count"]
     with pytest.raises(ValueError, match="different lengths"):
-        DigestTable.from_document(document)
+        StoredDigests.from_document(document)
 
 
 def test_no_state_file_is_no_state(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from cdc_core.lake import LakeTable
 from connectors.pushdown import LeafScheme, RangeLeaves
 from validator.incremental.changed_leaves import changed_leaves
-from validator.incremental.digest_table import DigestTable
 from validator.incremental.fingerprint import differing_parts, fingerprint_parts
 from validator.incremental.guarantee import full_coverage, incremental_coverage
 from validator.incremental.lake_log import log_mark, why_not_carried
@@ -31,6 +30,7 @@ from validator.incremental.state import (
     state_path,
     write_state,
 )
+from validator.incremental.stored_digests import StoredDigests
 from validator.incremental.sweep import Sweep, next_sweep, runs_until_swept, sweep_runs
 from validator.positions import SourcePositions
 from validator.result import Coverage
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 Sides = tuple[Digests, Digests]  # the source's digests, the lake's
-Stored = tuple[DigestTable, DigestTable]
+Stored = tuple[StoredDigests, StoredDigests]
 # A stored leaf plan is kept while the keys span at most this many times its range.
 MAX_GROWTH = 2
 
@@ -143,7 +143,7 @@ class Increment:
         if not self.active:
             return None
         if self.state is None or self.rehash is None:
-            return DigestTable.of(fresh[0]), DigestTable.of(fresh[1])
+            return StoredDigests.of(fresh[0]), StoredDigests.of(fresh[1])
         stored = (self.state.source, self.state.lake)
         source, lake = (s.replaced(self.rehash, f) for s, f in zip(stored, fresh, strict=True))
         return source, lake

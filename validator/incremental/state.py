@@ -23,7 +23,7 @@ from cdc_core.lake import LakeTable
 from cdc_core.names import parse_table, to_lake_dir
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
-from validator.incremental.digest_table import DigestTable
+from validator.incremental.stored_digests import StoredDigests
 
 FORMAT = "replcheck.validation-state"
 FORMAT_VERSION = 2  # 1 listed the digests as JSON numbers: too slow past 100,000 leaves
@@ -70,8 +70,8 @@ class ValidationState:
     changelog: LogMark
     mirror: LogMark | None
     sweep_cursor: int
-    source: DigestTable
-    lake: DigestTable
+    source: StoredDigests
+    lake: StoredDigests
 
     def __post_init__(self) -> None:
         if self.low > self.high or not 0 <= self.sweep_cursor < max(1, self.scheme.count):
@@ -133,8 +133,8 @@ def from_document(document: Mapping[str, Any]) -> ValidationState:
         changelog=changelog,
         mirror=_mark_from(document["mirror"]),
         sweep_cursor=int(document["sweep_cursor"]),
-        source=DigestTable.from_document(document["source"]),
-        lake=DigestTable.from_document(document["lake"]),
+        source=StoredDigests.from_document(document["source"]),
+        lake=StoredDigests.from_document(document["lake"]),
     )
 
 

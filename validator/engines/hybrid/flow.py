@@ -164,7 +164,7 @@ def compare_with_lake(
     differences: list[Difference] = []
     for finding in findings:
         differences.extend(to_differences(finding, columns))
-    stored = increment.merged(fresh)
+    stored = increment.merged(fresh)  # every leaf's digests, when the state is kept
     coverage = increment.finish(stored, positions)
     if stored is None:
         counts = [sum(d.count for d in side.values()) for side in fresh]

@@ -22,14 +22,14 @@ _COLUMNS = {LEAF: (pa.int64(), "q"), COUNT: (pa.int64(), "q"), SUM: (pa.uint64()
 _OTHER = "_other"
 
 
-class DigestTable:
+class StoredDigests:
     """Leaf digests, one row per non-empty leaf, sorted by leaf."""
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
 
     @classmethod
-    def of(cls, digests: Mapping[int, LeafDigest]) -> DigestTable:
+    def of(cls, digests: Mapping[int, LeafDigest]) -> StoredDigests:
         """The table of a run's digests."""
         leaves = sorted(digests)
         return cls(
@@ -43,10 +43,7 @@ class DigestTable:
         )
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, DigestTable) and self.table.equals(other.table)
-
-    def __len__(self) -> int:
-        return self.table.num_rows
+        return isinstance(other, StoredDigests) and self.table.equals(other.table)
 
     def rows(self) -> int:
         """The rows the leaves hold."""
@@ -57,13 +54,13 @@ class DigestTable:
         columns = [self.table[name].to_pylist() for name in _COLUMNS]
         return {leaf: LeafDigest(c, s) for leaf, c, s in zip(*columns, strict=True)}
 
-    def replaced(self, leaves: Collection[int], fresh: Mapping[int, LeafDigest]) -> DigestTable:
+    def replaced(self, leaves: Collection[int], fresh: Mapping[int, LeafDigest]) -> StoredDigests:
         """These digests with those of ``leaves`` taken from ``fresh`` (absent: empty)."""
         wanted = pa.array(sorted(leaves), pa.int64())
         kept = self.table.filter(pc.invert(pc.is_in(self.table[LEAF], value_set=wanted)))
-        return DigestTable(pa.concat_tables([kept, DigestTable.of(fresh).table]).sort_by(LEAF))
+        return StoredDigests(pa.concat_tables([kept, StoredDigests.of(fresh).table]).sort_by(LEAF))
 
-    def differing(self, other: DigestTable) -> set[int]:
+    def differing(self, other: StoredDigests) -> set[int]:
         """Leaves whose digests differ from ``other``'s (an absent leaf is empty)."""
         if self.table[LEAF].equals(other.table[LEAF]):  # the usual case: no join needed
             differ = pc.or_(*(pc.not_equal(self.table[n], other.table[n]) for n in (COUNT, SUM)))
@@ -82,7 +79,7 @@ class DigestTable:
         return {name: _encode(self.table[name], code) for name, (_, code) in _COLUMNS.items()}
 
     @classmethod
-    def from_document(cls, document: Mapping[str, str]) -> DigestTable:
+    def from_document(cls, document: Mapping[str, str]) -> StoredDigests:
         """The inverse of ``to_document`` (KeyError, TypeError, ValueError on a bad one)."""
         arrays = {
             name: _decode(document[name], kind, code) for name, (kind, code) in _COLUMNS.items()
