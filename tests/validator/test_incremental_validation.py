@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,13 @@ from tests.private_servers import MariaDBServer
 from tests.validator.test_hybrid_engine import _inject
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
-from validator.incremental.state import state_path
+from validator.incremental.state import (
+    LogMark,
+    legacy_path,
+    read_state,
+    state_path,
+    write_state,
+)
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]
@@ -199,16 +206,16 @@ def test_a_state_of_other_columns_or_positions_or_lake_lineage_is_never_reused(
     assert back["coverage"]["mode"] == "full"
     assert "another configuration" in back["coverage"]["reason"]
     # A state that holds for a later position than the run's (another position lineage).
-    document = json.loads(lake.state.read_text(encoding="utf-8"))
-    document["position"]["low"] = document["position"]["high"] = 1 << 62
-    lake.state.write_text(json.dumps(document), encoding="utf-8")
+    stored = read_state(lake.state)
+    assert stored is not None
+    write_state(lake.state, replace(stored, low=1 << 62, high=1 << 62))
     later = lake.validate()
     assert later["coverage"]["mode"] == "full"
     assert "(another position lineage)" in later["coverage"]["reason"]
     # A state of another Delta table at the lake's path (the changelog created again).
-    document = json.loads(lake.state.read_text(encoding="utf-8"))
-    document["changelog"]["table_id"] = "another table"
-    lake.state.write_text(json.dumps(document), encoding="utf-8")
+    stored = read_state(lake.state)
+    assert stored is not None
+    write_state(lake.state, replace(stored, changelog=LogMark("another table", 0)))
     again = lake.validate()
     assert again["coverage"]["mode"] == "full"
     assert "was created again since the stored state" in again["coverage"]["reason"]
@@ -229,12 +236,18 @@ def test_a_lake_altered_behind_the_pipelines_back_makes_a_full_run(lake: Lake) -
 
 def test_a_corrupt_state_file_makes_a_full_run_naming_it_and_is_replaced(lake: Lake) -> None:
     _first_run(lake)
-    lake.state.write_text('{"format": "replcheck.validation-state", "leaves"', encoding="utf-8")
+    lake.state.write_bytes(lake.state.read_bytes()[:-64])  # cut short
     result = lake.validate()
     assert result["status"] == "in_sync"
     assert result["coverage"]["mode"] == "full"
     assert f"the state file {lake.state} is not a validation state" in result["coverage"]["reason"]
     assert lake.validate()["coverage"]["mode"] == "incremental"
+    # A state of format 1 or 2 (a JSON file) is not read, and the full run removes it.
+    lake.state.replace(legacy_path(lake.state))
+    older = lake.validate()["coverage"]
+    assert older["mode"] == "full"
+    assert f"{legacy_path(lake.state)} is of an older format" in older["reason"]
+    assert lake.state.is_file() and not legacy_path(lake.state).exists()
 
 
 def test_full_forces_a_full_run_and_keeps_the_state(lake: Lake) -> None:

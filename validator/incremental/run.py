@@ -26,6 +26,7 @@ from validator.incremental.state import (
     CorruptState,
     Digests,
     ValidationState,
+    legacy_path,
     read_state,
     state_path,
     write_state,
@@ -85,6 +86,9 @@ class Increment:
         except CorruptState as exc:
             return f"the state file {exc.path} {exc.problem}: this full run replaces it"
         if state is None:
+            legacy = legacy_path(self.path)
+            if legacy.exists():
+                return f"the state file {legacy} is of an older format: this full run replaces it"
             return f"first run: no validation state stored at {self.path}"
         current = fingerprint_parts(self.plan, state.scheme)
         differ = differing_parts(dict(state.fingerprint), current)
@@ -142,8 +146,9 @@ class Increment:
         state is kept for this comparison)."""
         if not self.active:
             return None
+        count = self.scheme.count
         if self.state is None or self.rehash is None:
-            return StoredDigests.of(fresh[0]), StoredDigests.of(fresh[1])
+            return StoredDigests.of(fresh[0], count), StoredDigests.of(fresh[1], count)
         stored = (self.state.source, self.state.lake)
         source, lake = (s.replaced(self.rehash, f) for s, f in zip(stored, fresh, strict=True))
         return source, lake

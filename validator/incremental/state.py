@@ -1,32 +1,42 @@
 """The stored validation state of one comparison: both sides' leaf digests at P0.
 
-Kept in the lake, beside the pipeline's own bookkeeping, one JSON file per comparison::
+Kept in the lake, beside the pipeline's own bookkeeping, one Arrow IPC file per comparison::
 
-    <lake>/_replcheck/validation/<schema>/<table>/<comparison>.json
+    <lake>/_replcheck/validation/<schema>/<table>/<comparison>.arrow
 
-written atomically (a temporary file renamed over the old one), so a reader sees the old
-state or the new one, never half of one. A file that cannot be read as a state raises
-``CorruptState`` naming it; the caller makes a full run, which replaces it.
+Its columns are both sides' dense digests (``stored_digests``: row ``i`` is leaf ``i``), read
+and written without a Python object per leaf; the schema's metadata holds the rest as JSON,
+with a CRC-32 of the columns. Written atomically (a temporary file renamed over the old
+one), so a reader sees the old state or the new one, never half of one. A file that cannot
+be read as a state raises ``CorruptState`` naming it; the caller makes a full run, which
+replaces it. A state of an older format (``<comparison>.json``) is never read: the run it
+makes full says so, and storing the new state removes it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from cdc_core.errors import ContractError
 from cdc_core.lake import LakeTable
 from cdc_core.names import parse_table, to_lake_dir
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
-from validator.incremental.stored_digests import StoredDigests
+from validator.incremental.stored_digests import COUNT, SUM, StoredDigests
 
 FORMAT = "replcheck.validation-state"
-FORMAT_VERSION = 2  # 1 listed the digests as JSON numbers: too slow past 100,000 leaves
+# 1 and 2 were JSON files listing the digests: too slow to read and write past 100,000 leaves
+FORMAT_VERSION = 3
+METADATA = FORMAT.encode()  # the schema metadata key of the JSON head
+SIDES = ("source", "lake")
 
 Digests = Mapping[int, LeafDigest]
 
@@ -85,8 +95,13 @@ class ValidationState:
 def state_path(table: LakeTable, comparison: str) -> Path:
     """Where the state of ``comparison`` on the lake table ``table`` lives."""
     parts = [to_lake_dir(part) for part in parse_table(table.table).parts]
-    name = f"{to_lake_dir(comparison)}.json"
+    name = f"{to_lake_dir(comparison)}.arrow"
     return table.lake.joinpath("_replcheck", "validation", *parts, name)
+
+
+def legacy_path(path: Path) -> Path:
+    """Where a state of format 1 or 2 beside ``path`` lives (never read)."""
+    return path.with_suffix(".json")
 
 
 def _mark_to(mark: LogMark | None) -> dict[str, Any] | None:
@@ -99,8 +114,26 @@ def _mark_from(document: Any) -> LogMark | None:
     return LogMark(str(document["table_id"]), int(document["version"]))
 
 
-def to_document(state: ValidationState) -> dict[str, Any]:
-    """The JSON form of a state."""
+def _columns(state: ValidationState) -> dict[str, pa.Array]:
+    sides = (state.source, state.lake)
+    return {
+        f"{side}_{name}": getattr(digests, name)
+        for side, digests in zip(SIDES, sides, strict=True)
+        for name in (COUNT, SUM)
+    }
+
+
+def _crc(columns: Mapping[str, pa.Array]) -> int:
+    """CRC-32 of the columns' values (8 bytes each, no nulls), from their offsets."""
+    crc = 0
+    for column in columns.values():
+        start = column.offset * 8
+        crc = zlib.crc32(memoryview(column.buffers()[1])[start : start + len(column) * 8], crc)
+    return crc
+
+
+def to_head(state: ValidationState, crc: int) -> dict[str, Any]:
+    """The JSON head of a state (all but the digests' columns, whose CRC-32 it holds)."""
     scheme = state.scheme
     return {
         "format": FORMAT,
@@ -111,30 +144,39 @@ def to_document(state: ValidationState) -> dict[str, Any]:
         "changelog": _mark_to(state.changelog),
         "mirror": _mark_to(state.mirror),
         "sweep_cursor": state.sweep_cursor,
-        "source": state.source.to_document(),
-        "lake": state.lake.to_document(),
+        "crc32": crc,
     }
 
 
-def from_document(document: Mapping[str, Any]) -> ValidationState:
-    """The inverse of ``to_document`` (KeyError, TypeError, ValueError on a bad document)."""
-    if document.get("format") != FORMAT or document.get("format_version") != FORMAT_VERSION:
+def from_head(head: Mapping[str, Any], table: pa.Table) -> ValidationState:
+    """The inverse of ``to_head`` and the columns (KeyError, TypeError, ValueError on a bad
+    head or columns)."""
+    if head.get("format") != FORMAT or head.get("format_version") != FORMAT_VERSION:
         raise ValueError(f"not a {FORMAT} document of version {FORMAT_VERSION}")
-    leaves, position = document["leaves"], document["position"]
-    changelog = _mark_from(document["changelog"])
+    leaves, position = head["leaves"], head["position"]
+    changelog = _mark_from(head["changelog"])
     if changelog is None:
         raise ValueError("no changelog mark")
+    scheme = RangeLeaves(int(leaves["low"]), int(leaves["width"]), int(leaves["depth"]))
+    columns = {name: table[name].combine_chunks() for name in table.column_names}
+    if _crc(columns) != head["crc32"]:
+        raise ValueError("the digests do not match their CRC-32")
+    source, lake = (
+        StoredDigests(columns[f"{side}_{COUNT}"], columns[f"{side}_{SUM}"]) for side in SIDES
+    )
+    if len(source) != scheme.count:
+        raise ValueError(f"digests of {len(source)} leaves, not {scheme.count}")
     return ValidationState(
-        fingerprint={str(k): str(v) for k, v in dict(document["fingerprint"]).items()},
-        scheme=RangeLeaves(int(leaves["low"]), int(leaves["width"]), int(leaves["depth"])),
+        fingerprint={str(k): str(v) for k, v in dict(head["fingerprint"]).items()},
+        scheme=scheme,
         low=int(position["low"]),
         high=int(position["high"]),
         position_text=str(position["text"]),
         changelog=changelog,
-        mirror=_mark_from(document["mirror"]),
-        sweep_cursor=int(document["sweep_cursor"]),
-        source=StoredDigests.from_document(document["source"]),
-        lake=StoredDigests.from_document(document["lake"]),
+        mirror=_mark_from(head["mirror"]),
+        sweep_cursor=int(head["sweep_cursor"]),
+        source=source,
+        lake=lake,
     )
 
 
@@ -145,21 +187,30 @@ def read_state(path: Path) -> ValidationState | None:
         CorruptState: the file exists but is not a state this version reads.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with pa.OSFile(str(path), "rb") as file:
+            table = pa.ipc.open_file(file).read_all()
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except pa.ArrowInvalid as exc:
+        raise CorruptState(path, f"is not a validation state ({exc})") from exc
+    except OSError as exc:
         raise CorruptState(path, f"cannot be read ({exc})") from exc
     try:
-        return from_document(json.loads(text))
+        head = json.loads((table.schema.metadata or {})[METADATA])
+        return from_head(head, table)
     except (ValueError, KeyError, TypeError, AttributeError, ContractError) as exc:
         problem = f"is not a validation state ({type(exc).__name__}: {exc})"
         raise CorruptState(path, problem) from exc
 
 
 def write_state(path: Path, state: ValidationState) -> None:
-    """Store ``state`` at ``path`` atomically."""
+    """Store ``state`` at ``path`` atomically (and remove a state of an older format)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    columns = _columns(state)
+    head = json.dumps(to_head(state, _crc(columns)), separators=(",", ":"))
+    table = pa.table(columns).replace_schema_metadata({METADATA: head.encode()})
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(to_document(state), separators=(",", ":")), encoding="utf-8")
+    with pa.OSFile(str(temporary), "wb") as file, pa.ipc.new_file(file, table.schema) as out:
+        out.write_table(table)
     os.replace(temporary, path)
+    legacy_path(path).unlink(missing_ok=True)
