@@ -18,6 +18,7 @@ from merkle.tree import (
     build_leaf_digests,
     build_tree,
     choose_depth,
+    diff_leaves,
     diff_trees,
     leaf_digests_of_rows,
 )
@@ -112,6 +113,8 @@ def test_diff_returns_exactly_the_leaves_whose_digests_differ(
     diff = diff_trees(build_tree(source, 8), build_tree(target, 8))
     assert list(diff.mismatched_leaves) == expected
     assert diff.in_sync == (not expected)
+    assert diff_leaves(source, target) == diff.mismatched_leaves  # the diff without trees
+    assert diff_leaves({**source, 300: EMPTY_LEAF}, target) == diff.mismatched_leaves
 
 
 def test_excluded_columns_never_reach_the_hash() -> None:

@@ -4,7 +4,7 @@ Phases, as in the Spark engine (``validator.engines.spark.compare``) but run by 
 
 1. **leaves** — every slice of each side (a range of leaves, on its own connection, in
    parallel) sends ``(leaf, count, sum of row hashes)``: one GROUP BY over its rows;
-2. the Merkle trees of both sides give the mismatched leaves;
+2. both sides' leaf digests, compared on the driver, give the mismatched leaves;
 3. **keys** — only for those leaves, each slice sends ``(key, key bytes, leaf, row hash)``
    (an index range scan under range leaves), and keys are classified on the driver;
 4. **columns** — the changed keys' rows are read again and their columns compared.
@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from merkle.layout import RowLayout
-from merkle.tree import LeafDigest, build_tree, diff_trees
+from merkle.tree import LeafDigest, diff_leaves
 from validator.engines.database.keys import (
     ColumnDiffer,
     KeyEntry,
@@ -88,9 +88,7 @@ def compare_in_databases(
         ]
         with timer.phase("leaves"):
             digests = _leaf_digests(sides)
-            mismatched = diff_trees(
-                build_tree(digests[0], scheme.depth), build_tree(digests[1], scheme.depth)
-            ).mismatched_leaves
+            mismatched = diff_leaves(*digests)
         with timer.phase("keys"):
             keyed = _keys(sides, mismatched)
             diff = classify(keyed[0], keyed[1], layout.whole_row_key)

@@ -12,7 +12,7 @@ run by its server:
    snapshot at its own position, or all in one shared snapshot) send ``(leaf, count, sum
    of MD5 row hashes)``, while the lake reader reads the lake as of those positions, hashes
    its compared columns into the same leaves and sends the lake's digests;
-2. the Merkle trees of both sides give the mismatched leaves;
+2. both sides' leaf digests, compared on the driver, give the mismatched leaves;
 3. **keys** — only for those leaves, each source slice sends ``(key, key bytes, leaf, row
    hash)`` (an index range scan under range leaves) while the lake reader sends the same
    from the lake's hashed rows; keys are classified on the driver;
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.pushdown import LeafScheme, RangeLeaves
 from merkle.layout import RowLayout
-from merkle.tree import LeafDigest, build_tree, diff_trees
+from merkle.tree import LeafDigest, diff_leaves
 from validator.engines.database.engine import PhaseTimer
 from validator.engines.database.keys import (
     ColumnDiffer,
@@ -151,8 +151,7 @@ def compare_with_lake(
         with timer.phase("leaves"):  # with a replay DuckDB materialises (Spark: lazily)
             lake = target.hashed(scheme, leaves, stack)
             fresh = _with_lake(slices, work, lake.digests)
-            trees = [build_tree(side, scheme.depth) for side in fresh]  # see Increment
-            mismatched = diff_trees(*trees).mismatched_leaves
+            mismatched = diff_leaves(*fresh)  # only the fresh digests: see Increment
         with timer.phase("keys"):
             keyed = _with_lake(
                 slices, partial(keys_of, mismatched=mismatched), partial(lake.keys, mismatched)

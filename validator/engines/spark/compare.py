@@ -8,7 +8,7 @@ seconds and every re-read of a database costs a full scan:
    inside its snapshot). One job computes the leaf digests of both sides at a fine depth
    (reading the target as it fills its cache); the digests at the chosen depth are folded
    from them on the driver, so no count() job is needed to choose the depth.
-2. Leaf digests of both sides -> Merkle trees -> the mismatched leaves.
+2. Leaf digests of both sides, compared on the driver -> the mismatched leaves.
 3. Only in mismatched leaves: (key, row hash, count) per side, full outer joined by key,
    classify each key: missing in target, extra in target, changed, or duplicate (one job).
 4. Only for up to ``max_reported_rows`` changed keys: per-column canonical payloads of both
@@ -31,7 +31,7 @@ from cdc_core.names import backtick_quote
 from merkle.layout import RowLayout
 from merkle.spark import KEY_HASH, LEAF, ROW_HASH, leaf_column, payload_column
 from merkle.spark import with_hashes as _with_hashes
-from merkle.tree import LeafDigest, build_tree, choose_depth, diff_trees
+from merkle.tree import LeafDigest, choose_depth, diff_leaves
 from validator.result import (
     MASK,
     Changed,
@@ -109,9 +109,9 @@ def compare_sides(
     try:
         with timer.phase("leaves", name):
             depth, digests = _leaf_digests(hashed, settings)
-            tree_diff = diff_trees(build_tree(digests[0], depth), build_tree(digests[1], depth))
+            mismatched = diff_leaves(*digests)
         with timer.phase("keys", name):
-            keyed = _classify_keys(hashed, layout, depth, tree_diff.mismatched_leaves)
+            keyed = _classify_keys(hashed, layout, depth, mismatched)
         with timer.phase("columns", name):
             differences = _detail(keyed, hashed, layout, settings)
     finally:
@@ -129,7 +129,7 @@ def compare_sides(
         target_position=target.position,
         depth=depth,
         leaves_compared=1 << depth,
-        leaves_mismatched=len(tree_diff.mismatched_leaves),
+        leaves_mismatched=len(mismatched),
         mismatched_leaves=keyed.per_leaf,
         differences=tuple(differences),
         differences_total=keyed.total,
