@@ -4,9 +4,10 @@ leaves (``DuckDBLake``, a ``LakeReader`` of ``validator.engines.hybrid.flow``).
 The lake's rows at the agreed position (``state.py`` here), only the compared columns,
 get the MD5 flavour of the hash contract in DuckDB SQL (``merkle.duckdb``) and the leaf the
 source's ``LeafScheme`` gives their key, computed as ``connectors.pushdown`` computes it in
-the source's SQL. A replayed changelog is materialised once in a temporary table (the
-window over every event is the costly part); a mirror version is scanned again by each
-phase, which reads only the mismatched leaves' key ranges.
+the source's SQL. A replayed changelog, or the rows of an incremental run's leaves, is
+materialised once in a temporary table (the window over every event, or the scan, is the
+costly part); a whole mirror version is scanned again by each phase, which reads only the
+mismatched leaves' key ranges.
 """
 
 from __future__ import annotations
@@ -76,6 +77,17 @@ def _key_range_sql(key: str, low: int | None, high: int | None) -> str:
     return f"({column} >= {low} AND {column} < {high})"
 
 
+def leaf_bits_sql(leaf: str, count: int, leaves: Collection[int]) -> str:
+    """SQL true when the leaf ``leaf`` (of ``count`` leaves) is one of ``leaves``: one bit a
+    leaf, looked up per row. Faster than a list searched per row (30,000 leaves of a
+    million: 1.1 s against 1.5 s over 10M rows), or a hash semi-join (1.4 s), and one string
+    literal DuckDB parses in milliseconds."""
+    bits = bytearray(b"0" * count)
+    for index in leaves:
+        bits[index] = ord("1")
+    return f"get_bit('{bits.decode()}'::BIT, CAST({leaf} AS INTEGER)) = 1"
+
+
 def leaves_filter_sql(key: str, scheme: RangeLeaves, leaves: Collection[int]) -> str:
     """SQL true for the rows of ``leaves`` under range leaves: at most ``MAX_PUSHED_RANGES``
     key ranges covering them (pushed into the scan), then the exact leaves."""
@@ -84,9 +96,7 @@ def leaves_filter_sql(key: str, scheme: RangeLeaves, leaves: Collection[int]) ->
         return "FALSE"
     covering = covering_runs(leaf_ranges(wanted), MAX_PUSHED_RANGES)
     ranges = [_key_range_sql(key, *scheme.bounds(a, b)) for a, b in covering]
-    exact = (
-        f"list_contains([{', '.join(map(str, wanted))}]::BIGINT[], {range_leaf_sql(key, scheme)})"
-    )
+    exact = leaf_bits_sql(range_leaf_sql(key, scheme), scheme.count, wanted)
     return f"({' OR '.join(ranges)}) AND {exact}"
 
 
@@ -147,19 +157,23 @@ class DuckDBLakeRead:
             where = leaves_filter_sql(names[layout.key[0]], scheme, leaves)
         columns = [names[n] for n in layout.names]
         state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
-        if not self.files.from_mirror:  # replay once, not once per phase
-            self.connection.execute(f"CREATE TEMP TABLE {_STATE} AS {state}")
+        kept = None
+        # Read the files once, not once per phase, when the window over every event is the
+        # costly part (a replay) or a few rows are kept (an incremental run's leaves).
+        if not self.files.from_mirror:
+            kept = f"CREATE TEMP TABLE {_STATE} AS {state}"
             stack.callback(self.connection.execute, f"DROP TABLE IF EXISTS {_STATE}")
             state = f"SELECT * FROM {_STATE}"
         renamed = ", ".join(f"{quote(names[n])} AS {quote(n)}" for n in layout.names)
         types = {n: self.files.schema.field(names[n]).type for n in layout.names}
-        return DuckDBHashedLake(
-            self.connection, f"SELECT {renamed} FROM ({state})", layout, types, scheme
-        )
+        rows = f"SELECT {renamed} FROM ({state})"
+        return DuckDBHashedLake(self.connection, rows, layout, types, scheme, kept)
 
 
 class DuckDBHashedLake:
-    """The lake's hashed rows in DuckDB (``HashedLake``)."""
+    """The lake's hashed rows in DuckDB (``HashedLake``); ``kept`` (SQL creating the table
+    ``rows`` reads) runs at the first phase, so the leaves phase reads the lake while the
+    source computes its digests."""
 
     def __init__(
         self,
@@ -168,9 +182,17 @@ class DuckDBHashedLake:
         layout: RowLayout,
         types: dict[str, pa.DataType],
         scheme: LeafScheme,
+        kept: str | None,
     ) -> None:
         self.connection, self.rows_sql, self.layout = connection, rows, layout
-        self.types, self.scheme = types, scheme
+        self.types, self.scheme, self.kept = types, scheme, kept
+
+    def _execute(self, sql: str) -> list[Any]:
+        """The rows of ``sql``, once the kept rows are."""
+        if self.kept is not None:
+            self.connection.execute(self.kept)
+            self.kept = None
+        return self.connection.execute(sql).fetchall()
 
     def _leaf(self) -> str:
         if isinstance(self.scheme, RangeLeaves):
@@ -180,12 +202,11 @@ class DuckDBHashedLake:
     def _in_leaves(self, leaves: Sequence[int]) -> str:
         """The compared rows of ``leaves`` with their leaf (a key-range filter the scan can
         use under range leaves)."""
-        listed = ", ".join(map(str, sorted(set(leaves))))
-        exact = f"list_contains([{listed}]::BIGINT[], {_LEAF})"
+        leafed = f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql})"
         if isinstance(self.scheme, RangeLeaves):
             ranges = leaves_filter_sql(self.layout.key[0], self.scheme, leaves)
-            return f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql}) WHERE {ranges}"
-        leafed = f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql})"
+            return f"{leafed} WHERE {ranges}"
+        exact = leaf_bits_sql(_LEAF, self.scheme.count, leaves)
         return f"SELECT * FROM ({leafed}) WHERE {exact}"
 
     def digests(self) -> dict[int, LeafDigest]:
@@ -195,7 +216,7 @@ class DuckDBHashedLake:
         sql = f"SELECT {_LEAF}, count(*), sum(h) FROM ({hashed}) GROUP BY {_LEAF}"
         return {
             int(leaf): LeafDigest(int(count), int(total) & _MASK64)
-            for leaf, count, total in self.connection.execute(sql).fetchall()
+            for leaf, count, total in self._execute(sql)
         }
 
     def keys(self, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
@@ -208,8 +229,7 @@ class DuckDBHashedLake:
             f"SELECT {selected}, {key_bytes_sql(layout, types)}, {_LEAF},"
             f" {md5_unsigned64_sql(row_bytes_sql(layout, types))} FROM ({self._in_leaves(leaves)})"
         )
-        rows = self.connection.execute(sql).fetchall()
-        return collect_keys(rows, len(layout.key), LAKE_SLICE)
+        return collect_keys(self._execute(sql), len(layout.key), LAKE_SLICE)
 
     def _rows_sql(self, changed: Sequence[KeyFinding]) -> str:
         """Key bytes, payloads and values of the rows of ``changed`` keys (``_WANTED``)."""
@@ -230,16 +250,14 @@ class DuckDBHashedLake:
     def rows(self, changed: Sequence[KeyFinding]) -> dict[bytes, LakeRow]:
         """The canonical payloads and values (layout order) of the lake's rows of
         ``changed`` keys, by canonical key bytes."""
-        import pyarrow as pa
-
         if not changed:
             return {}
-        wanted = pa.table({_KEY_BYTES: pa.array([f.key_bytes for f in changed], pa.binary())})
-        self.connection.register(_WANTED, wanted)
-        try:
-            found = self.connection.execute(self._rows_sql(changed)).fetchall()
-        finally:
-            self.connection.unregister(_WANTED)
+        listed = ",".join(f.key_bytes.hex() for f in changed)  # no Arrow object: see connect
+        self.connection.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_WANTED} AS"
+            f" SELECT from_hex(unnest(string_split('{listed}', ','))) AS {_KEY_BYTES}"
+        )
+        found = self._execute(self._rows_sql(changed))
         width = len(self.layout.columns)
         return {
             bytes(row[0]): (
