@@ -1,7 +1,8 @@
 """The leaves holding keys the lake's changelog shows changed since a stored state.
 
-Two key-only reads of the changelog (``pyarrow`` over its Parquet files, so row groups
-whose ``_commit_pos`` statistics fall outside the window are skipped):
+Two key-only reads of the changelog (``pyarrow.parquet`` over its files, skipping the row
+groups whose ``_commit_pos`` statistics fall outside the window; not ``pyarrow.dataset``,
+whose import takes pandas with it: 0.35 s of a run):
 
 - events with ``P0 < _commit_pos <= P1``: what the pipeline applied between the runs, in
   whichever Delta version it landed (the lake may have been ahead of P0 when P0 was read);
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.lake import COMMIT_POS, OP
 from connectors.pushdown import RangeLeaves
 from validator.incremental.lake_log import files_added_since
 from validator.incremental.state import LogMark
+from validator.incremental.stored_digests import int_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,23 +38,39 @@ def leaf_of(key: int | None, scheme: RangeLeaves) -> int:
     return (min(max(key, scheme.low), scheme.high) - scheme.low) // scheme.width
 
 
-def _window(changelog: Path, key: str, low: int, high: int) -> pa.Table:
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable
+def _may_hold(statistics: Any, low: int | None, high: int) -> bool:
+    """Whether a row group with these ``_commit_pos`` statistics may hold a position in
+    ``(low, high]`` (``low`` None: no lower bound)."""
+    if statistics is None or not statistics.has_min_max:
+        return True
+    return statistics.min <= high and (low is None or statistics.max > low)
 
-    position = ds.field(COMMIT_POS)
-    dataset = DeltaTable(str(changelog)).to_pyarrow_dataset()
-    return dataset.to_table(columns=[key, OP], filter=(position > low) & (position <= high))
 
+def _events(paths: Iterable[str], key: str, low: int | None, high: int) -> list[pa.Table]:
+    """The key and op of the events in the Parquet files ``paths`` at positions in
+    ``(low, high]``, reading only the row groups that may hold them."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-def _late_writes(changelog: Path, key: str, stored: LogMark, high: int) -> pa.Table | None:
-    import pyarrow.dataset as ds
-
-    added = files_added_since(changelog, stored)
-    if not added:
-        return None
-    dataset = ds.dataset(added, format="parquet")
-    return dataset.to_table(columns=[key, OP], filter=ds.field(COMMIT_POS) <= high)
+    found = []
+    for path in paths:
+        file = pq.ParquetFile(path)
+        metadata = file.metadata
+        names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+        position = names.index(COMMIT_POS)
+        groups = [
+            group
+            for group in range(metadata.num_row_groups)
+            if _may_hold(metadata.row_group(group).column(position).statistics, low, high)
+        ]
+        if not groups:
+            continue
+        events = file.read_row_groups(groups, columns=[key, OP, COMMIT_POS])
+        inside = pc.less_equal(events[COMMIT_POS], int_column([high])[0])  # see int_column
+        if low is not None:
+            inside = pc.and_(inside, pc.greater(events[COMMIT_POS], int_column([low])[0]))
+        found.append(events.filter(inside).select([key, OP]))
+    return found
 
 
 def _leaves(tables: Iterable[pa.Table], key: str, scheme: RangeLeaves) -> set[int] | None:
@@ -60,7 +78,7 @@ def _leaves(tables: Iterable[pa.Table], key: str, scheme: RangeLeaves) -> set[in
 
     leaves: set[int] = set()
     for table in tables:
-        if pc.any(pc.equal(table[OP], "t")).as_py():
+        if "t" in pc.unique(table[OP]).to_pylist():
             return ALL_LEAVES
         leaves.update(leaf_of(k, scheme) for k in pc.unique(table[key]).to_pylist())
     return leaves
@@ -72,8 +90,8 @@ def changed_leaves(
     """Leaves with keys (first key column ``key``, lake name) changed between positions
     ``low`` (exclusive) and ``high``, or written since ``stored`` at or below ``high``;
     ``ALL_LEAVES`` (None) after a truncate."""
-    tables = [_window(changelog, key, low, high)]
-    late = _late_writes(changelog, key, stored, high)
-    if late is not None:
-        tables.append(late)
+    from deltalake import DeltaTable
+
+    tables = _events(DeltaTable(str(changelog)).file_uris(), key, low, high)
+    tables += _events(files_added_since(changelog, stored), key, None, high)
     return _leaves(tables, key, scheme)
