@@ -353,3 +353,21 @@ def test_a_mariadb_digest_session_groups_a_million_leaves_in_memory(
     with connector.digest_session(schema, None) as session:
         sizes = list(session.iter_rows("SELECT @@max_heap_table_size, @@tmp_table_size"))
     assert sizes == [(GROUP_BY_MEMORY, GROUP_BY_MEMORY)]  # the server's default is 16 MB
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+def test_a_postgres_digest_session_groups_a_million_leaves_in_memory(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    from connectors.postgres.pushdown import GROUP_BY_MEMORY
+
+    database = postgres_database(postgres)
+    with contextlib.closing(postgres.connect(database)) as connection:
+        connection.execute("CREATE TABLE g (id int PRIMARY KEY)")
+        connection.commit()
+    connector = connector_for(postgres.url(database))
+    schema = connector.reflect("public.g")
+    with connector.digest_session(schema, None) as session:
+        memory = list(session.iter_rows("SELECT pg_size_bytes(current_setting('work_mem'))"))
+    assert memory == [(GROUP_BY_MEMORY,)]  # the server's default is 4 MB
