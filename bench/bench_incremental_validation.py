@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.bench_lake_validation import _cli, _env, _load, build_lake
+from bench.bench_lake_validation import _cli, _env, _load, build_lake, compile_checkout
 from bench.bench_vs_reladiff import (
     DATABASE,
     SEED,
@@ -153,6 +153,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--engine", default="hybrid", help="auto (local where it can), hybrid")
     args = parser.parse_args(argv)
+    compile_checkout()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-incremental-"))
     workdir.mkdir(parents=True, exist_ok=True)
     with running_mariadb("FULL") as server:

@@ -61,6 +61,18 @@ def _cli(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "validator.cli", *arguments]
 
 
+PACKAGES = ("cdc_core", "connectors", "merkle", "reports", "validator")
+
+
+def compile_checkout() -> None:
+    """Byte-compile the checkout, as installing a wheel does: an editable checkout under
+    ``PYTHONDONTWRITEBYTECODE`` compiles every module again in every run (0.3 s a run)."""
+    import compileall
+
+    for package in PACKAGES:
+        compileall.compile_dir(ROOT / package, quiet=1)
+
+
 def _env() -> dict[str, str]:
     """The checkout this file is in, ahead of any installed replcheck."""
     env = dict(os.environ)
@@ -245,6 +257,7 @@ def main(argv: list[str]) -> int:
         "--warm", default="phases,connect,local", help="warm runs: phases, connect, local"
     )
     arguments = parser.parse_args(argv)
+    compile_checkout()
     warm_kinds = set(filter(None, arguments.warm.split(",")))
     workdir = arguments.workdir or Path(tempfile.mkdtemp(prefix="bench-lake-"))
     workdir.mkdir(parents=True, exist_ok=True)
