@@ -4,10 +4,10 @@ leaves (``DuckDBLake``, a ``LakeReader`` of ``validator.engines.hybrid.flow``).
 The lake's rows at the agreed position (``state.py`` here), only the compared columns,
 get the MD5 flavour of the hash contract in DuckDB SQL (``merkle.duckdb``) and the leaf the
 source's ``LeafScheme`` gives their key, computed as ``connectors.pushdown`` computes it in
-the source's SQL. A replayed changelog, or the rows of an incremental run's leaves, is
-materialised once in a temporary table (the window over every event, or the scan, is the
-costly part); a whole mirror version is scanned again by each phase, which reads only the
-mismatched leaves' key ranges.
+the source's SQL. A replayed changelog is materialised once in a temporary table (the
+window over every event is the costly part); a mirror version is scanned again by each
+phase, which reads only the mismatched leaves' key ranges. (Keeping an incremental run's
+leaves in a table too made its leaves phase slower than the later phases' scans cost.)
 """
 
 from __future__ import annotations
@@ -158,9 +158,7 @@ class DuckDBLakeRead:
         columns = [names[n] for n in layout.names]
         state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
         kept = None
-        # Read the files once, not once per phase, when the window over every event is the
-        # costly part (a replay) or a few rows are kept (an incremental run's leaves).
-        if not self.files.from_mirror:
+        if not self.files.from_mirror:  # replay once, not once per phase
             kept = f"CREATE TEMP TABLE {_STATE} AS {state}"
             stack.callback(self.connection.execute, f"DROP TABLE IF EXISTS {_STATE}")
             state = f"SELECT * FROM {_STATE}"
