@@ -27,6 +27,7 @@ from cdc_core.lake import (
     read_progress,
 )
 from connectors.model import POSITION_COLUMN, Partition
+from connectors.registry import captures_by_trigger
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -287,6 +288,13 @@ class LakeAt:
 
     at: int | SourcePositions | None
     text: str | None
+
+
+def read_at_own_mark(source_url: str) -> bool:
+    """Whether a lake fed from ``source_url`` is read at its own high-water mark, not at the
+    source's positions: a lake fed by trigger capture records capture positions, which the
+    source's log positions do not order."""
+    return captures_by_trigger(source_url)
 
 
 def lake_at(table: LakeTable, positions: SourcePositions | None, timeout_s: float) -> LakeAt:

@@ -13,9 +13,9 @@ from cdc_core.errors import ConfigError
 from cdc_core.lake import LakeTable
 from connectors.base import Connector
 from connectors.model import TableSchema
-from connectors.registry import captures_by_trigger, connector_for
+from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
-from validator.positions import lake_columns
+from validator.positions import lake_columns, read_at_own_mark
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 
 if TYPE_CHECKING:
@@ -104,10 +104,8 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         target = (target_connector, target_connector.reflect(comparison.target.table))
     else:
         lake_table = LakeTable(target_connection.lake, comparison.target.table)
-        # A lake fed by trigger capture records capture positions, which the source's log
-        # positions do not order: its columns are read as the lake has them.
-        trigger = captures_by_trigger(source_connection.url or "")
-        position = None if trigger else connector.log_position()
+        own_mark = read_at_own_mark(source_connection.url or "")
+        position = None if own_mark else connector.log_position()
         timeout_s = config.validation.lake_wait_timeout_s
         lake_schema = lake_columns(lake_table, position, timeout_s)
     rules = comparison.columns

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.drivers import driver_import
 from cdc_core.lake import LakeTable
 from connectors.pushdown import LeafScheme, RangeLeaves, leaf_ranges
-from connectors.registry import captures_by_trigger
 from merkle.duckdb import (
     hash_leaf_sql,
     key_bytes_sql,
@@ -35,7 +34,7 @@ from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
 from validator.engines.local.state import LakeFiles, lake_files, register, state_sql
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
-from validator.positions import SourcePositions, confirm_exact, lake_at
+from validator.positions import SourcePositions, confirm_exact, lake_at, read_at_own_mark
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -111,14 +110,12 @@ class DuckDBLake:
         self.connection = connection
 
     def read(self, plan: ComparisonPlan, positions: SourcePositions | None) -> DuckDBLakeRead:
-        """Wait for the lake to reach ``positions``, then find the files that hold its state.
-
-        A lake fed by trigger capture records capture positions, which the source's log
-        positions do not order: it is read at its high-water mark (as in Spark)."""
+        """Wait for the lake to reach ``positions``, then find the files that hold its state
+        (``read_at_own_mark``: at its high-water mark)."""
         reflected = plan.reflected
         connection, table = reflected.target_connection, reflected.comparison.target.table
         assert connection.lake is not None and reflected.target is None  # a lake target
-        if captures_by_trigger(reflected.source.url):
+        if read_at_own_mark(reflected.source.url):
             positions = None
         lake_table = LakeTable(connection.lake, table)
         where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s)

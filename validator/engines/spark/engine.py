@@ -18,7 +18,6 @@ from cdc_core.lake import LakeTable
 from cdc_core.names import backtick_quote
 from connectors.base import Connector
 from connectors.model import TableSchema
-from connectors.registry import captures_by_trigger
 from merkle.layout import RowLayout
 from validator.config import ComparisonConfig
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
@@ -27,7 +26,13 @@ from validator.engines.spark.session import default_parallelism
 from validator.engines.spark.sources import plan_partitions, source_frame
 from validator.expectations import TargetFacts, check_columns, evaluate_expectations
 from validator.plan import ComparisonPlan, EngineRun
-from validator.positions import SourcePositions, confirm_exact, lake_at, read_positions
+from validator.positions import (
+    SourcePositions,
+    confirm_exact,
+    lake_at,
+    read_at_own_mark,
+    read_positions,
+)
 from validator.reconcile import Reconciled
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
@@ -138,16 +143,13 @@ def in_layout_names(frame: DataFrame, reconciled: Reconciled) -> DataFrame:
 def target_side(
     spark: SparkSession, plan: ComparisonPlan, positions: SourcePositions | None
 ) -> Side:
-    """The target as Spark reads it: a lake at ``positions`` (None: at its high-water
-    mark), or a live database as it is now.
-
-    A lake fed by trigger capture records capture positions, which the source's snapshot
-    positions (its log's: an LSN, a commit ID) do not order: it is read at its high-water
-    mark, as a lake of a source without a log is."""
+    """The target as Spark reads it: a lake at ``positions`` (None, or a lake fed by
+    trigger capture: at its high-water mark, ``read_at_own_mark``), or a live database as
+    it is now."""
     reflected = plan.reflected
     connection, table = reflected.target_connection, reflected.comparison.target.table
     if reflected.target is None:
-        if captures_by_trigger(reflected.source.url):
+        if read_at_own_mark(reflected.source.url):
             positions = None
         key = reflected.target_key
         return _lake_side(spark, plan.settings, connection, table, key, positions)
