@@ -247,7 +247,7 @@ class DuckDBHashedLake:
         ``changed`` keys, by canonical key bytes."""
         if not changed:
             return {}
-        listed = ",".join(f.key_bytes.hex() for f in changed)  # no Arrow object: see connect
+        listed = ",".join(f.key_bytes.hex() for f in changed)  # no Arrow object: see duckdb_types
         self.connection.execute(
             f"CREATE OR REPLACE TEMP TABLE {_WANTED} AS"
             f" SELECT from_hex(unnest(string_split('{listed}', ','))) AS {_KEY_BYTES}"

@@ -77,22 +77,19 @@ def duckdb_types(connection: Any, schema: pa.Schema) -> list[str]:
 
 def register(connection: Any, name: str, lake: LakeFiles) -> None:
     """The view ``name`` of the files on ``connection``, with the table's schema."""
+    present: set[str] = set()
+    source = " WHERE FALSE"  # no files: an empty view
+    if lake.files:
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in lake.files)
+        scan = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
+        described = connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()
+        present, source = {row[0] for row in described}, f" FROM {scan}"
     schema = lake.schema
-    if not lake.files:
-        nulls = ", ".join(
-            f"CAST(NULL AS {t}) AS {quote(c)}"
-            for c, t in zip(schema.names, duckdb_types(connection, schema), strict=True)
-        )
-        connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {nulls} WHERE FALSE")
-        return
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in lake.files)
-    scan = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
-    present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
     columns = ", ".join(
         f"CAST({quote(c) if c in present else 'NULL'} AS {t}) AS {quote(c)}"
         for c, t in zip(schema.names, duckdb_types(connection, schema), strict=True)
     )
-    connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {columns} FROM {scan}")
+    connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {columns}{source}")
 
 
 def lake_files(table: LakeTable, position: int | SourcePositions | None) -> LakeFiles:
