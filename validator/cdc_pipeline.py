@@ -22,6 +22,7 @@ from cdc_core.files import check_output_dir
 from cdc_core.pipeline import Pipeline, TransactionCallback
 from cdc_core.pipeline_config import PipelineSetup, load_pipeline_config
 from connectors.registry import connector_for, log_source_for
+from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.database_target.sink import DatabaseSink
@@ -84,12 +85,11 @@ def open_pipeline(
 
 def _check_target(setup: PipelineSetup) -> None:
     """A database target of a product the sink writes to (before the source is opened)."""
-    from sqlalchemy.engine import make_url
 
     from connectors.database_target.types import check_target_dialect
 
     assert setup.target.url is not None
-    backend = make_url(setup.target.url).get_backend_name()
+    backend = parse_url(setup.target.url).backend
     check_target_dialect(backend, setup.target.display())
 
 

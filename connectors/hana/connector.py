@@ -24,6 +24,7 @@ from connectors.hana import sql
 from connectors.hana.types import source_columns
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.registry import register_connector
+from connectors.urls import parse_url
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -46,9 +47,8 @@ class HanaConnector(Connector):
 
     def connect_args(self) -> dict[str, Any]:
         """Keyword arguments of ``hdbcli.dbapi.connect`` for this URL (password included)."""
-        from sqlalchemy.engine import make_url
 
-        url = make_url(self.url)
+        url = parse_url(self.url)
         if not url.host:
             raise ConfigError(f"a HANA URL looks like {URL_EXAMPLE}, not {url!r}")
         args: dict[str, Any] = {

@@ -23,6 +23,7 @@ from connectors.mariadb.errors import (
     BinlogSetupError,
     ReplicationPrivilegeError,
 )
+from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -50,9 +51,8 @@ class StreamSettings:
         cls, url: str, password: str | None, config: MariaDBSourceConfig
     ) -> StreamSettings:
         """Settings of a SQLAlchemy URL (``mysql+pymysql://user@host:port/database``)."""
-        from sqlalchemy.engine import make_url
 
-        parsed = make_url(url)
+        parsed = parse_url(url)
         return cls(
             host=parsed.host or "127.0.0.1",
             port=parsed.port or 3306,

@@ -43,6 +43,7 @@ from connectors.model import (
     key_parameter,
 )
 from connectors.registry import register_connector
+from connectors.urls import parse_url
 from merkle import types as lt
 from merkle.options import TimeRounding
 
@@ -80,12 +81,10 @@ class MariaDBConnector(Connector):
     )
 
     def connect(self) -> pymysql.connections.Connection[Any]:
-        from sqlalchemy.engine import make_url
-
         with driver_import("the MariaDB connector"):
             import pymysql
 
-        url = make_url(self.url)
+        url = parse_url(self.url)
         check_parameters(url.query, self.url)
         try:
             connection = _connection_class()(
@@ -101,7 +100,7 @@ class MariaDBConnector(Connector):
         except pymysql.err.OperationalError as exc:
             code = exc.args[0] if exc.args else None
             problem = "access denied (check user and password)" if code == 1045 else exc.args[-1]
-            raise TransientError(f"cannot connect to {url.render_as_string()}: {problem}") from exc
+            raise TransientError(f"cannot connect to {mask_url(self.url)}: {problem}") from exc
         with connection.cursor() as cursor:
             cursor.execute("SET time_zone = '+00:00'")
         return connection
@@ -160,9 +159,7 @@ class MariaDBConnector(Connector):
         return f"{quote(schema)}.{quote(name)}"
 
     def database(self) -> str:
-        from sqlalchemy.engine import make_url
-
-        return make_url(self.url).database or ""
+        return parse_url(self.url).database or ""
 
     def reflect(self, table: str) -> TableSchema:
         schema, name = split_table(table, self.database())

@@ -35,6 +35,7 @@ from connectors.mariadb.zero_dates import (
     zero_sql,
 )
 from connectors.model import POSITION_COLUMN, SourceColumn, TableSchema
+from connectors.urls import parse_url
 from merkle import types as lt
 
 
@@ -132,7 +133,6 @@ def jdbc_read(
 ) -> JdbcRead | None:
     """The JDBC read of ``columns`` (None: a column has no exact transport, or the server
     is MySQL)."""
-    from sqlalchemy.engine import make_url
 
     quote = connector.quote
     selects, transports, refusals = [], {}, {}
@@ -149,7 +149,7 @@ def jdbc_read(
         selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
     if not connector.is_mariadb():
         return None
-    url = make_url(connector.url)
+    url = parse_url(connector.url)
     properties = {
         "driver": DRIVER.class_name,
         "user": url.username or "",

@@ -44,6 +44,7 @@ from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
 from connectors.model import LogSource
 from connectors.registry import register_log_source
+from connectors.urls import parse_url
 
 # Schemas of the server itself, never captured by a pattern.
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -142,10 +143,9 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     Raises:
         ConfigError: A bad URL parameter, or no table to capture.
     """
-    from sqlalchemy.engine import make_url
 
     probe = source_config(url, password, ("probe",))  # the URL's settings, before any table
-    database = make_url(probe.url).database or ""
+    database = parse_url(probe.url).database or ""
 
     def existing() -> list[str]:
         return list_tables(probe)

@@ -24,6 +24,7 @@ from connectors.mariadb.errors import BinlogSetupError, TableChangedError
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.model import POSITION_COLUMN, Partition, TableSchema
+from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -100,11 +101,10 @@ class MariaDBSnapshotReader:
     """
 
     def __init__(self, config: MariaDBSourceConfig) -> None:
-        from sqlalchemy.engine import make_url
 
         password = config.password.reveal() if config.password is not None else None
         self.connector = MariaDBConnector(config.url, password)
-        self.database = make_url(config.url).database or ""
+        self.database = parse_url(config.url).database or ""
         self.keys = {qualify(t, self.database): tuple(k) for t, k in config.keys.items()}
 
     @contextlib.contextmanager

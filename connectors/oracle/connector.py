@@ -21,6 +21,7 @@ from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot,
 from connectors.oracle import sql
 from connectors.oracle.contents import schema_from_dictionary
 from connectors.registry import register_connector
+from connectors.urls import parse_url
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -38,12 +39,11 @@ class OracleConnector(Connector):
     capabilities = Capabilities(has_log=True, shared_snapshot=True)
 
     def connect(self) -> Any:
-        from sqlalchemy.engine import make_url
 
         with driver_import("the Oracle connector"):
             import oracledb
 
-        url = make_url(self.url)
+        url = parse_url(self.url)
         service = url.query.get("service_name") or url.database
         if not url.host or not service:
             raise ConfigError(
@@ -58,9 +58,8 @@ class OracleConnector(Connector):
         return connection
 
     def owner(self) -> str:
-        from sqlalchemy.engine import make_url
 
-        return (make_url(self.url).username or "").upper()
+        return (parse_url(self.url).username or "").upper()
 
     def reflect(self, table: str) -> TableSchema:
         owner, name = sql.split_table(table, self.owner())
