@@ -158,7 +158,7 @@ def from_head(head: Mapping[str, Any], table: pa.Table) -> ValidationState:
     if changelog is None:
         raise ValueError("no changelog mark")
     scheme = RangeLeaves(int(leaves["low"]), int(leaves["width"]), int(leaves["depth"]))
-    columns = {name: table[name].combine_chunks() for name in table.column_names}
+    columns = {name: _one_array(table[name]) for name in table.column_names}
     if _crc(columns) != head["crc32"]:
         raise ValueError("the digests do not match their CRC-32")
     source, lake = (
@@ -180,6 +180,12 @@ def from_head(head: Mapping[str, Any], table: pa.Table) -> ValidationState:
     )
 
 
+def _one_array(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its only chunk as it is (a state's columns are written as
+    one), so a mapped file's digests are never copied."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def read_state(path: Path) -> ValidationState | None:
     """The state stored at ``path`` (None: there is none).
 
@@ -187,8 +193,8 @@ def read_state(path: Path) -> ValidationState | None:
         CorruptState: the file exists but is not a state this version reads.
     """
     try:
-        with pa.OSFile(str(path), "rb") as file:
-            table = pa.ipc.open_file(file).read_all()
+        # Mapped, not read: reading and copying a million leaves' digests took 0.15 s.
+        table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
     except FileNotFoundError:
         return None
     except pa.ArrowInvalid as exc:
