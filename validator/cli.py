@@ -9,13 +9,16 @@ unreachable database.
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import logging
+import os
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, NoReturn
 
 import typer
 from typer.exceptions import TyperException
@@ -525,7 +528,21 @@ def main() -> None:
     stderr (where a long run is stuck), and the run goes on."""
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
-    sys.exit(run(sys.argv[1:]))
+    _exit(run(sys.argv[1:]))
+
+
+def _exit(code: int) -> NoReturn:
+    """End the process with ``code`` once its exit handlers ran and its output is flushed,
+    without the interpreter's teardown: freeing pyarrow's, DuckDB's and pandas' modules takes
+    0.2 s (a tenth of an incremental validation) and nothing a finished command needs. While
+    another thread still works, the ordinary exit waits for it."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    if any(not t.daemon for t in others):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # logging's shutdown, temporary files, a Spark session's stop
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def run(argv: list[str]) -> int:
