@@ -90,11 +90,20 @@ def test_a_leaf_filter_keeps_exactly_its_leaves(tmp_path: Path) -> None:
     assert {row[0] for row in kept.fetchall()} == wanted
     register(connection, "lake", _lake(tmp_path))
     scheme = RangeLeaves(1, 10, 3)  # keys 1..80: id 1 and 2 in leaf 0, id 40 in leaf 3
-    for leaves, ids in (({3}, [(40,)]), ({0, 3}, [(1,), (2,), (40,)]), ({5}, [])):
+    most = {0, 1, 2, 4, 5, 6, 7}  # ranges covering most leaves are left out
+    for leaves, ids in (
+        ({3}, [(40,)]),
+        ({0, 3}, [(1,), (2,), (40,)]),
+        ({5}, []),
+        (most, [(1,), (2,)]),
+        (most | {3}, [(1,), (2,), (40,)]),
+    ):
         where = leaves_filter_sql("id", scheme, leaves)
         assert (
             connection.execute(f"SELECT id FROM lake WHERE {where} ORDER BY id").fetchall() == ids
         )
+    assert " >= " in leaves_filter_sql("id", scheme, {3})
+    assert " >= " not in leaves_filter_sql("id", scheme, most)
     assert leaves_filter_sql("id", scheme, ()) == "FALSE"
 
 

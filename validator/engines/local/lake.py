@@ -89,13 +89,17 @@ def leaf_bits_sql(leaf: str, count: int, leaves: Collection[int]) -> str:
 
 def leaves_filter_sql(key: str, scheme: RangeLeaves, leaves: Collection[int]) -> str:
     """SQL true for the rows of ``leaves`` under range leaves: at most ``MAX_PUSHED_RANGES``
-    key ranges covering them (pushed into the scan), then the exact leaves."""
+    key ranges covering them (pushed into the scan), then the exact leaves. Ranges that
+    cover most leaves skip nothing and cost their test on every row (0.1 s of the 0.9 s
+    hashing 10M rows' scattered leaves), so then only the exact leaves are asked for."""
     wanted = sorted(set(leaves))
     if not wanted:
         return "FALSE"
-    covering = covering_runs(leaf_ranges(wanted), MAX_PUSHED_RANGES)
-    ranges = [_key_range_sql(key, *scheme.bounds(a, b)) for a, b in covering]
     exact = leaf_bits_sql(range_leaf_sql(key, scheme), scheme.count, wanted)
+    covering = covering_runs(leaf_ranges(wanted), MAX_PUSHED_RANGES)
+    if sum(b - a for a, b in covering) * 2 > scheme.count:
+        return exact
+    ranges = [_key_range_sql(key, *scheme.bounds(a, b)) for a, b in covering]
     return f"({' OR '.join(ranges)}) AND {exact}"
 
 
