@@ -119,6 +119,23 @@ def test_runs_finished_at_the_same_time_stay_apart(store: HistoryStore) -> None:
     assert {s.finished[:10] for s in last} == {"2026-11-06"}
 
 
+def test_delta_history_reads_only_the_files_of_the_runs_asked_for(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable
+
+    store = DeltaHistory(tmp_path / "history")
+    for day in (4, 1, 7, 2, 9, 3, 5, 8, 6):  # a file a run, appended out of order
+        store.append(run(day, orders=day))
+    for uri in DeltaTable(str(store.path)).file_uris():
+        if pq.read_table(uri).column("finished")[0].as_py().day <= 3:
+            Path(uri).write_bytes(b"not parquet")  # the oldest runs' files: never opened
+    last = store.read_last(6)
+    assert [s.comparisons["orders"].differences_total for s in last] == [4, 5, 6, 7, 8, 9]
+    with pytest.raises(pa.ArrowInvalid):
+        store.read_last(7)
+
+
 def test_delta_history_has_one_row_per_run_and_comparison(tmp_path: Path) -> None:
     from deltalake import DeltaTable
 
