@@ -17,7 +17,8 @@ run by its server:
    hash)`` (an index range scan under range leaves) while the lake reader sends the same
    from the lake's hashed rows; keys are classified on the driver;
 4. **columns** — the changed keys' source rows are read again, each in its slice's
-   snapshot, and compared with the lake's canonical payloads.
+   snapshot, while the lake reader reads theirs, and compared with the lake's canonical
+   payloads.
 
 An incremental run (``validator.incremental``) re-hashes only some leaves: the source's
 slices group only their key ranges, the lake reader hashes only the rows of those leaves.
@@ -200,12 +201,13 @@ def _changed_columns(
     settings: CompareSettings,
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys: the source's rows read in their
-    slices' snapshots, the lake's payloads and values from its hashed rows."""
+    slices' snapshots, the lake's payloads and values from its hashed rows (both at once)."""
     changed = [f for f in findings if f.kind == "changed"]
     if not changed:
         return {}
-    source = side_rows(slices, changed, 0, layout)
-    found = lake.rows(changed)
+    source, found = run_parallel(
+        [partial(side_rows, slices, changed, 0, layout), partial(lake.rows, changed)]
+    )
     differ = ColumnDiffer(layout, settings.sensitive)
     result: dict[Key, tuple[ColumnChange, ...]] = {}
     for finding in changed:
