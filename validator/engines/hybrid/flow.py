@@ -205,9 +205,11 @@ def _changed_columns(
     changed = [f for f in findings if f.kind == "changed"]
     if not changed:
         return {}
-    source, found = run_parallel(
-        [partial(side_rows, slices, changed, 0, layout), partial(lake.rows, changed)]
-    )
+    reads: list[Callable[[], Any]] = [
+        partial(side_rows, slices, changed, 0, layout),
+        partial(lake.rows, changed),
+    ]
+    source, found = run_parallel(reads)
     differ = ColumnDiffer(layout, settings.sensitive)
     result: dict[Key, tuple[ColumnChange, ...]] = {}
     for finding in changed:
