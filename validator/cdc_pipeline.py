@@ -85,7 +85,6 @@ def open_pipeline(
 
 def _check_target(setup: PipelineSetup) -> None:
     """A database target of a product the sink writes to (before the source is opened)."""
-
     from connectors.database_target.types import check_target_dialect
 
     assert setup.target.url is not None

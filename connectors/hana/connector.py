@@ -16,6 +16,7 @@ import decimal
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
@@ -47,10 +48,9 @@ class HanaConnector(Connector):
 
     def connect_args(self) -> dict[str, Any]:
         """Keyword arguments of ``hdbcli.dbapi.connect`` for this URL (password included)."""
-
         url = parse_url(self.url)
         if not url.host:
-            raise ConfigError(f"a HANA URL looks like {URL_EXAMPLE}, not {url!r}")
+            raise ConfigError(f"a HANA URL looks like {URL_EXAMPLE}, not {mask_url(self.url)}")
         args: dict[str, Any] = {
             "address": url.host,
             "port": url.port or (TENANT_PORT if url.database else SYSTEM_DB_PORT),

@@ -51,7 +51,6 @@ class StreamSettings:
         cls, url: str, password: str | None, config: MariaDBSourceConfig
     ) -> StreamSettings:
         """Settings of a SQLAlchemy URL (``mysql+pymysql://user@host:port/database``)."""
-
         parsed = parse_url(url)
         return cls(
             host=parsed.host or "127.0.0.1",

@@ -133,7 +133,6 @@ def jdbc_read(
 ) -> JdbcRead | None:
     """The JDBC read of ``columns`` (None: a column has no exact transport, or the server
     is MySQL)."""
-
     quote = connector.quote
     selects, transports, refusals = [], {}, {}
     for name in columns:

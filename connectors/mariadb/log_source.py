@@ -143,7 +143,6 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     Raises:
         ConfigError: A bad URL parameter, or no table to capture.
     """
-
     probe = source_config(url, password, ("probe",))  # the URL's settings, before any table
     database = parse_url(probe.url).database or ""
 

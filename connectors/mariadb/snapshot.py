@@ -101,7 +101,6 @@ class MariaDBSnapshotReader:
     """
 
     def __init__(self, config: MariaDBSourceConfig) -> None:
-
         password = config.password.reveal() if config.password is not None else None
         self.connector = MariaDBConnector(config.url, password)
         self.database = parse_url(config.url).database or ""

@@ -39,7 +39,6 @@ class OracleConnector(Connector):
     capabilities = Capabilities(has_log=True, shared_snapshot=True)
 
     def connect(self) -> Any:
-
         with driver_import("the Oracle connector"):
             import oracledb
 
@@ -58,7 +57,6 @@ class OracleConnector(Connector):
         return connection
 
     def owner(self) -> str:
-
         return (parse_url(self.url).username or "").upper()
 
     def reflect(self, table: str) -> TableSchema:
