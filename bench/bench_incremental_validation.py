@@ -50,7 +50,7 @@ from connectors.pushdown import RangeLeaves
 from tests.private_servers import MariaDBServer, running_mariadb
 from validator.incremental.changed_leaves import leaf_of
 from validator.incremental.state import read_state, state_path
-from validator.incremental.sweep import per_run
+from validator.incremental.sweep import Stripes
 
 Finding = tuple[str, str]
 
@@ -122,9 +122,9 @@ def drift_unlogged(server: MariaDBServer, updates: list[int]) -> None:
 def pick_drift(
     scheme: RangeLeaves, logged: list[int], rows: int, count: int, share: float
 ) -> tuple[list[int], int]:
-    """Keys beside logged changes (in the same leaf), and one key in a leaf none touches in
-    the last sweep window of a cycle that holds rows (the leaves' range can run past the
-    highest key): the sweep reaches it in the last run that sweeps rows."""
+    """Keys beside logged changes (in the same leaf), and one key, as high as can be, in a
+    leaf none touches and the sweep reaches only in the last run of its cycle (the last
+    window of its stripe)."""
     changed = {leaf_of(k, scheme) for k in logged}
     beside = []
     for key in logged:
@@ -133,12 +133,12 @@ def pick_drift(
             beside.append(other)
         if len(beside) == count:
             break
-    step = per_run(scheme.count, share)
-    last_window = leaf_of(source_key(rows - 1), scheme) // step * step
+    stripes = Stripes.of(scheme.count, share)
+    last_window = (stripes.runs - 1) * stripes.step
     for index in range(rows - 1, -1, -1):
         lone = source_key(index)
         leaf = leaf_of(lone, scheme)
-        if leaf >= last_window and leaf not in changed and leaf < scheme.count - 1:
+        if leaf % stripes.width >= last_window and leaf not in changed:
             return beside, lone
     raise RuntimeError("no unchanged leaf in the last sweep window")
 
