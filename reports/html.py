@@ -8,6 +8,7 @@ autoescaping is on for every value: row values are attacker-controlled text.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -15,7 +16,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader, StrictUndefined
+from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from reports import model
@@ -160,6 +162,28 @@ def _trend(
     return build_trend(comparison["name"], current, history)
 
 
+class _TemplateCache(FileSystemBytecodeCache):
+    """Compiled templates kept between runs in jinja2's private temporary folder: compiling
+    them took 0.2 s of every validate (a thirtieth of an incremental run at 10M rows). A
+    cache that cannot be read or written is passed over: the report never depends on it."""
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().load_bytecode(bucket)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def _template_cache() -> _TemplateCache | None:
+    """The cache, or None where jinja2 finds no safe private folder for it."""
+    try:
+        return _TemplateCache()
+    except (OSError, RuntimeError):
+        return None
+
+
 @cache
 def _environment() -> Environment:
     env = Environment(
@@ -170,6 +194,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         finalize=_shown,
+        bytecode_cache=_template_cache(),
     )
     env.filters.update(key=model.format_key, clip=clip, n=_number, seconds=format_seconds)
     env.filters["rows"] = model.rows
