@@ -76,11 +76,11 @@ def test_a_truncated_state_is_refused(tmp_path: Path) -> None:
 
 def test_a_state_of_another_format_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "orders.arrow"
-    head = {**to_head(STATE, 0), "format_version": 2}
+    head = {**to_head(STATE, 0), "format_version": 3}
     table = pa.table({"x": [1]}).replace_schema_metadata({METADATA: json.dumps(head)})
     with pa.OSFile(str(path), "wb") as file, pa.ipc.new_file(file, table.schema) as out:
         out.write_table(table)
-    with pytest.raises(CorruptState, match="of version 3"):
+    with pytest.raises(CorruptState, match="is of format version 3, not 4"):
         read_state(path)
 
 

@@ -33,8 +33,9 @@ from merkle.tree import LeafDigest
 from validator.incremental.stored_digests import COUNT, SUM, StoredDigests
 
 FORMAT = "replcheck.validation-state"
-# 1 and 2 were JSON files listing the digests: too slow to read and write past 100,000 leaves
-FORMAT_VERSION = 3
+# 1 and 2 were JSON files listing the digests: too slow to read and write past 100,000 leaves;
+# 3 held a contiguous sweep's cursor (a leaf), not the striped sweep's (an offset in a stripe)
+FORMAT_VERSION = 4
 METADATA = FORMAT.encode()  # the schema metadata key of the JSON head
 SIDES = ("source", "lake")
 
@@ -151,8 +152,13 @@ def to_head(state: ValidationState, crc: int) -> dict[str, Any]:
 def from_head(head: Mapping[str, Any], table: pa.Table) -> ValidationState:
     """The inverse of ``to_head`` and the columns (KeyError, TypeError, ValueError on a bad
     head or columns)."""
-    if head.get("format") != FORMAT or head.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"not a {FORMAT} document of version {FORMAT_VERSION}")
+    if head.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} document")
+    if head.get("format_version") != FORMAT_VERSION:
+        raise OtherVersion(
+            f"is of format version {head.get('format_version')}, not {FORMAT_VERSION} (written"
+            " by another version of replcheck)"
+        )
     leaves, position = head["leaves"], head["position"]
     changelog = _mark_from(head["changelog"])
     if changelog is None:
@@ -186,6 +192,10 @@ def _one_array(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
+class OtherVersion(ValueError):
+    """A state document of another format version."""
+
+
 def read_state(path: Path) -> ValidationState | None:
     """The state stored at ``path`` (None: there is none).
 
@@ -204,6 +214,8 @@ def read_state(path: Path) -> ValidationState | None:
     try:
         head = json.loads((table.schema.metadata or {})[METADATA])
         return from_head(head, table)
+    except OtherVersion as exc:
+        raise CorruptState(path, str(exc)) from exc
     except (ValueError, KeyError, TypeError, AttributeError, ContractError) as exc:
         problem = f"is not a validation state ({type(exc).__name__}: {exc})"
         raise CorruptState(path, problem) from exc
