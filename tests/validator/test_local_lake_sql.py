@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,7 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from connectors.pushdown import RangeLeaves
-from validator.engines.local.lake import leaf_bits_sql, leaves_filter_sql
+from merkle.layout import RowLayout
+from merkle.types import IntegerType, StringType
+from validator.engines.database.keys import KeyFinding
+from validator.engines.local.lake import DuckDBHashedLake, leaf_bits_sql, leaves_filter_sql
 from validator.engines.local.state import TYPE_NAMES, LakeFiles, duckdb_types, register
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,3 +133,30 @@ def test_reading_a_lake_of_the_usual_types_never_imports_pandas(tmp_path: Path) 
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert finished.stdout.strip() == "False"
+
+
+def test_the_columns_phase_reads_the_rows_the_keys_phase_kept(tmp_path: Path) -> None:
+    """The rows of a few mismatched leaves are kept by the keys phase: the columns phase
+    reads them, not the lake again (here its file is gone by then)."""
+    file = tmp_path / "part-0.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array(range(1000), pa.int64()), "v": [f"v{i}" for i in range(1000)]}),
+        file,
+    )
+    connection = duckdb.connect()
+    connection.execute(f"CREATE VIEW lake AS SELECT * FROM read_parquet('{file}')")
+    layout = RowLayout.of([("id", IntegerType()), ("v", StringType())], ["id"])
+    types = {"id": pa.int64(), "v": pa.string()}
+    scheme = RangeLeaves(0, 100, 4)
+    lake = DuckDBHashedLake(connection, "SELECT id, v FROM lake", layout, types, scheme, None)
+    keys = lake.keys([2, 5])
+    assert len(keys) == 200 and lake.found == {2, 5}
+    file.unlink()
+    entry = next(e for e in keys.values() if e.values == (250,))
+    key_bytes = next(b for b, e in keys.items() if e is entry)
+    finding = KeyFinding("changed", ("250",), None, entry, key_bytes)
+    rows = lake.rows([finding])
+    assert list(rows) == [key_bytes]
+    assert rows[key_bytes][1] == [250, "v250"]
+    with pytest.raises(duckdb.IOException):  # a leaf not kept is read from the lake
+        lake.rows([KeyFinding("changed", ("950",), None, replace(entry, leaf=9), b"x")])

@@ -5,9 +5,10 @@ The lake's rows at the agreed position (``state.py`` here), only the compared co
 get the MD5 flavour of the hash contract in DuckDB SQL (``merkle.duckdb``) and the leaf the
 source's ``LeafScheme`` gives their key, computed as ``connectors.pushdown`` computes it in
 the source's SQL. A replayed changelog is materialised once in a temporary table (the
-window over every event is the costly part); a mirror version is scanned again by each
-phase, which reads only the mismatched leaves' key ranges. (Keeping an incremental run's
-leaves in a table too made its leaves phase slower than the later phases' scans cost.)
+window over every event is the costly part); a mirror version is scanned again by the
+keys phase, which reads only the mismatched leaves' key ranges and keeps their rows for the
+columns phase when they are few. (Keeping an incremental run's leaves in a table too made
+its leaves phase slower than the later phases' scans cost.)
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 
 _MASK64 = (1 << 64) - 1
 _FILES, _STATE, _WANTED = "lake_files", "lake_state", "wanted_keys"
+_FOUND = "mismatched_rows"
+# The rows of at most this many mismatched leaves are kept from the keys phase for the
+# columns phase (another scan of a 10M-row mirror: 0.2 s); more could be most of the lake.
+MAX_KEPT_LEAVES = 1000
 _LEAF, _ROW_HASH, _KEY_BYTES = "_leaf", "_row_hash", "_key_bytes"
 
 
@@ -185,6 +190,7 @@ class DuckDBHashedLake:
     ) -> None:
         self.connection, self.rows_sql, self.layout = connection, rows, layout
         self.types, self.scheme, self.kept = types, scheme, kept
+        self.found: frozenset[int] = frozenset()  # the leaves whose rows are in _FOUND
 
     def _execute(self, sql: str) -> list[Any]:
         """The rows of ``sql``, once the kept rows are."""
@@ -198,7 +204,7 @@ class DuckDBHashedLake:
             return range_leaf_sql(self.layout.key[0], self.scheme)
         return hash_leaf_sql(key_bytes_sql(self.layout, self.types), self.scheme.depth)
 
-    def _in_leaves(self, leaves: Sequence[int]) -> str:
+    def _in_leaves(self, leaves: Collection[int]) -> str:
         """The compared rows of ``leaves`` with their leaf (a key-range filter the scan can
         use under range leaves)."""
         leafed = f"SELECT *, {self._leaf()} AS {_LEAF} FROM ({self.rows_sql})"
@@ -223,10 +229,14 @@ class DuckDBHashedLake:
         if not leaves:
             return {}
         layout, types = self.layout, self.types
+        rows = self._in_leaves(leaves)
+        if len(leaves) <= MAX_KEPT_LEAVES:
+            self._execute(f"CREATE OR REPLACE TEMP TABLE {_FOUND} AS {rows}")
+            self.found, rows = frozenset(leaves), f"SELECT * FROM {_FOUND}"
         selected = ", ".join(quote(k) for k in layout.key)
         sql = (
             f"SELECT {selected}, {key_bytes_sql(layout, types)}, {_LEAF},"
-            f" {md5_unsigned64_sql(row_bytes_sql(layout, types))} FROM ({self._in_leaves(leaves)})"
+            f" {md5_unsigned64_sql(row_bytes_sql(layout, types))} FROM ({rows})"
         )
         return collect_keys(self._execute(sql), len(layout.key), LAKE_SLICE)
 
@@ -237,7 +247,8 @@ class DuckDBHashedLake:
             payload_sql(quote(c.name), types[c.name], c.ltype, layout.options)
             for c in layout.columns
         ]
-        rows = self._in_leaves([f.leaf for f in changed])
+        leaves = {f.leaf for f in changed}
+        rows = f"SELECT * FROM {_FOUND}" if leaves <= self.found else self._in_leaves(leaves)
         keyed = f"SELECT *, {key_bytes_sql(layout, types)} AS {_KEY_BYTES} FROM ({rows})"
         values = ", ".join(quote(n) for n in layout.names)
         wanted = f"SELECT {_KEY_BYTES} FROM {_WANTED}"
