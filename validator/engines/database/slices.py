@@ -43,7 +43,11 @@ MAX_RANGES_PER_QUERY = 1000
 # Key ranges per query when a slice reads scattered leaves: a server's planner spends more
 # per range as the OR list grows (MariaDB, 10,000 ranges of 19 keys: 0.15 s in queries of
 # 25-50 ranges, 0.19 s of 100, 1.05 s of 1,000; bench/RESULTS.md, incremental validation).
-RANGES_PER_QUERY = 100
+RANGES_PER_QUERY = 50
+# A run of at least this many leaves is read by a query of its own: a server tests every row
+# it reads against the query's whole OR list (MariaDB: a sweep's wide runs among 100 ranges
+# cost 18 us a row, alone 12 us).
+WIDE_RUN = 16
 T = TypeVar("T")
 
 
@@ -132,21 +136,23 @@ def _raise_refused(part: Slice) -> NoReturn:
 
 
 def leaf_range_wheres(part: Slice, leaves: Sequence[int]) -> list[str] | None:
-    """Predicates selecting the rows of ``leaves`` (range leaves within the slice), at most
-    ``RANGES_PER_QUERY`` key ranges each, for one index range scan per run of leaves;
-    None when the leaves are most of the slice, whose one pass then costs less."""
+    """Predicates selecting the rows of ``leaves`` (range leaves within the slice): one for
+    each wide run of leaves, and at most ``RANGES_PER_QUERY`` key ranges each for the rest,
+    for one index range scan per run; None when the leaves are most of the slice, whose one
+    pass then costs less."""
     assert isinstance(part.scheme, RangeLeaves)
     runs = leaf_ranges(leaves)
     if 2 * sum(stop - first for first, stop in runs) > part.stop - part.first:
         return None
     column = part.side.dialect.quote(part.side.table.key[0])
-    ranges = [range_predicate(column, *part.scheme.bounds(a, b)) for a, b in runs]
-    if "" in ranges:  # one unbounded range: every row
+    scheme = part.scheme
+    wide = [range_predicate(column, *scheme.bounds(a, b)) for a, b in runs if b - a >= WIDE_RUN]
+    narrow = [range_predicate(column, *scheme.bounds(a, b)) for a, b in runs if b - a < WIDE_RUN]
+    if "" in wide + narrow:  # one unbounded range: every row
         return [""]
     step = RANGES_PER_QUERY
-    return [
-        " OR ".join(f"({r})" for r in ranges[i : i + step]) for i in range(0, len(ranges), step)
-    ]
+    grouped = [narrow[i : i + step] for i in range(0, len(narrow), step)]
+    return [" OR ".join(f"({r})" for r in group) for group in [*([r] for r in wide), *grouped]]
 
 
 def _keyed_queries(part: Slice, leaves: Sequence[int]) -> list[tuple[str, set[int] | None]]:
