@@ -267,12 +267,24 @@ def lake_columns(
                 lambda: high_water_mark(table), position, left, table.table, poll_s, sleep
             )
         try:
-            return changelog_files(table)[1]
+            return read_schema(table, changelog_files(table)[1])
         except ChangelogMoved:
             if time.monotonic() >= deadline:
                 raise
             log.info("lake table %s is being loaded again; reading its columns again", table.table)
             sleep(poll_s)
+
+
+def read_schema(table: LakeTable, changelog: pa.Schema) -> pa.Schema:
+    """The columns users read: the mirror's (a table without a key has only its changelog,
+    ``changelog``). A column the changelog has and the mirror lacks is a column the lake
+    does not carry, so it must not be taken from the changelog."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    if not (table.mirror / "_delta_log").is_dir():
+        return changelog
+    return pa.schema(DeltaTable(str(table.mirror)).schema().to_arrow())
 
 
 def _written_by_a_pipeline(lake: Path) -> bool:

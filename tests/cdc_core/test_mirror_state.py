@@ -1,5 +1,6 @@
-"""Which mirror version holds a lake table's state at a position: only what the histories
-prove, never an approximation."""
+"""What holds a lake table's state at a position: the mirror users read, whatever wrote it,
+plus the pipeline's changelog events after the mirror version's mark; and the separate
+self-consistency audit that names foreign commits and changed files."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import datetime as dt
 from pathlib import Path
 
 import pyarrow as pa
-from deltalake import DeltaTable
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
 
+from cdc_core.errors import TerminalError
 from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
-from cdc_core.mirror_state import mirror_version_at
+from cdc_core.mirror_state import audit_lake, mirror_read
 from cdc_core.position import Position
 from cdc_core.sink import LakeEvent, LakeSink, TableBatch
 from cdc_core.source import TableDescription
@@ -37,60 +41,93 @@ def _newest(table: LakeTable) -> int:
     return DeltaTable(str(table.mirror)).version()
 
 
-def test_the_mirror_holds_the_state_at_its_last_label_and_after_it(tmp_path: Path) -> None:
+def test_the_newest_mirror_version_alone_holds_the_state_at_and_after_its_last_label(
+    tmp_path: Path,
+) -> None:
     _, table = _lake(tmp_path)
 
     for position in (9, 10, 10**12, None):
-        found = mirror_version_at(table, position)
-        assert found is not None and found.version == _newest(table), position
-    mirror = DeltaTable(str(table.mirror)).to_pyarrow_table().to_pylist()
-    assert {row["id"]: row["v"] for row in mirror} == {1: 11, 3: 30}
+        read = mirror_read(table, position)
+        assert read.exact and read.version == _newest(table) and read.mark == (9, 1), position
 
 
-def test_not_below_the_last_label(tmp_path: Path) -> None:
-    """At 8 the lake's state lies between two batches: the mirror holds the later one."""
+def test_below_the_last_label_an_older_version_and_the_events_after_it(tmp_path: Path) -> None:
     _, table = _lake(tmp_path)
 
-    assert mirror_version_at(table, 8) is None
-    assert mirror_version_at(table, 5) is None
+    read = mirror_read(table, 8)
+
+    assert (read.version, read.mark, len(read.after)) == (0, (5, 3), 0)
+    assert read.exact  # no event lies between 5 and 8
+    assert mirror_read(table, 4).version == -1
 
 
-def test_not_after_a_commit_to_the_changelog_behind_the_pipelines_back(tmp_path: Path) -> None:
-    """Drift appended to the changelog at the lake's own position: only a replay shows it."""
+def test_another_writers_commit_to_the_mirror_is_part_of_what_is_read(tmp_path: Path) -> None:
     _, table = _lake(tmp_path)
-    row = {"id": 7, "v": 70, OP: "c", COMMIT_POS: 9, SEQ: 99, TXID: "drift", COMMIT_TS: AT}
-    schema = pa.schema(DeltaTable(str(table.changelog)).schema().to_arrow())
-    append_changelog(table, pa.Table.from_pylist([row], schema), 9, "x", "drift")
+    DeltaTable(str(table.mirror)).update(updates={"v": "999"}, predicate="id = 3")
 
-    assert mirror_version_at(table, 9) is None
+    read = mirror_read(table, 9)
+    audit = audit_lake(table)
 
-
-def test_a_schema_change_with_no_rows_keeps_the_pairing(tmp_path: Path) -> None:
-    sink, table = _lake(tmp_path)
-    wider = TableDescription("s.t", TABLE.schema.append(pa.field("w", pa.int64())), ("id",))
-    sink.follow_schema(wider, Position.of(10))
-
-    found = mirror_version_at(table, 10)
-
-    assert found is not None and "w" in found.schema.names
+    assert read.exact and read.version == _newest(table)
+    assert {r["v"] for r in pq.read_table(list(read.files)).to_pylist()} == {11, 999}
+    (foreign,) = audit.foreign
+    assert (foreign.table, foreign.version, foreign.operation) == ("mirror", 2, "UPDATE")
+    assert foreign.writer.startswith("delta-rs")
 
 
-def test_not_when_a_batch_reached_the_changelog_but_not_the_mirror(tmp_path: Path) -> None:
-    """A crash between a batch's two commits: the mirror is behind its changelog."""
+def test_a_batch_in_the_changelog_but_not_yet_the_mirror_is_laid_over_it(tmp_path: Path) -> None:
+    """A crash between a batch's two commits (or a reader between them)."""
     _, table = _lake(tmp_path)
     row = {"id": 4, "v": 40, OP: "c", COMMIT_POS: 12, SEQ: 0, TXID: "t", COMMIT_TS: AT}
     schema = pa.schema(DeltaTable(str(table.changelog)).schema().to_arrow())
     append_changelog(table, pa.Table.from_pylist([row], schema), 12, "x", "replcheck.pipeline.p")
 
-    assert mirror_version_at(table, 12) is None
+    read = mirror_read(table, 12)
+
+    assert not read.exact and read.version == _newest(table) and len(read.after) == 1
+    assert mirror_read(table, 11).exact  # the event lies above 11
+    assert audit_lake(table).unpaired is None  # the mirror may trail by one batch
 
 
-def test_not_for_a_table_without_a_key_nor_a_table_not_in_the_lake(tmp_path: Path) -> None:
-    table = LakeTable(tmp_path, "s.t")
-    assert mirror_version_at(table, 5) is None
+def test_another_writers_append_to_the_changelog_is_not_laid_over(tmp_path: Path) -> None:
+    _, table = _lake(tmp_path)
+    row = {"id": 7, "v": 70, OP: "c", COMMIT_POS: 9, SEQ: 99, TXID: "x", COMMIT_TS: AT}
+    schema = pa.schema(DeltaTable(str(table.changelog)).schema().to_arrow())
+    write_deltalake(str(table.changelog), pa.Table.from_pylist([row], schema), mode="append")
+
+    assert mirror_read(table, 9).exact
+    assert [(f.table, f.operation) for f in audit_lake(table).foreign] == [("changelog", "WRITE")]
+
+
+def test_a_replaced_data_file_is_named(tmp_path: Path) -> None:
+    _, table = _lake(tmp_path)
+    (uri,) = DeltaTable(str(table.mirror)).file_uris()
+    rows = pq.read_table(uri)
+    pq.write_table(rows.set_column(1, "v", pa.array([7, 7], pa.int64())), uri)
+
+    (changed,) = audit_lake(table).changed
+
+    assert changed.table == "mirror" and Path(uri).name in changed.path
+    assert "Delta recorded" in changed.problem
+
+
+def test_a_table_without_a_key_is_its_changelog(tmp_path: Path) -> None:
     keyless = TableDescription("s.t", TABLE.schema, ())
     LakeSink(tmp_path, "p").write(
         [TableBatch(keyless, [_event("c", 1, 1, 5)])], Position.of(5), ["s.t"]
     )
-    assert table.exists()
-    assert mirror_version_at(table, 5) is None
+
+    read = mirror_read(LakeTable(tmp_path, "s.t"), 5)
+
+    assert read.version == -1 and len(read.after) == 1 and not read.exact
+
+
+def test_a_mirror_with_a_feature_plain_reads_get_wrong_is_refused_by_name(tmp_path: Path) -> None:
+    _, table = _lake(tmp_path)
+    rows = DeltaTable(str(table.mirror)).to_pyarrow_table()
+    write_deltalake(
+        str(table.mirror), rows, mode="overwrite", partition_by=["id"], schema_mode="overwrite"
+    )
+
+    with pytest.raises(TerminalError, match="partitions by id"):
+        mirror_read(table, 9)

@@ -1,27 +1,42 @@
 """The local engine's SQL over lake files, without a server: the types it names for DuckDB
 are DuckDB's own, a column no file holds reads as NULL, a leaf filter keeps exactly its
-leaves' rows, and reading a lake of the usual types never imports pandas (0.2 s a run)."""
+leaves' rows, reading a lake of the usual types never imports pandas (0.2 s a run), and a
+mirror version with the changelog's later events laid over it is the state at a position."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 import sys
 import textwrap
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
+from cdc_core.lake import LakeTable
+from cdc_core.position import Position
+from cdc_core.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.source import TableDescription
 from connectors.pushdown import RangeLeaves
 from merkle.layout import RowLayout
 from merkle.types import IntegerType, StringType
 from validator.engines.database.keys import KeyFinding
 from validator.engines.local.lake import DuckDBHashedLake, leaf_bits_sql, leaves_filter_sql
-from validator.engines.local.state import TYPE_NAMES, LakeFiles, duckdb_types, register
+from validator.engines.local.state import (
+    TYPE_NAMES,
+    LakeFiles,
+    duckdb_types,
+    lake_files,
+    register,
+    state_sql,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = pa.schema(
@@ -61,7 +76,7 @@ def _lake(tmp_path: Path) -> LakeFiles:
         }
     )
     pq.write_table(rows, tmp_path / "part-0.parquet")
-    return LakeFiles((str(tmp_path / "part-0.parquet"),), SCHEMA, True)
+    return LakeFiles.of_version((str(tmp_path / "part-0.parquet"),), SCHEMA)
 
 
 def test_a_registered_lake_has_the_tables_types_and_nulls_for_absent_columns(
@@ -78,7 +93,7 @@ def test_a_registered_lake_has_the_tables_types_and_nulls_for_absent_columns(
         ("added", "INTEGER"),
     ]
     assert connection.execute("SELECT count(*), count(added) FROM lake").fetchall() == [(3, 0)]
-    register(connection, "empty", LakeFiles((), SCHEMA, True))
+    register(connection, "empty", LakeFiles.of_version((), SCHEMA))
     assert connection.execute("SELECT count(*) FROM empty").fetchall() == [(0,)]
     assert [row[1] for row in connection.execute("DESCRIBE empty").fetchall()][:2] == [
         "BIGINT",
@@ -122,8 +137,8 @@ def test_reading_a_lake_of_the_usual_types_never_imports_pandas(tmp_path: Path) 
         from validator.engines.local.lake import leaf_bits_sql
         schema = pa.schema([("id", pa.int64()), ("note", pa.string())])
         connection = duckdb.connect()
-        register(connection, "lake", LakeFiles(({str(tmp_path / "part-0.parquet")!r},),
-                 schema, True))
+        register(connection, "lake", LakeFiles.of_version(({str(tmp_path / "part-0.parquet")!r},),
+                 schema))
         where = leaf_bits_sql("id", 64, {{1, 2}})
         assert connection.execute(f"SELECT count(*) FROM lake WHERE {{where}}").fetchall() == [(2,)]
         print("pandas" in sys.modules)
@@ -160,3 +175,61 @@ def test_the_columns_phase_reads_the_rows_the_keys_phase_kept(tmp_path: Path) ->
     assert rows[key_bytes][1] == [250, "v250"]
     with pytest.raises(duckdb.IOException):  # a leaf not kept is read from the lake
         lake.rows([KeyFinding("changed", ("950",), None, replace(entry, leaf=9), b"x")])
+
+
+def _replayed(table: LakeTable, position: int) -> set[tuple[Any, ...]]:
+    """The state at ``position`` by the definition: each key's latest event at or below it,
+    no delete, nothing before the newest truncate (a reference, in Python)."""
+    events = DeltaTable(str(table.changelog)).to_pyarrow_table().to_pylist()
+    events = sorted((e for e in events if e["_commit_pos"] <= position), key=_order)
+    cut = max((_order(e) for e in events if e["_op"] == "t"), default=(-1, -1))
+    latest = {e["id"]: e for e in events if e["_op"] != "t"}
+    return {
+        (e["id"], e["v"], e.get("w"))
+        for e in latest.values()
+        if e["_op"] != "d" and _order(e) > cut
+    }
+
+
+def _order(event: dict[str, Any]) -> tuple[int, int]:
+    return event["_commit_pos"], event["_seq"]
+
+
+def test_the_mirror_with_the_changelogs_later_events_is_the_state_at_every_position(
+    tmp_path: Path,
+) -> None:
+    """Batches at 5, 7 (a truncate), 8, a column added, and 12 (events at 11 and 12): at
+    every position DuckDB's read of the mirror version and the events after it is the state
+    the definition gives."""
+    table = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.string())]), ("id",))
+    wider = TableDescription("s.t", table.schema.append(pa.field("w", pa.int64())), ("id",))
+    sink = LakeSink(tmp_path, "p")
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def event(op: str, row: dict[str, Any], position: int, seq: int) -> LakeEvent:
+        return LakeEvent(op, row, position, seq, "x", at)
+
+    sink.write(
+        [TableBatch(table, [event("c", {"id": k, "v": f"v{k}"}, 5, k) for k in range(6)])],
+        Position.of(5),
+        ["s.t"],
+    )
+    sink.write([TableBatch(table, [event("t", {}, 7, 0)])], Position.of(7), ["s.t"])
+    again = [event("c", {"id": k, "v": f"again{k}"}, 8, k) for k in range(4)]
+    sink.write([TableBatch(table, again)], Position.of(8), ["s.t"])
+    sink.follow_schema(wider, Position.of(9))
+    later = [
+        event("u", {"id": 1, "v": "u1", "w": 7}, 11, 0),
+        event("d", {"id": 2, "v": "again2", "w": None}, 11, 1),
+        event("c", {"id": 9, "v": None, "w": 9}, 12, 0),
+    ]
+    sink.write([TableBatch(wider, later)], Position.of(12), ["s.t"])
+    lake = LakeTable(tmp_path, "s.t")
+    connection = duckdb.connect()
+    for position in range(4, 14):
+        files = lake_files(lake, position)
+        register(connection, "lake", files)
+        sql = state_sql("lake", files, ["id", "v", "w"], ["id"], position)
+        found = {tuple(row) for row in connection.execute(sql).fetchall()}
+        assert found == _replayed(lake, position), position
+        assert files.exact == (position not in (4, 11)), position  # 4: no version yet

@@ -164,7 +164,7 @@ class DuckDBLakeRead:
         columns = [names[n] for n in layout.names]
         state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
         kept = None
-        if not self.files.from_mirror:  # replay once, not once per phase
+        if not self.files.exact:  # the events laid over the mirror once, not once a phase
             kept = f"CREATE TEMP TABLE {_STATE} AS {state}"
             stack.callback(self.connection.execute, f"DROP TABLE IF EXISTS {_STATE}")
             state = f"SELECT * FROM {_STATE}"

@@ -1,14 +1,15 @@
 """A lake table as it was at a source position, as DuckDB SQL over its Parquet files.
 
-The same state as ``validator.engines.spark.lake_target`` reads with Spark: when the lake's
-histories prove that the mirror's latest version holds it (``cdc_core.mirror_state``), that
-version's files; else the changelog replayed: for each key its latest event with
-``_commit_pos <= P`` (by ``_commit_pos``, then ``_seq``; with ``SourcePositions`` each key
-at its partition's position), dropping keys whose latest event is a delete and keys whose
-latest event precedes the newest truncate at or before P.
+The lake side of a comparison is the mirror, the table users read (``cdc_core.mirror_state``):
+the mirror version before the first commit labelled above P, whatever wrote it, plus the
+changelog's events after that version's mark up to P (for each key its latest event with
+``_commit_pos <= P``, by ``_commit_pos`` then ``_seq``; with ``SourcePositions`` each key at
+its partition's position; a delete drops the key, a truncate every row before it). When the
+version holds everything (the pipeline wrote nothing above its mark yet, or it is stopped),
+its files are read alone. A table without a key has no mirror: its changelog is replayed.
 
-The files are read by DuckDB's own Parquet reader as one view with the Delta table's own
-schema (``register``): a file written before a column was added reads it as NULL (as
+The files are read by DuckDB's own Parquet reader as views with the Delta tables' own
+schemas (``register``): a file written before a column was added reads it as NULL (as
 Spark's schema merge does), and each column has the type DuckDB gives the schema's Arrow
 type, which the hash SQL was written for (``merkle.duckdb``). DuckDB reads only the columns
 a query names, pushes key-range filters into the scan and decodes the other columns only
@@ -26,8 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_core.lake import COMMIT_POS, COPY, OP, SEQ, LakeTable, changelog_files
-from cdc_core.mirror_state import mirror_version_at
+from cdc_core.lake import COMMIT_POS, COPY, OP, SEQ, LakeTable
+from cdc_core.mirror_state import MirrorRead, mirror_read
 from merkle.duckdb import quote
 from validator.positions import SourcePositions
 
@@ -54,12 +55,26 @@ TYPE_NAMES = {
 
 @dataclass(frozen=True, slots=True)
 class LakeFiles:
-    """The Parquet files of one Delta version, the table's schema, and whether they are the
-    mirror's (one row per key) or the changelog's (every event)."""
+    """What holds a lake table's state at a position (``MirrorRead``): the mirror version's
+    files and the changelog's files with the events after it; ``schema`` is the mirror's,
+    the columns users read."""
 
-    files: tuple[str, ...]
-    schema: pa.Schema
-    from_mirror: bool
+    read: MirrorRead
+
+    @classmethod
+    def of_version(cls, files: Sequence[str], schema: pa.Schema) -> LakeFiles:
+        """A mirror version's ``files`` alone hold the state."""
+        return cls(MirrorRead(0, tuple(files), schema, None, (), schema))
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of the table users read."""
+        return self.read.schema
+
+    @property
+    def exact(self) -> bool:
+        """The mirror version alone holds the state: one plain scan of its files."""
+        return self.read.exact
 
 
 def duckdb_types(connection: Any, schema: pa.Schema) -> list[str]:
@@ -75,16 +90,15 @@ def duckdb_types(connection: Any, schema: pa.Schema) -> list[str]:
     return [str(t) for t in connection.from_arrow(schema.empty_table()).types]
 
 
-def register(connection: Any, name: str, lake: LakeFiles) -> None:
-    """The view ``name`` of the files on ``connection``, with the table's schema."""
+def _register_files(connection: Any, name: str, files: Sequence[str], schema: pa.Schema) -> None:
+    """The view ``name`` of ``files`` on ``connection``, with the columns of ``schema``."""
     present: set[str] = set()
     source = " WHERE FALSE"  # no files: an empty view
-    if lake.files:
-        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in lake.files)
+    if files:
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
         scan = f"read_parquet([{listed}], union_by_name = true, hive_partitioning = false)"
         described = connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()
         present, source = {row[0] for row in described}, f" FROM {scan}"
-    schema = lake.schema
     columns = ", ".join(
         f"CAST({quote(c) if c in present else 'NULL'} AS {t}) AS {quote(c)}"
         for c, t in zip(schema.names, duckdb_types(connection, schema), strict=True)
@@ -92,17 +106,31 @@ def register(connection: Any, name: str, lake: LakeFiles) -> None:
     connection.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {columns}{source}")
 
 
+def register(connection: Any, name: str, lake: LakeFiles) -> None:
+    """The views ``name`` (the mirror version's rows) and ``name``_events (the changelog's
+    events after it) on ``connection``."""
+    read = lake.read
+    _register_files(connection, name, read.files, read.schema)
+    if not read.exact:
+        _register_files(connection, f"{name}_events", read.after, read.after_schema)
+
+
 def lake_files(table: LakeTable, position: int | SourcePositions | None) -> LakeFiles:
-    """The files that hold ``table``'s state at ``position``: a mirror version's when the
-    histories prove it (``mirror_version_at``), else the changelog's."""
-    lowest = min(position.values) if isinstance(position, SourcePositions) else position
-    mirror = mirror_version_at(table, lowest)
-    if mirror is not None:
-        log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
-        return LakeFiles(tuple(mirror.files), mirror.schema, True)
-    log.info("lake table %s: replaying its changelog", table.table)
-    files, schema = changelog_files(table)
-    return LakeFiles(tuple(files), schema, False)
+    """What holds ``table``'s state at ``position``: its mirror (``mirror_read``)."""
+    if isinstance(position, SourcePositions):
+        read = mirror_read(table, min(position.values), max(position.values))
+    else:
+        read = mirror_read(table, position)
+    if read.exact:
+        log.info("lake table %s: mirror version %d", table.table, read.version)
+    else:
+        log.info(
+            "lake table %s: mirror version %d and %d changelog file(s) after it",
+            table.table,
+            read.version,
+            len(read.after),
+        )
+    return LakeFiles(read)
 
 
 def _cutoff(position: int | SourcePositions | None, key: str) -> str:
@@ -114,6 +142,15 @@ def _cutoff(position: int | SourcePositions | None, key: str) -> str:
     return f"{quote(COMMIT_POS)} <= {int(position)}"
 
 
+def _after_mark(read: MirrorRead) -> str:
+    """SQL true for the changelog events the mirror version does not hold."""
+    if read.mark is None:
+        return "TRUE"
+    pos, seq = quote(COMMIT_POS), quote(SEQ)
+    position, last = read.mark
+    return f"({pos} > {position} OR ({pos} = {position} AND {seq} > {last}))"
+
+
 def state_sql(
     relation: str,
     files: LakeFiles,
@@ -123,28 +160,37 @@ def state_sql(
     where: str = "TRUE",
 ) -> str:
     """SQL of the table's ``columns`` as of ``position``, over ``relation`` (the name the
-    files' dataset is registered under), only the rows ``where`` (a predicate on key
-    columns) selects."""
+    files are registered under: ``register``), only the rows ``where`` (a predicate on key
+    columns) selects: the mirror version's rows, those of keys the later events touch
+    replaced by their latest event, none before a later truncate."""
     selected = ", ".join(quote(c) for c in columns)
-    if files.from_mirror:
-        return f"SELECT {selected} FROM {relation} WHERE {where}"
+    mirror = f"SELECT {selected} FROM {relation} WHERE {where}"
+    if files.exact:
+        return mirror
+    read, events = files.read, f"{relation}_events"
     op, pos, seq = quote(OP), quote(COMMIT_POS), quote(SEQ)
-    cutoff = _cutoff(position, key[0])
-    # The newest truncate applies to every key: found before the key filter.
+    later = f"{_after_mark(read)} AND {_cutoff(position, key[0])}"
     cut = (
-        f"SELECT {pos} AS cut_pos, {seq} AS cut_seq FROM {relation}"
-        f" WHERE {op} = 't' AND {cutoff} ORDER BY {pos} DESC, {seq} DESC LIMIT 1"
+        f"SELECT {pos} AS cut_pos, {seq} AS cut_seq FROM {events}"
+        f" WHERE {op} = 't' AND {later} ORDER BY {pos} DESC, {seq} DESC LIMIT 1"
     )
-    if COPY in files.schema.names:  # equal rows of a table without a key: cdc_core.copies
+    if COPY in read.after_schema.names:  # equal rows of a table without a key: cdc_core.copies
         key = (*key, COPY)
-    newest = f"PARTITION BY {', '.join(quote(k) for k in key)} ORDER BY {pos} DESC, {seq} DESC"
+    keys = ", ".join(quote(k) for k in key)
+    newest = f"PARTITION BY {keys} ORDER BY {pos} DESC, {seq} DESC"
     latest = (
-        f"SELECT {selected}, {op}, {pos}, {seq} FROM {relation}"
-        f" WHERE {op} <> 't' AND {cutoff} AND ({where})"
+        f"SELECT {selected}, {op}, {pos}, {seq} FROM {events}"
+        f" WHERE {op} <> 't' AND {later} AND ({where})"
         f" QUALIFY row_number() OVER ({newest}) = 1"
     )
     after_cut = f"cut_pos IS NULL OR {pos} > cut_pos OR ({pos} = cut_pos AND {seq} > cut_seq)"
-    return (
+    touched = " AND ".join(f"e.{quote(k)} IS NOT DISTINCT FROM m.{quote(k)}" for k in key)
+    kept = (
+        f"SELECT {selected} FROM ({mirror}) m WHERE NOT EXISTS ({cut})"
+        f" AND NOT EXISTS (SELECT 1 FROM ({latest}) e WHERE {touched})"
+    )
+    changed = (
         f"SELECT {selected} FROM ({latest}) latest LEFT JOIN ({cut}) cut ON TRUE"
         f" WHERE {op} <> 'd' AND ({after_cut})"
     )
+    return f"{kept} UNION ALL {changed}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
-from cdc_core.mirror_state import mirror_version_at
+from cdc_core.mirror_state import MirrorRead, mirror_read
 from cdc_core.names import backtick_quote
 from validator.positions import SourcePositions
 
@@ -69,19 +69,56 @@ def read_lake_state(
     key: Sequence[str],
     position: int | SourcePositions | None,
 ) -> LakeState:
-    """The table's rows as of ``position`` (None: everything the lake has).
+    """The rows of the table users read, the mirror, as of ``position`` (None: everything
+    the lake has): a mirror version and the changelog's events after it
+    (``cdc_core.mirror_state``).
 
     With ``SourcePositions`` each key is read as of the position of the source partition
     holding it (by its first key column); a truncate counts from the highest of them.
     """
-    lowest = min(position.values) if isinstance(position, SourcePositions) else position
-    mirror = mirror_version_at(table, lowest)
-    if mirror is not None:
-        log.info("lake table %s: mirror version %d holds its state", table.table, mirror.version)
-        frame = _read_files(spark, mirror.files, mirror.schema).drop(*META_COLUMNS, COPY)
-        return LakeState(frame, from_mirror=True)
-    log.info("lake table %s: replaying its changelog", table.table)
-    return LakeState(replay_state_at(spark, table, key, position), from_mirror=False)
+    if isinstance(position, SourcePositions):
+        read = mirror_read(table, min(position.values), max(position.values))
+    else:
+        read = mirror_read(table, position)
+    mirror = _read_files(spark, read.files, read.schema).drop(*META_COLUMNS, COPY)
+    if read.exact:
+        log.info("lake table %s: mirror version %d", table.table, read.version)
+        return LakeState(mirror, from_mirror=True)
+    log.info(
+        "lake table %s: mirror version %d and %d changelog file(s) after it",
+        table.table,
+        read.version,
+        len(read.after),
+    )
+    events = _read_files(spark, read.after, read.after_schema)
+    return LakeState(_laid_over(mirror, events, read, key, position), from_mirror=False)
+
+
+def _laid_over(
+    mirror: DataFrame,
+    events: DataFrame,
+    read: MirrorRead,
+    key: Sequence[str],
+    position: int | SourcePositions | None,
+) -> DataFrame:
+    """The mirror version's rows with the changelog's later events laid over them: a key's
+    latest event replaces its row (a delete drops it), a truncate drops every row before."""
+    from pyspark.sql import functions as F
+
+    if read.mark is not None:
+        at, last = read.mark
+        later = (F.col(COMMIT_POS) > at) | ((F.col(COMMIT_POS) == at) & (F.col(SEQ) > last))
+        events = events.where(later)
+    alive = _latest_alive(_upto(events, key, position), key)
+    if read.version < 0:  # no mirror version at or below the position (or no key): a replay
+        return alive.rows
+    touched = alive.latest.select(
+        *[F.col(backtick_quote(k)).alias(f"_k{i}") for i, k in enumerate(key)]
+    )
+    match = [mirror[backtick_quote(k)].eqNullSafe(touched[f"_k{i}"]) for i, k in enumerate(key)]
+    kept = mirror.join(touched, match, "left_anti").crossJoin(F.broadcast(alive.cut))
+    kept = kept.where(F.col("cut").isNull()).drop("cut")
+    return kept.unionByName(alive.rows, allowMissingColumns=True)
 
 
 def lake_state_at(
@@ -101,14 +138,37 @@ def replay_state_at(
     position: int | SourcePositions | None,
 ) -> DataFrame:
     """The table's rows as of ``position``, from every changelog event up to it."""
+    events = _upto(read_changelog(spark, table), key, position)
+    return _latest_alive(events, key).rows
+
+
+def _upto(
+    events: DataFrame, key: Sequence[str], position: int | SourcePositions | None
+) -> DataFrame:
+    """The events at or below the position their key is read at."""
+    from pyspark.sql import functions as F
+
+    if isinstance(position, SourcePositions):
+        return events.where(F.col(COMMIT_POS) <= position.cutoff(F.col(backtick_quote(key[0]))))
+    if position is not None:
+        return events.where(F.col(COMMIT_POS) <= F.lit(position))
+    return events
+
+
+@dataclass(frozen=True, slots=True)
+class _Latest:
+    """Each key's latest event (``latest``), the newest truncate (``cut``, one row), and
+    the rows alive after both (``rows``: no delete, nothing before the truncate)."""
+
+    latest: DataFrame
+    cut: DataFrame
+    rows: DataFrame
+
+
+def _latest_alive(events: DataFrame, key: Sequence[str]) -> _Latest:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    events = read_changelog(spark, table)
-    if isinstance(position, SourcePositions):
-        events = events.where(F.col(COMMIT_POS) <= position.cutoff(F.col(backtick_quote(key[0]))))
-    elif position is not None:
-        events = events.where(F.col(COMMIT_POS) <= F.lit(position))
     order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
     last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))
     rows = events.where(F.col(OP) != "t")
@@ -120,4 +180,4 @@ def replay_state_at(
     latest = rows.withColumn("_rank", F.row_number().over(newest)).where(F.col("_rank") == 1)
     alive = latest.where(F.col(OP) != "d").crossJoin(F.broadcast(last_truncate))
     alive = alive.where(F.col("cut").isNull() | (order > F.col("cut")))
-    return alive.drop("_rank", "cut", *META_COLUMNS, COPY)
+    return _Latest(latest, last_truncate, alive.drop("_rank", "cut", *META_COLUMNS, COPY))
