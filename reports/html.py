@@ -108,8 +108,8 @@ def build_html_report(
             result=result,
             views=views,
             status_counts=model.status_counts(result),
-            totals=model.totals_by_kind(result["comparisons"]),
-            differences_total=sum(c["differences_total"] for c in result["comparisons"]),
+            totals=_totals(result["comparisons"]),
+            differences_total=sum(model.total_differences(c) for c in result["comparisons"]),
             expectations_checked=sum(len(model.expectations(c)) for c in result["comparisons"]),
             expectations_failed=sum(
                 len(model.failed_expectations(c)) for c in result["comparisons"]
@@ -121,6 +121,15 @@ def build_html_report(
             max_rows=max_rows,
         )
     )
+
+
+def _totals(comparisons: Sequence[dict[str, Any]]) -> list[tuple[str, int]]:
+    """Differences per kind over the run, labelled: rows first, then columns."""
+    rows = model.totals_by_kind(comparisons)
+    columns = model.schema_totals_by_kind(comparisons)
+    return [(model.KIND_LABELS[kind], count) for kind, count in rows.items()] + [
+        (model.SCHEMA_KIND_LABELS[kind], count) for kind, count in columns.items()
+    ]
 
 
 def _view(
@@ -198,7 +207,6 @@ def _environment() -> Environment:
     )
     env.filters.update(key=model.format_key, clip=clip, n=_number, seconds=format_seconds)
     env.filters["rows"] = model.rows
-    env.filters["kinds"] = model.describe_kinds
     return env
 
 

@@ -79,7 +79,7 @@ def _table(comparisons: list[dict[str, Any]]) -> list[str]:
         differences = (
             "error: " + escape(c["error"] or "could not run")
             if c["status"] == "error"
-            else f"{c['differences_total']:,} ({model.describe_kinds(c['counts_by_kind'])})"
+            else f"{model.total_differences(c):,} ({model.describe_differences(c)})"
         )
         if model.expectations(c):
             differences += f"; {model.describe_expectations(c)}"
@@ -91,12 +91,12 @@ def _table(comparisons: list[dict[str, Any]]) -> list[str]:
 
 
 def _details(comparison: dict[str, Any], max_rows: int) -> list[str]:
+    findings = [f"- {escape(line)}" for line in model.lake_findings(comparison)]
     if comparison["status"] != "differences":
-        return []
-    lines = ["", f"**{escape(comparison['name'])}**", ""]
-    lines += [
-        f"- {escape(s['column'])}: {escape(s['problem'])}" for s in comparison["schema_differences"]
-    ]
+        return ["", f"**{escape(comparison['name'])}**", "", *findings] if findings else []
+    lines = ["", f"**{escape(comparison['name'])}**", "", *findings]
+    schemas = comparison["schema_differences"]
+    lines += [f"- {escape(model.describe_schema_difference(s))}" for s in schemas]
     lines += [_failed_expectation(e) for e in model.failed_expectations(comparison)]
     shown = comparison["differences"][:max_rows]
     lines += [f"- {model.KIND_LABELS[d['kind']]}: {_describe(d)}" for d in shown]

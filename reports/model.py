@@ -8,7 +8,7 @@ document that passed :func:`reports.json_schema.validate_result`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,15 @@ KIND_LABELS = {
     "extra_in_target": "extra in target",
     "changed": "changed",
     "duplicate_key": "duplicate key",
+}
+# A column the comparison could not compare is a difference in the same words as a row.
+SCHEMA_KINDS = ("missing_in_target", "extra_in_target", "changed")
+SCHEMA_KIND_LABELS = {kind: f"column {KIND_LABELS[kind]}" for kind in SCHEMA_KINDS}
+# The lake's self-consistency check: findings beside a comparison, never its status.
+FINDING_LABELS = {
+    "foreign_commit": "commit not written by replcheck",
+    "changed_file": "data file changed without a Delta commit",
+    "unpaired_history": "changelog and mirror not in step",
 }
 NULL_TEXT = "NULL"
 
@@ -61,9 +70,14 @@ def status_counts(result: Result) -> dict[str, int]:
 
 def totals_by_kind(comparisons: Sequence[Comparison]) -> dict[str, int]:
     """Differences per kind summed over ``comparisons``; kinds with none are left out."""
-    totals = dict.fromkeys(KINDS, 0)
-    for comparison in comparisons:
-        for kind, count in comparison["counts_by_kind"].items():
+    return _summed((c["counts_by_kind"] for c in comparisons), KINDS)
+
+
+def _summed(counts: Iterable[Mapping[str, int]], kinds: Sequence[str]) -> dict[str, int]:
+    """Counts per kind summed, in ``kinds`` order; kinds with none left out."""
+    totals = dict.fromkeys(kinds, 0)
+    for each in counts:
+        for kind, count in each.items():
             totals[kind] += count
     return {kind: count for kind, count in totals.items() if count}
 
@@ -71,6 +85,55 @@ def totals_by_kind(comparisons: Sequence[Comparison]) -> dict[str, int]:
 def describe_kinds(counts: Mapping[str, int]) -> str:
     """``"changed 3, missing in target 2"`` in ``KINDS`` order; ``"none"`` when empty."""
     parts = [f"{KIND_LABELS[kind]} {counts[kind]}" for kind in KINDS if counts.get(kind)]
+    return ", ".join(parts) or "none"
+
+
+def schema_kind(difference: Mapping[str, Any]) -> str:
+    """The kind of a schema difference; a result written before schema differences had one
+    says it only in the problem (``"missing in target"``, ``"extra in target"``)."""
+    if "kind" in difference:
+        return str(difference["kind"])
+    by_problem = {KIND_LABELS[kind]: kind for kind in ("missing_in_target", "extra_in_target")}
+    return by_problem.get(difference["problem"], "changed")
+
+
+def schema_detail(difference: Mapping[str, Any]) -> str:
+    """A schema difference's problem, or ``""`` when its kind already says it all."""
+    problem = str(difference["problem"])
+    return "" if problem == KIND_LABELS[schema_kind(difference)] else problem
+
+
+def describe_schema_difference(difference: Mapping[str, Any]) -> str:
+    """``"column missing in target: note"``, ``"column changed: b (incompatible types …)"``."""
+    line = f"{SCHEMA_KIND_LABELS[schema_kind(difference)]}: {difference['column']}"
+    detail = schema_detail(difference)
+    return f"{line} ({detail})" if detail else line
+
+
+def schema_counts(comparison: Comparison) -> dict[str, int]:
+    """Schema differences per kind (``SCHEMA_KINDS`` order), kinds with none left out."""
+    found = comparison.get("schema_differences", ())
+    return _summed(({schema_kind(d): 1} for d in found), SCHEMA_KINDS)
+
+
+def schema_totals_by_kind(comparisons: Sequence[Comparison]) -> dict[str, int]:
+    """Schema differences per kind summed over ``comparisons``; kinds with none left out."""
+    return _summed((schema_counts(c) for c in comparisons), SCHEMA_KINDS)
+
+
+def total_differences(comparison: Comparison) -> int:
+    """Differing rows plus schema differences: what a comparison counts for in a report's
+    totals and against ``replcheck gate --max-differences``."""
+    return int(comparison["differences_total"]) + len(comparison.get("schema_differences", ()))
+
+
+def describe_differences(comparison: Comparison) -> str:
+    """``"changed 3, column missing in target 1"``: rows by kind, then schema differences
+    by kind; ``"none"`` when there are neither."""
+    rows = describe_kinds(comparison["counts_by_kind"])
+    parts = [] if rows == "none" else [rows]
+    counts = schema_counts(comparison)
+    parts += [f"{SCHEMA_KIND_LABELS[kind]} {count}" for kind, count in counts.items()]
     return ", ".join(parts) or "none"
 
 
@@ -184,3 +247,10 @@ def describe_resync_check(resync: dict[str, Any]) -> str:
     if resync["in_flight"]:
         text += f" ({len(resync['in_flight']):,} still changing, not counted)"
     return text
+
+
+def lake_findings(comparison: Comparison) -> list[str]:
+    """The lake's self-consistency findings in words (none in results written before the
+    check existed)."""
+    found = comparison.get("lake_findings") or []
+    return [f"lake: {FINDING_LABELS[f['kind']]}: {f['detail']}" for f in found]

@@ -24,23 +24,13 @@ import typer
 from typer.exceptions import TyperException
 
 from cdc_core.errors import ConfigError, ReplcheckError
+from validator.commands.package import PACKAGES
 from validator.demo.setup import DemoSource
-from validator.result import Status
+from validator.result import Coverage, Status
 
 if TYPE_CHECKING:
     from validator.key_masks import KeyMasker
 
-# Loggers whose INFO lines are progress for people (phases, rows, rates, what a run waits for).
-PROGRESS_LOGGERS = (
-    "validator.engines.spark.compare",
-    "validator.engines.spark.lake_target",  # whether the lake is read from its mirror
-    "validator.job",
-    "validator.commands.cdc",
-    "validator.positions",
-    "validator.cdc_pipeline",
-    "connectors.trigger_capture.log_reader",  # the purge and its lag
-    "connectors.postgres.rewrites",  # event triggers created in the source
-)
 EXIT_OK = 0
 EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
@@ -142,17 +132,33 @@ class Validated(NamedTuple):
 
 
 def _print_summary(document: dict[str, Any]) -> None:
+    from reports.model import schema_counts
+
     for comparison in document["comparisons"]:
-        counts = ", ".join(f"{k}: {v}" for k, v in sorted(comparison["counts_by_kind"].items()))
-        detail = comparison["error"] or counts or "no differences"
+        counts = [f"{k}: {v}" for k, v in sorted(comparison["counts_by_kind"].items())]
+        counts += [f"column {k}: {v}" for k, v in schema_counts(comparison).items()]
+        detail = comparison["error"] or ", ".join(counts) or "no differences"
         failed = _failed_expectations(comparison)
         if failed:
             detail += f"; {failed} expectation(s) failed"
+        detail += _how_checked(comparison)
         typer.echo(
             f"{comparison['name']:<24} {comparison['status']:<12} "
             f"{comparison['source_rows']:>10} / {comparison['target_rows']:<10} {detail}"
         )
     typer.echo(f"overall: {document['status']} ({document['duration_s']:.1f} s)")
+
+
+def _how_checked(comparison: dict[str, Any]) -> str:
+    """What a comparison checked (a full run, or which leaves an incremental run re-hashed),
+    the engine that checked it and why; nothing when it could not be validated."""
+    if comparison["status"] == Status.ERROR:
+        return ""
+    coverage = comparison.get("coverage")
+    checked = Coverage(**coverage).summary() if coverage else "full run"
+    why = comparison.get("engine_reason")
+    said = f" ({why})" if why and why not in checked else ""  # the coverage may say it
+    return f"; {checked}; engine {comparison.get('engine', 'spark')}{said}"
 
 
 def _failed_expectations(comparison: dict[str, Any]) -> int:
@@ -162,16 +168,23 @@ def _failed_expectations(comparison: dict[str, Any]) -> int:
 def gate_verdict(document: dict[str, Any], max_differences: int) -> tuple[int, str]:
     """The gate's exit code and its one-line verdict for a result document.
 
-    Differences are tolerated up to ``max_differences`` in total; a failed data-quality
-    expectation never is.
+    Differences (rows and schema differences) are tolerated up to ``max_differences`` in
+    total, which is for rows a copy may lag behind in; a schema difference (a column on one
+    side only, or of types that cannot be compared) and a failed data-quality expectation
+    never are.
     """
+    from reports.model import schema_counts, total_differences
+
     if document["status"] == Status.ERROR:
         return EXIT_ERROR, "gate FAILED: a comparison could not be validated"
-    total = sum(c["differences_total"] for c in document["comparisons"])
+    total = sum(total_differences(c) for c in document["comparisons"])
+    schema = sum(sum(schema_counts(c).values()) for c in document["comparisons"])
     failed = sum(_failed_expectations(c) for c in document["comparisons"])
-    passed = total <= max_differences and not failed
+    passed = total <= max_differences and not schema and not failed
     verdict = f"gate {'passed' if passed else 'FAILED'}: {total} difference(s), "
     verdict += f"{max_differences} allowed"
+    if schema:
+        verdict += f"; {schema} of them schema difference(s), never allowed"
     if failed:
         verdict += f"; {failed} expectation(s) failed"
     return (EXIT_OK if passed else EXIT_DIFFERENCES), verdict
@@ -189,7 +202,8 @@ IncrementalOption = Annotated[
     typer.Option(
         "--incremental",
         help="Keep the validated digests in the lake and re-hash only the leaves changed"
-        " since, plus a sweep (hybrid engine, integer keys; validation.incremental).",
+        " since, plus a sweep (local and hybrid engines, integer keys; validation.incremental;"
+        " elsewhere the run is full and says why).",
     ),
 ]
 FullOption = Annotated[
@@ -483,17 +497,36 @@ def _change_capture(
 
 
 def _configure_logging() -> None:
-    """Warnings from everything; progress (comparison and phase) from replcheck itself."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    progress = _StandardError()
-    progress.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    for name in PROGRESS_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.setLevel(logging.INFO)
-        # Replaced, not added: run() may be called many times in one process.
-        logger.handlers = [h for h in logger.handlers if not isinstance(h, _StandardError)]
-        logger.addHandler(progress)
-        logger.propagate = False
+    """Progress (INFO: comparisons, phases, rows, rates, what a run waits for) from
+    replcheck's own packages; warnings from everything else (Spark's Python side, drivers).
+
+    One handler on the root logger, so records keep propagating (nothing is hidden from a
+    host's own handlers); the packages' loggers let INFO through, the others stay at the
+    root's WARNING. Spark's JVM logs through log4j, not here (``engines.spark.session``).
+    """
+    root = logging.getLogger()
+    if not root.handlers:  # this process's logging is ours to set (as basicConfig would)
+        root.setLevel(logging.WARNING)
+    # Replaced, not added: run() may be called many times in one process.
+    root.handlers = [h for h in root.handlers if not isinstance(h, _StandardError)]
+    handler = _StandardError()
+    handler.setFormatter(_LineFormatter())
+    root.addHandler(handler)
+    for name in PACKAGES:
+        logging.getLogger(name).setLevel(logging.INFO)
+
+
+class _LineFormatter(logging.Formatter):
+    """Progress as ``HH:MM:SS message``; a warning or an error with its level and logger."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(message)s", "%H:%M:%S")
+        self._problem = logging.Formatter("%(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno >= logging.WARNING:
+            return self._problem.format(record)
+        return super().format(record)
 
 
 class _StandardError(logging.StreamHandler):

@@ -103,7 +103,8 @@ class TableRef:
 @dataclass(frozen=True, slots=True)
 class ColumnRules:
     """Which columns take part, how source names map to target names, which are sensitive,
-    and which integer columns hold booleans (source names)."""
+    and which integer columns hold booleans (source names; ``exclude`` also names a column
+    only the target has, which is then no schema difference)."""
 
     exclude: tuple[str, ...] = ()
     rename: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

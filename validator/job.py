@@ -21,10 +21,13 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ReplcheckError, TerminalError
+from cdc_core.lake import LakeTable
 from validator.config import ComparisonConfig, ValidationSettings, ValidatorConfig
 from validator.engines.database.engine import DatabaseEngine
 from validator.engines.spark.session import SparkUnreachableError
+from validator.incremental.guarantee import stateless_coverage
 from validator.key_masks import KeyMasker
+from validator.lake_audit import lake_findings
 from validator.plan import ComparisonPlan, Engine, plan_comparison
 from validator.recheck import LiveTable
 from validator.replicas import confirm_live
@@ -34,6 +37,7 @@ from validator.result import (
     Status,
     overall_status,
     to_dict,
+    with_schema_differences,
 )
 
 if TYPE_CHECKING:
@@ -62,9 +66,15 @@ def run_comparison(
     reflected = plan.reflected
     engine = _engine(plan, spark)
     result, target = engine(plan)
-    result = replace(result, schema_differences=reflected.reconciled.schema_differences)
+    result = _as_planned(result, plan)
+    lake = reflected.target_connection.lake
+    if lake is not None and result.status is not Status.ERROR:
+        table = LakeTable(lake, comparison.target.table)
+        result = replace(result, lake_findings=lake_findings(table))
     if reflected.target is not None and result.differences:
         result = _confirm_live(result, plan, config.validation)
+    # After the re-check, which sets the status from the rows alone.
+    result = with_schema_differences(result, reflected.reconciled.schema_differences)
     # The last step that needs real keys is the re-check: from here on, tokens.
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     if comparison.expectations:
@@ -90,6 +100,15 @@ def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSessio
     from validator.engines.spark.engine import SparkEngine
 
     return SparkEngine(_session(spark))
+
+
+def _as_planned(result: ComparisonResult, plan: ComparisonPlan) -> ComparisonResult:
+    """``result`` with why its engine ran; a run asked to keep validation state whose engine
+    keeps none is full, and its coverage says why."""
+    coverage, why = result.coverage, plan.not_incremental
+    if coverage is None and why is not None:
+        coverage = stateless_coverage(result.source_position, result.leaves_compared, why)
+    return replace(result, engine_reason=plan.engine_reason, coverage=coverage)
 
 
 def _confirm_live(

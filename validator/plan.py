@@ -5,7 +5,9 @@
 the target is a lake and the source can, the source database with DuckDB on the lake
 (``local``) where DuckDB hashes every compared column exactly, else with Spark on the lake
 (``hybrid``); else Spark) and gathers the settings the run needs; an engine then gets the
-plan and nothing else (never the whole config). Every engine answers to ``Engine``.
+plan and nothing else (never the whole config). Every engine answers to ``Engine``. The plan
+names its engine and why it was chosen (``engine``, ``engine_reason``), logged once here and
+kept in the result.
 """
 
 from __future__ import annotations
@@ -42,8 +44,10 @@ class ComparisonPlan:
             its database, the lake's in Spark or DuckDB); None: neither compares.
         parallelism: Connections a database side reads on at once (database, hybrid).
         recheck_lag_s: Live targets: how long to wait before re-checking differences.
-        local: The lake side is read and hashed by DuckDB on this machine (the local
-            engine), not by Spark (the hybrid engine).
+        engine: The engine that compares: ``database``, ``local`` (the lake read and hashed
+            by DuckDB on this machine), ``hybrid`` (by Spark) or ``spark``.
+        engine_reason: Why that engine, in words (the configured engine, or what ``auto``
+            found).
     """
 
     reflected: Reflected
@@ -52,18 +56,43 @@ class ComparisonPlan:
     lake_source: DatabaseSide | None
     parallelism: int
     recheck_lag_s: float
-    local: bool = False
+    engine: str
+    engine_reason: str
 
     def __post_init__(self) -> None:
-        if self.databases is not None and self.lake_source is not None:
-            raise ValueError("a comparison is planned for one engine")
-        if self.local and self.lake_source is None:
-            raise ValueError("the local engine compares a source database with a lake")
+        sides = (self.databases is not None, self.lake_source is not None)
+        if _ENGINE_SIDES.get(self.engine) != sides:
+            raise ValueError(f"the {self.engine} engine is not planned with these sides")
 
     @property
     def comparison(self) -> ComparisonConfig:
         """The comparison's configuration."""
         return self.reflected.comparison
+
+    @property
+    def local(self) -> bool:
+        """The lake side is read and hashed by DuckDB on this machine (the local engine)."""
+        return self.engine == "local"
+
+    @property
+    def not_incremental(self) -> str | None:
+        """Why a run asked to keep validation state (``--incremental``, ``--full``) cannot
+        (None: it was not asked, or its engine keeps state)."""
+        if not self.settings.incremental.keeps_state or self.engine in LAKE_ENGINES:
+            return None
+        return (
+            "incremental runs need a lake target and the local or hybrid engine;"
+            f" engine {self.engine} was chosen because {self.engine_reason}"
+        )
+
+
+# Which sides each engine is planned with: (both databases, the source for a lake engine).
+_ENGINE_SIDES = {
+    "database": (True, False),
+    "local": (False, True),
+    "hybrid": (False, True),
+    "spark": (False, False),
+}
 
 
 class EngineRun(NamedTuple):
@@ -91,61 +120,83 @@ def plan_comparison(config: ValidatorConfig, comparison: ComparisonConfig) -> Co
         lake_wait_timeout_s=validation.lake_wait_timeout_s,
         incremental=validation.incremental,
     )
-    engine = comparison.engine or validation.engine
-    databases, lake_source = _pushed_sides(reflected, engine)
-    local = lake_source is not None and _runs_locally(reflected, engine)
+    choice = _choose_engine(reflected, comparison.engine or validation.engine)
+    log.info("comparison %s: %s engine: %s", comparison.name, choice.engine, choice.reason)
     return ComparisonPlan(
         reflected,
         settings,
-        databases,
-        lake_source,
+        choice.databases,
+        choice.lake_source,
         validation.database_parallelism,
         validation.recheck_lag_s,
-        local,
+        choice.engine,
+        choice.reason,
     )
 
 
-Pushed = tuple[tuple[DatabaseSide, DatabaseSide] | None, DatabaseSide | None]
-"""Both sides for the database engine, or the source for the hybrid or the local engine
-(or neither)."""
+class EngineChoice(NamedTuple):
+    """The engine of one comparison, why, and the sides it computes digests of."""
+
+    engine: str
+    reason: str
+    databases: tuple[DatabaseSide, DatabaseSide] | None = None
+    lake_source: DatabaseSide | None = None
 
 
-def _pushed_sides(reflected: Reflected, engine: str) -> Pushed:
-    """The sides that compute their own digests, for the database, the hybrid or the local
-    engine; neither when Spark compares."""
-    if engine == "spark":
-        return None, None
-    comparison = reflected.comparison
+def _choose_engine(reflected: Reflected, configured: str) -> EngineChoice:
+    """The engine ``configured`` (``engine``: auto, or one to insist on) comes to; an
+    engine insisted on where it cannot compare is a ConfigError."""
+    if configured == "spark":
+        return EngineChoice("spark", _configured(reflected, configured))
     try:
-        return _plan_pushed(reflected, engine)
+        databases, source = _plan_pushed(reflected, configured)
     except NotPushable as exc:
-        if engine in INSISTING_ENGINES:
-            raise ConfigError(
-                f"comparison {comparison.name}: the {engine} engine cannot compare it ({exc});"
-                " set engine: auto or spark"
-            ) from exc
-        log.info("comparison %s: compared in Spark: %s", comparison.name, exc)
-        return None, None
+        _refuse(reflected, configured, exc, "spark")
+        where = "the source database" if reflected.target is None else "the databases"
+        return EngineChoice("spark", f"auto: {where} cannot compute the digests ({exc})")
+    if databases is not None:
+        why = "auto: both databases compute their own digests"
+        return EngineChoice("database", _configured(reflected, configured, why), databases)
+    assert source is not None  # a lake target
+    return _lake_engine(reflected, configured, source)
 
 
-def _runs_locally(reflected: Reflected, engine: str) -> bool:
-    """Whether the local engine hashes the lake (``engine``: auto or local), rather than
-    Spark (hybrid); ``engine: local`` where it cannot is a ConfigError."""
-    if engine not in ("auto", "local"):
-        return False
-    comparison = reflected.comparison
+def _lake_engine(reflected: Reflected, configured: str, source: DatabaseSide) -> EngineChoice:
+    """``local`` where DuckDB hashes the lake exactly (``configured``: auto or local), else
+    ``hybrid``."""
+    if configured == "hybrid":
+        return EngineChoice("hybrid", _configured(reflected, configured), None, source)
     try:
         check_local(reflected)
     except NotPushable as exc:
-        if engine == "local":
-            raise ConfigError(
-                f"comparison {comparison.name}: the local engine cannot compare it ({exc});"
-                " set engine: auto or hybrid"
-            ) from exc
-        log.info("comparison %s: the lake is hashed in Spark (hybrid): %s", comparison.name, exc)
-        return False
-    log.info("comparison %s: the lake is hashed in DuckDB (local engine)", comparison.name)
-    return True
+        _refuse(reflected, configured, exc, "hybrid")
+        why = f"auto: the source database computes its digests, Spark hashes the lake ({exc})"
+        return EngineChoice("hybrid", why, None, source)
+    why = (
+        "auto: the source database computes its digests, DuckDB hashes every compared"
+        " column of the lake exactly"
+    )
+    return EngineChoice("local", _configured(reflected, configured, why), None, source)
+
+
+def _configured(reflected: Reflected, configured: str, auto: str = "") -> str:
+    """Why ``configured`` was used: ``auto``'s reason, or where the engine was set."""
+    if configured == "auto":
+        return auto
+    comparison = reflected.comparison
+    if comparison.engine:
+        return f"comparison {comparison.name} sets engine: {configured}"
+    return f"validation.engine is {configured}"
+
+
+def _refuse(reflected: Reflected, configured: str, exc: NotPushable, instead: str) -> None:
+    """A ConfigError when the engine insisted on (not auto) cannot compare, naming why and
+    the engine to set instead."""
+    if configured in INSISTING_ENGINES:
+        raise ConfigError(
+            f"comparison {reflected.comparison.name}: the {configured} engine cannot compare"
+            f" it ({exc}); set engine: auto or {instead}"
+        ) from exc
 
 
 def check_local(reflected: Reflected) -> None:
@@ -164,6 +215,10 @@ def check_local(reflected: Reflected) -> None:
         check_layout(layout, types)
     except NotInDuckDB as exc:
         raise NotPushable(str(exc)) from exc
+
+
+Pushed = tuple[tuple[DatabaseSide, DatabaseSide] | None, DatabaseSide | None]
+"""Both sides for the database engine, or the source for the hybrid or the local engine."""
 
 
 def _plan_pushed(reflected: Reflected, engine: str) -> Pushed:

@@ -3,7 +3,8 @@
 For each column pair the less precise logical type wins (with a warning), a side that
 stores a richer type as text (JSON or UUID kept as a string in the lake) is read as the
 richer type, and incompatible pairs or columns missing on one side become schema
-differences — reported, never a crash — and are left out of the row hash.
+differences — reported, never a crash — and are left out of the row hash. ``exclude`` names
+source columns, and target-only columns by their own name: neither is compared or reported.
 
 Integer columns the comparison lists under ``columns.boolean`` are compared as booleans
 (MariaDB's BOOLEAN is TINYINT(1)). When one side keeps a time at a lower precision than
@@ -113,9 +114,9 @@ def reconcile(
         if name in boolean:
             source_type = _as_boolean(name, source_type, "source")
             target_type = _as_boolean(name, target_type, "target")
-        problem, ltype = _pair(name, source_type, target_type, target_name in target)
-        if problem is not None:
-            differences.append(SchemaDifference(name, problem))
+        difference, ltype = _pair(name, source_type, target_type, target_name in target)
+        if difference is not None:
+            differences.append(difference)
             continue
         assert ltype is not None and source_type is not None and target_type is not None
         specs.append(ColumnSpec(name, ltype, sensitive=name in sensitive))
@@ -124,8 +125,8 @@ def reconcile(
             coarser = _fraction_digits(source_type) < _fraction_digits(target_type)
             rounded_by[name] = rounding.source if coarser else rounding.target
     claimed = {rename.get(name, name) for name in source}  # matched, even if not comparable
-    extra = sorted(set(target) - claimed)
-    differences += [SchemaDifference(name, "extra in target") for name in extra]
+    extra = sorted(set(target) - claimed - set(exclude))
+    differences += [SchemaDifference(n, "extra in target", "extra_in_target") for n in extra]
     if whole_row:  # a table without a key: its rows are compared by what both sides hold
         key = [k for k in key if k in names]
         if not key:
@@ -194,12 +195,12 @@ def _pair(
     source_type: lt.LogicalType | None,
     target_type: lt.LogicalType | None,
     in_target: bool,
-) -> tuple[str | None, lt.LogicalType | None]:
+) -> tuple[SchemaDifference | None, lt.LogicalType | None]:
     if not in_target:
-        return "missing in target", None
+        return SchemaDifference(name, "missing in target", "missing_in_target"), None
     if source_type is None or target_type is None:
         side = "source" if source_type is None else "target"
-        return f"type not supported on the {side} side", None
+        return SchemaDifference(name, f"type not supported on the {side} side", "changed"), None
     ltype = reconcile_pair(source_type, target_type)
     if ltype is None:
         problem = f"incompatible types {source_type} (source) and {target_type} (target)"
@@ -208,7 +209,7 @@ def _pair(
                 "; MariaDB keeps BOOLEAN as TINYINT(1): to compare it as a boolean, list it"
                 f" in the comparison's columns: {{boolean: [{name}]}}"
             )
-        return problem, None
+        return SchemaDifference(name, problem, "changed"), None
     if ltype not in (source_type, target_type) or source_type != target_type:
         log.warning(
             "column %s: comparing %s (source) with %s (target) as %s",

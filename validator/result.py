@@ -3,6 +3,21 @@
 Differences are a small union of frozen types. Keys and values are carried as display
 text (never raw objects) so the result serialises losslessly to JSON; values of sensitive
 columns are replaced by ``MASK`` before they ever reach this model.
+
+A comparison counts two sorts of difference, in one vocabulary of kinds:
+
+- Row differences (``differences``): ``differences_total`` rows, by kind in
+  ``counts_by_kind`` (``missing_in_target``, ``extra_in_target``, ``changed``,
+  ``duplicate_key``); beyond ``max_reported_rows`` they are counted but not detailed. These
+  two fields count rows only: re-sync and the reports' "more not shown" rely on it.
+- Schema differences (``schema_differences``): columns of the comparison's tables that could
+  not be compared, each of kind ``missing_in_target``, ``extra_in_target`` or ``changed``
+  (types that cannot be compared). Every one is detailed, so their count is their number;
+  a column ``columns.exclude`` names is never one.
+
+Either sort makes a comparison ``differences`` (exit code 1); ``replcheck gate`` holds their
+sum (``reports.model.total_differences``) against ``--max-differences``. Results written
+before schema differences had a kind are read with it taken from ``problem``.
 """
 
 from __future__ import annotations
@@ -93,12 +108,42 @@ def rows_of(difference: Difference) -> int:
     return difference.rows if isinstance(difference, MissingInTarget | ExtraInTarget) else 1
 
 
+SCHEMA_KINDS = ("missing_in_target", "extra_in_target", "changed")
+"""Kinds of schema difference: a source column the target lacks, a target column the source
+lacks, a column both have as types that cannot be compared."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaDifference:
-    """A column that is missing on one side or whose types cannot be compared."""
+    """A column that is missing on one side or whose types cannot be compared (``kind``, one
+    of ``SCHEMA_KINDS``); ``problem`` says what is wrong, in words."""
 
     column: str
     problem: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEMA_KINDS:
+            raise ValueError(f"schema difference kind must be one of {SCHEMA_KINDS}")
+
+
+LAKE_FINDING_KINDS = ("foreign_commit", "changed_file", "unpaired_history")
+
+
+@dataclass(frozen=True, slots=True)
+class LakeFinding:
+    """A finding of the lake's self-consistency check (``cdc_core.mirror_state.audit_lake``),
+    separate from the comparison: a commit no replcheck writer made, a data file that no
+    longer matches its Delta entry, or a changelog and mirror not written in step. It never
+    changes the comparison's status (the mirror users read is what is compared); ``detail``
+    names the Delta table, the version or file, the writer, and the way out."""
+
+    kind: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAKE_FINDING_KINDS:
+            raise ValueError(f"lake finding kind must be one of {LAKE_FINDING_KINDS}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +214,26 @@ class Coverage:
         if self.mode not in ("full", "incremental"):
             raise ValueError(f"coverage mode must be full or incremental, not {self.mode!r}")
 
+    @property
+    def leaves_rehashed(self) -> int:
+        """Leaves re-hashed on both sides this run (changed and swept)."""
+        return self.leaves_changed + self.leaves_swept
+
+    def summary(self) -> str:
+        """What the run checked, in one phrase for the terminal: ``full run`` (and why, when
+        asked to be incremental), or how many leaves were re-hashed and when the sweep has
+        covered every leaf."""
+        if self.mode == "full":
+            return f"full run ({self.reason})" if self.reason else "full run"
+        leaves = self.leaves_rehashed + self.leaves_reused
+        left = self.runs_until_swept
+        swept = (
+            f"every leaf swept within {left} more incremental run{'s' if left > 1 else ''}"
+            if left
+            else "this run completed a sweep of every leaf"
+        )
+        return f"{self.leaves_rehashed} of {leaves} leaves re-hashed; {swept}"
+
 
 @dataclass(frozen=True, slots=True)
 class ComparisonResult:
@@ -195,7 +260,9 @@ class ComparisonResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     error: str | None = None
     engine: str = "spark"  # who computed the digests: Spark, or the two databases
+    engine_reason: str | None = None  # why that engine (validator.plan; None: not planned)
     coverage: Coverage | None = None  # full or incremental (None: no state kept)
+    lake_findings: tuple[LakeFinding, ...] = ()  # a lake target's self-consistency check
 
     @property
     def differences_omitted(self) -> int:
@@ -221,6 +288,17 @@ def with_expectations(
     if checked.status is Status.IN_SYNC and checked.expectations_failed:
         return replace(checked, status=Status.DIFFERENCES)
     return checked
+
+
+def with_schema_differences(
+    result: ComparisonResult, schema_differences: tuple[SchemaDifference, ...]
+) -> ComparisonResult:
+    """``result`` with the columns it could not compare; any makes an in-sync comparison
+    differ (exit code 1), as a row difference would (an error stays an error)."""
+    marked = replace(result, schema_differences=schema_differences)
+    if marked.status is Status.IN_SYNC and schema_differences:
+        return replace(marked, status=Status.DIFFERENCES)
+    return marked
 
 
 def to_dict(value: Any) -> Any:

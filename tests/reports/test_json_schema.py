@@ -77,7 +77,7 @@ def test_the_validators_own_serialisation_matches_the_schema() -> None:
         ),
         differences_total=4,
         counts_by_kind={"missing_in_target": 1, "extra_in_target": 1, "changed": 1},
-        schema_differences=(SchemaDifference("note", "missing in target"),),
+        schema_differences=(SchemaDifference("note", "missing in target", "missing_in_target"),),
         timings={"hash": 0.5},
     )
     failed = ComparisonResult("gone", Status.ERROR, "a", "b", error="table does not exist")

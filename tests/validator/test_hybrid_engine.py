@@ -1,10 +1,10 @@
 """The hybrid and the local engine: MariaDB computes its own digests, Spark (hybrid) or
 DuckDB (local) the lake's, and together they find exactly what the Spark engine finds.
 
-A lake is built from a MariaDB database by the product's pipeline, then drift is written
-into the lake's changelog behind the pipeline's back (so the lake is read by replaying its
-changelog): rows missing from the lake, extra in it, and changed, each both in leaves that
-also hold unchanged rows and alone in a leaf. Each comparison runs in the local engine
+A lake is built from a MariaDB database by the product's pipeline, then another writer
+changes the lake's mirror behind the pipeline's back (one Delta commit of its own): rows
+missing from the lake, extra in it, and changed, each both in leaves that also hold
+unchanged rows and alone in a leaf. Each comparison runs in the local engine
 (``auto`` chooses it), the hybrid engine and the Spark engine; all must report exactly the
 injected drift, with the same changed columns and shown values.
 """
@@ -19,16 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable, append_changelog, high_water_mark
+from cdc_core.lake import LakeTable
 from cdc_core.names import format_table
 from reports.json_schema import validate_result
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
+from validator.demo.drift import change_mirror
 from validator.demo.setup import found_differences
 from validator.job import validate
 
@@ -67,21 +66,10 @@ def _create(server: MariaDBServer, database: str) -> None:
 
 
 def _inject(lake: LakeTable, key: str, drift: list[tuple[str, Any, dict[str, Any]]]) -> None:
-    """Write ``(op, key value, columns)`` events into the lake behind the pipeline's back,
-    at its high-water mark: a ``u`` or ``d`` of a key starts from its latest row, a ``c``
-    of a new key from any row."""
-    position = high_water_mark(lake)
-    assert position is not None
-    delta = DeltaTable(str(lake.changelog))
-    rows = sorted(delta.to_pyarrow_table().to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ]))
-    latest = {row[key]: row for row in rows}
-    events = []
-    for seq, (op, value, columns) in enumerate(drift, start=10_000):
-        start = latest.get(value, rows[0])
-        events.append({**start, key: value, **columns, OP: op, SEQ: seq, COMMIT_POS: position})
-        events[-1][TXID] = "drift"
-    schema = pa.schema(delta.schema().to_arrow())
-    append_changelog(lake, pa.Table.from_pylist(events, schema), position, "x", "drift")
+    """Change the lake's mirror behind the pipeline's back, as another writer would
+    (``change_mirror``): a ``u`` or ``d`` of a key starts from its row, a ``c`` of a new
+    key from the oldest row."""
+    change_mirror(lake, key, drift)
 
 
 ORDERS_DRIFT: list[tuple[str, Any, dict[str, Any]]] = [

@@ -151,7 +151,8 @@ def test_mariadb_drift_at_the_source_is_found_reading_the_mirror_as_the_hybrid_e
     execute(mariadb_lake.server, mariadb_lake.database, *DRIFT)
     caplog.set_level(logging.INFO)
     local = _run(spark, mariadb_lake.config("local"))
-    assert _lake_reads(caplog) == ["mirror version 1 holds its state"]
+    assert _lake_reads(caplog) == ["mirror version 1"]
+    assert local["comparisons"][0]["lake_findings"] == []
     hybrid = _run(spark, mariadb_lake.config("hybrid"))
     assert found_differences(local) == FOUND
     _same_as_hybrid(local["comparisons"][0], hybrid["comparisons"][0])
@@ -164,7 +165,7 @@ def test_mariadb_drift_at_the_source_is_found_reading_the_mirror_as_the_hybrid_e
 
 @pytest.mark.mariadb
 @pytest.mark.spark
-def test_mariadb_drift_in_the_changelog_is_found_replaying_it_with_hash_leaves_too(
+def test_mariadb_drift_another_writer_made_in_the_mirror_is_found_with_hash_leaves_too(
     spark: Any, mariadb_lake: MariaDBLake, caplog: pytest.LogCaptureFixture
 ) -> None:
     table = LakeTable(mariadb_lake.lake, mariadb_lake.target)
@@ -189,7 +190,9 @@ def test_mariadb_drift_in_the_changelog_is_found_replaying_it_with_hash_leaves_t
         hybrid = _run(spark, hybrid_config)
         _same_as_hybrid(local["comparisons"][0], hybrid["comparisons"][0])
         assert SECRET not in json.dumps(local)
-    assert set(_lake_reads(caplog)) == {"replaying its changelog"}
+    assert set(_lake_reads(caplog)) == {"mirror version 2"}
+    (finding,) = local["comparisons"][0]["lake_findings"]
+    assert finding["kind"] == "foreign_commit" and "version 2 of the mirror" in finding["detail"]
 
 
 @pytest.mark.mariadb
@@ -294,7 +297,7 @@ class PostgresLake:
 
 @pytest.mark.postgres
 @pytest.mark.spark
-def test_postgres_lake_in_sync_from_its_mirror_then_drift_found_replaying_it(
+def test_postgres_lake_in_sync_from_its_mirror_then_another_writers_drift_found_in_it(
     spark: Any,
     postgres: PostgresServer,
     postgres_database: Callable[[PostgresServer], str],
@@ -316,7 +319,8 @@ def _postgres_runs(spark: Any, pg: PostgresLake, caplog: pytest.LogCaptureFixtur
     _inject(LakeTable(pg.lake, pg.target), "id", [("d", 8, {}), ("u", 9, {"pin": SECRET})])
     _inject(LakeTable(pg.lake, pg.target), "id", [("u", 10, {"ratio": 1.0, "raw": b"x"})])
     local = _run(spark, pg.config("local"))
-    assert _lake_reads(caplog)[-1] == "replaying its changelog"
+    assert _lake_reads(caplog)[-1].startswith("mirror version")
+    assert {f["kind"] for f in local["comparisons"][0]["lake_findings"]} == {"foreign_commit"}
     hybrid = _run(spark, pg.config("hybrid"))
     assert found_differences(local) == {
         ("orders", "missing_in_target", ("8",)),

@@ -1,18 +1,18 @@
-"""Drift injected into a demo's lake behind its pipeline's back: three rows, at the lake's own
-position, so a validation has exactly those to find."""
+"""Drift made in a lake behind its pipeline's back, as another writer makes it: one Delta
+commit of its own to the mirror, the table users read, so a validation has exactly those
+rows to find (and the lake's self-consistency check names the commit)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from cdc_core.errors import TerminalError
-from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
+from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
 from validator.demo.setup import Expected
 
-DRIFT_TIME = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+Change = tuple[str, Any, Mapping[str, Any]]  # (op, key value, columns): "c", "u" or "d"
 
 
 def inject_drift(lake: Path, lake_name: Callable[[str], str]) -> Expected:
@@ -22,49 +22,40 @@ def inject_drift(lake: Path, lake_name: Callable[[str], str]) -> Expected:
         lake: The lake directory.
         lake_name: The lake table name of the demo's ``customers`` and ``orders``.
     """
-    customers = _drift_table(
-        lake, lake_name("customers"), [("d", 17, {}), ("u", 99, {"name": "Renamed"})]
-    )
-    _drift_table(lake, lake_name("orders"), [("c", 5, {"id": 999_999})])
+    customers = LakeTable(lake, lake_name("customers"))
+    change_mirror(customers, "id", [("d", 17, {}), ("u", 99, {"name": "Renamed"})])
+    change_mirror(LakeTable(lake, lake_name("orders")), "id", [("c", 999_999, {})])
     return {
-        ("customers", "missing_in_target", (str(customers[0]),)),
-        ("customers", "changed", (str(customers[1]),)),
+        ("customers", "missing_in_target", ("17",)),
+        ("customers", "changed", ("99",)),
         ("orders", "extra_in_target", ("999999",)),
     }
 
 
-def _drift_table(
-    lake: Path, table: str, changes: list[tuple[str, int, dict[str, Any]]]
-) -> list[int]:
+def change_mirror(table: LakeTable, key: str, changes: Sequence[Change]) -> None:
+    """Change ``table``'s mirror in one MERGE commit without replcheck's labels: ``d``
+    deletes the key's row, ``u`` sets columns of it, ``c`` adds a row (the key's, or else a
+    copy of the mirror's oldest row) with the key and columns given."""
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    from cdc_core.lake import high_water_mark
-
-    lake_table = LakeTable(lake, table)
-    position = high_water_mark(lake_table)
-    if position is None:
-        raise TerminalError(f"the pipeline wrote nothing to lake table {lake_table.table}")
-    mirror = DeltaTable(str(lake_table.mirror)).to_pyarrow_table().to_pylist()
-    rows = {row["id"]: {k: v for k, v in row.items() if not k.startswith("_")} for row in mirror}
-    events = [
-        {
-            **rows[key],
-            **override,
-            OP: op,
-            COMMIT_POS: position,
-            SEQ: 1_000_000 + seq,
-            TXID: "demo-drift",
-            COMMIT_TS: DRIFT_TIME,
-        }
-        for seq, (op, key, override) in enumerate(changes)
+    if not (table.mirror / "_delta_log").is_dir():
+        raise TerminalError(f"the pipeline wrote no mirror for lake table {table.table}")
+    delta = DeltaTable(str(table.mirror))
+    rows = sorted(delta.to_pyarrow_table().to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ]))
+    latest = {row[key]: row for row in rows}
+    merged = [
+        {**latest.get(value, rows[0]), key: value, **columns, OP: op}
+        for op, value, columns in changes
     ]
-    schema = pa.schema(DeltaTable(str(lake_table.changelog)).schema().to_arrow())
-    append_changelog(
-        lake_table,
-        pa.Table.from_pylist(events, schema),
-        position,
-        "demo-drift",
-        "replcheck-demo-drift",
+    schema = pa.schema(delta.schema().to_arrow())
+    quoted = f"`{key.replace('`', '``')}`"
+    merger = delta.merge(
+        pa.Table.from_pylist(merged, schema),
+        f"t.{quoted} = s.{quoted}",
+        source_alias="s",
+        target_alias="t",
     )
-    return [int(events[i]["id"]) for i in range(len(events))]
+    merger = merger.when_matched_delete(f"s.`{OP}` = 'd'")
+    merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd'")
+    merger.when_not_matched_insert_all(f"s.`{OP}` <> 'd'").execute()

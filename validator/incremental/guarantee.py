@@ -6,7 +6,7 @@ from validator.result import Coverage
 
 UNSEEN = (
     "It cannot see, until its leaf is swept: a change made at the source without a log"
-    " record, or a lake data file replaced without a Delta commit (commits not written by"
+    " record, or a mirror data file replaced without a Delta commit (commits not written by"
     " the pipeline are detected from Delta's log and make a full run)."
 )
 
@@ -21,7 +21,8 @@ def full_coverage(to_position: str | None, leaves: int, reason: str | None) -> C
         leaves_swept=leaves,
         guarantee=(
             f"Full run: all {leaves} leaves were re-hashed on both sides{at}; the comparison"
-            " proves the lake equals the source there, whatever wrote either side."
+            " proves that every row and compared column of the lake's mirror, the table users"
+            " read, equals the source there, whatever wrote either side."
         ),
     )
 
@@ -48,5 +49,22 @@ def incremental_coverage(
             f" {reused} leaves reuse digests stored at {p0}. {UNSEEN} Every leaf is swept"
             f" within {cycle} incremental runs ({left} more until this cycle has swept every"
             " leaf)."
+        ),
+    )
+
+
+def stateless_coverage(to_position: str | None, leaves: int, reason: str) -> Coverage:
+    """A full run asked to keep validation state by an engine that keeps none (spark,
+    database); ``reason`` says why it could not."""
+    at = f" at position {to_position}" if to_position else ""
+    return Coverage(
+        mode="full",
+        reason=reason,
+        to_position=to_position,
+        leaves_swept=leaves,
+        guarantee=(
+            f"Full run: all {leaves} leaves were re-hashed on both sides{at}; the comparison"
+            " proves the target equals the source there. No digests were stored: the next"
+            " run is full too."
         ),
     )

@@ -17,10 +17,8 @@ after the comparison, ``validator.recheck``).
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from functools import partial
 from typing import Any
 
@@ -44,28 +42,10 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
+from validator.engines.progress import PhaseTimer
 from validator.plan import ComparisonPlan, EngineRun
 from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
 from validator.settings import CompareSettings
-
-log = logging.getLogger(__name__)
-
-
-class PhaseTimer:
-    """How long each phase of one comparison took, logged as it starts."""
-
-    def __init__(self, name: str, where: str) -> None:
-        self.name = name
-        self.where = where
-        self.phases: dict[str, float] = {}
-
-    @contextmanager
-    def phase(self, phase: str) -> Iterator[None]:
-        """Time the phase ``phase``."""
-        log.info("comparison %s: %s (%s)", self.name, phase, self.where)
-        started = time.perf_counter()
-        yield
-        self.phases[phase] = round(time.perf_counter() - started, 3)
 
 
 def compare_in_databases(
@@ -89,9 +69,12 @@ def compare_in_databases(
         with timer.phase("leaves"):
             digests = _leaf_digests(sides)
             mismatched = diff_leaves(*digests)
+        counts = [sum(d.count for d in side.values()) for side in digests]
+        timer.hashed(counts, len(mismatched), scheme.count)
         with timer.phase("keys"):
             keyed = _keys(sides, mismatched)
             diff = classify(keyed[0], keyed[1], layout.whole_row_key)
+        timer.classified(diff.total, len(mismatched))
         findings = reported(diff, settings.max_reported_rows)
         with timer.phase("columns"):
             columns = _changed_columns(sides, layout, findings, settings)
@@ -99,7 +82,6 @@ def compare_in_databases(
     differences: list[Difference] = []
     for finding in findings:
         differences.extend(to_differences(finding, columns))
-    counts = [sum(d.count for d in side.values()) for side in digests]
     return ComparisonResult(
         name=name,
         status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from connectors.pushdown import LeafScheme, RangeLeaves
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest, diff_leaves
-from validator.engines.database.engine import PhaseTimer
 from validator.engines.database.keys import (
     ColumnDiffer,
     KeyEntry,
@@ -55,6 +54,7 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
+from validator.engines.progress import PhaseTimer
 from validator.expectations import check_columns
 from validator.incremental.rehash import source_digests
 from validator.incremental.run import Increment
@@ -153,11 +153,14 @@ def compare_with_lake(
             lake = target.hashed(scheme, leaves, stack)
             fresh = _with_lake(slices, work, lake.digests)
             mismatched = diff_leaves(*fresh)  # only the fresh digests: see Increment
+        hashed = [sum(d.count for d in side.values()) for side in fresh]
+        timer.hashed(hashed, len(mismatched), scheme.count if leaves is None else len(leaves))
         with timer.phase("keys"):
             keyed = _with_lake(
                 slices, partial(keys_of, mismatched=mismatched), partial(lake.keys, mismatched)
             )
             diff = classify(*keyed, whole_row=layout.whole_row_key)
+        timer.classified(diff.total, len(mismatched))
         findings = reported(diff, settings.max_reported_rows)
         with timer.phase("columns"):
             columns = _changed_columns(slices, lake, layout, findings, settings)
@@ -166,10 +169,7 @@ def compare_with_lake(
         differences.extend(to_differences(finding, columns))
     stored = increment.merged(fresh)  # every leaf's digests, when the state is kept
     coverage = increment.finish(stored, positions)
-    if stored is None:
-        counts = [sum(d.count for d in side.values()) for side in fresh]
-    else:
-        counts = [side.rows() for side in stored]
+    counts = hashed if stored is None else [side.rows() for side in stored]
     result = ComparisonResult(
         name=plan.comparison.name,
         status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,

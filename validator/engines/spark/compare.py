@@ -20,10 +20,7 @@ Both frames must name their columns as the layout does (targets are renamed befo
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +29,7 @@ from merkle.layout import RowLayout
 from merkle.spark import KEY_HASH, LEAF, ROW_HASH, leaf_column, payload_column
 from merkle.spark import with_hashes as _with_hashes
 from merkle.tree import LeafDigest, choose_depth, diff_leaves
+from validator.engines.progress import PhaseTimer
 from validator.result import (
     MASK,
     Changed,
@@ -50,8 +48,6 @@ if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import Column, DataFrame
 
-log = logging.getLogger(__name__)
-
 # Leaf digests are computed this deep and folded up to the chosen depth: 2**12 leaves a
 # side is little to collect, and deep enough for 16M rows at the default 4,096 a leaf.
 FINE_DEPTH = 12
@@ -68,18 +64,6 @@ class Side:
     label: str
     position: str | None = None
     rereadable: bool = False
-
-
-class _Timer:
-    def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
-
-    @contextmanager
-    def phase(self, name: str, comparison: str) -> Iterator[None]:
-        log.info("comparison %s: %s", comparison, name)
-        start = time.perf_counter()
-        yield
-        self.phases[name] = round(time.perf_counter() - start, 3)
 
 
 def cache_level() -> StorageLevel:
@@ -104,20 +88,22 @@ def compare_sides(
     A side whose frame already has the hash columns (``hashed_rows``) is used as it is: its
     caller persists and unpersists it. Other sides are hashed and persisted here.
     """
-    timer = _Timer()
+    timer = PhaseTimer(name, "in Spark")
     hashed, owned = _hashed_frames((source, target), layout)
     try:
-        with timer.phase("leaves", name):
+        with timer.phase("leaves"):
             depth, digests = _leaf_digests(hashed, settings)
             mismatched = diff_leaves(*digests)
-        with timer.phase("keys", name):
+        counts = [sum(d.count for d in side.values()) for side in digests]
+        timer.hashed(counts, len(mismatched), 1 << depth)
+        with timer.phase("keys"):
             keyed = _classify_keys(hashed, layout, depth, mismatched)
-        with timer.phase("columns", name):
+        timer.classified(keyed.total, len(mismatched))
+        with timer.phase("columns"):
             differences = _detail(keyed, hashed, layout, settings)
     finally:
         for frame in owned:
             frame.unpersist()
-    counts = [sum(d.count for d in side.values()) for side in digests]
     return ComparisonResult(
         name=name,
         status=Status.DIFFERENCES if keyed.total else Status.IN_SYNC,

@@ -20,6 +20,7 @@ from connectors.base import Connector
 from connectors.model import TableSchema
 from merkle.layout import RowLayout
 from validator.config import ComparisonConfig
+from validator.engines.progress import PhaseTimer
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
 from validator.engines.spark.lake_target import read_lake_state
 from validator.engines.spark.session import default_parallelism
@@ -108,11 +109,11 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
     """The Spark engine (``compare.py`` here); the result and the target it read."""
     reflected, settings = plan.reflected, plan.settings
     comparison, reconciled = reflected.comparison, reflected.reconciled
-    started = time.perf_counter()
-    source, positions = _read_source_once(
-        spark, reflected.source, reflected.source_schema, reconciled.layout
-    )
-    read_s = round(time.perf_counter() - started, 3)
+    timer = PhaseTimer(comparison.name, "in Spark")
+    with timer.phase("source"):  # read once, in its snapshot(s), hashed as it is read
+        source, positions = _read_source_once(
+            spark, reflected.source, reflected.source_schema, reconciled.layout
+        )
     try:
         target = target_side(spark, plan, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
@@ -127,7 +128,7 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
         )
     finally:
         source.unpersist()
-    return replace(result, timings={"source": read_s, **result.timings}), target
+    return replace(result, timings={**timer.phases, **result.timings}), target
 
 
 def in_layout_names(frame: DataFrame, reconciled: Reconciled) -> DataFrame:
