@@ -53,6 +53,9 @@ SEQ_KEY = "replcheck.seq"  # the last _seq written at replcheck.position
 SNAPSHOT_KEY = "replcheck.snapshot_position"  # a chunk of an initial load at that position
 PART_POSITION_KEY = "replcheck.part_position"  # part of a big transaction committed there
 PART_SEQ_KEY = "replcheck.part_seq"  # ... up to this seq
+RESYNC_POSITION_KEY = "replcheck.resync_position"  # a re-sync's rows, read at that position
+RESYNC_POSITION_TEXT_KEY = "replcheck.resync_position_text"
+RESYNC_REQUEST_KEY = "replcheck.resync_request"
 
 
 @dataclass(frozen=True, slots=True)

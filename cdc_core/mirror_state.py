@@ -34,6 +34,7 @@ from cdc_core.lake import (
     PART_POSITION_KEY,
     PART_SEQ_KEY,
     POSITION_KEY,
+    RESYNC_POSITION_KEY,
     SEQ,
     SEQ_KEY,
     SNAPSHOT_KEY,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 MAX_SEQ = 2**63 - 1
-_RESYNC_POSITION_KEY = "replcheck.resync_position"  # cdc_core.refresh (which imports the sink)
 _PIPELINE_PREFIX = "replcheck."
 # Commits that change no row (table features, properties, vacuum's bookkeeping).
 ROWLESS_OPERATIONS = frozenset(
@@ -53,6 +53,7 @@ ROWLESS_OPERATIONS = frozenset(
 # Reader features a Parquet read of the files Delta lists gets right.
 _PLAIN_READER_FEATURES = frozenset({"timestampNtz"})
 
+MISSING = "is missing"
 Mark = tuple[int, int]  # (position, seq): every event at or below it is in a mirror version
 
 
@@ -122,7 +123,7 @@ def _commits(path: Path) -> list[dict[str, Any]]:
 
 def _position(commit: Mapping[str, Any]) -> int | None:
     """The position a replcheck commit is labelled with (None: unlabelled)."""
-    for key in (POSITION_KEY, SNAPSHOT_KEY, PART_POSITION_KEY, _RESYNC_POSITION_KEY):
+    for key in (POSITION_KEY, SNAPSHOT_KEY, PART_POSITION_KEY, RESYNC_POSITION_KEY):
         if commit.get(key) is not None:
             return int(commit[key])
     return None
@@ -162,6 +163,7 @@ def mirror_read(table: LakeTable, position: int | None, highest: int | None = No
         return MirrorRead(-1, (), after_schema, None, after, after_schema)
     delta = DeltaTable(str(table.mirror), version=version)
     _check_plain(table, delta, version)
+    _check_present(table, delta, version)
     # The newest schema: a column added since the version reads as NULL, as at the source.
     schema = _arrow_schema(DeltaTable(str(table.mirror)))
     return MirrorRead(version, tuple(delta.file_uris()), schema, mark, after, after_schema)
@@ -195,8 +197,8 @@ def _pipeline_files_after(table: LakeTable, mark: Mark | None, upto: int | None)
     wanted: list[str] = []
     for commit in _commits(table.changelog):
         reached = _mark(commit)
-        if reached is None and commit.get(_RESYNC_POSITION_KEY) is not None:
-            reached = (int(commit[_RESYNC_POSITION_KEY]), MAX_SEQ)
+        if reached is None and commit.get(RESYNC_POSITION_KEY) is not None:
+            reached = (int(commit[RESYNC_POSITION_KEY]), MAX_SEQ)
         if reached is not None and (mark is None or reached > mark):
             wanted += _added_files(table.changelog, int(commit["version"]))
     return tuple(f for f in wanted if os.path.exists(f) and _holds_events(f, mark, upto))
@@ -263,6 +265,18 @@ def _check_plain(table: LakeTable, delta: Any, version: int) -> None:
             f"lake table {table.table}: version {version} of its mirror uses {what}, which"
             " replcheck's pipeline never writes and its readers do not read; another writer"
             " changed the table's layout: restore the mirror (or load the table again)",
+            {"table": table.table},
+        )
+
+
+def _check_present(table: LakeTable, delta: Any, version: int) -> None:
+    """Refuse a mirror version whose data files are gone: nobody can read it."""
+    gone = [f.path for f in changed_files(delta, "mirror") if f.problem == MISSING]
+    if gone:
+        raise TerminalError(
+            f"lake table {table.table}: data file(s) {', '.join(gone)} of version {version} of"
+            " its mirror are missing (deleted without a Delta commit); restore them, or let"
+            " the pipeline's next write to the table rebuild the mirror from its changelog",
             {"table": table.table},
         )
 
@@ -348,7 +362,7 @@ def changed_files(delta: Any, name: str) -> list[ChangedFile]:
         try:
             on_disk = os.path.getsize(local)
         except FileNotFoundError:
-            found.append(ChangedFile(name, path, "is missing"))
+            found.append(ChangedFile(name, path, MISSING))
             continue
         if on_disk != int(size):
             found.append(

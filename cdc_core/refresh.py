@@ -33,7 +33,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cdc_core.errors import ContractError, TransientError
 from cdc_core.image_store import to_locator_bytes
-from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, meta_fields
+from cdc_core.lake import (
+    COMMIT_POS,
+    COMMIT_TS,
+    OP,
+    RESYNC_POSITION_KEY,
+    RESYNC_POSITION_TEXT_KEY,
+    RESYNC_REQUEST_KEY,
+    SEQ,
+    TXID,
+    LakeTable,
+    meta_fields,
+)
+from cdc_core.mirror_rebuild import rebuild_mirror
+from cdc_core.mirror_state import changed_files
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.sink import REFRESH_SEQ_BASE, fit_to_lake
 
@@ -43,9 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RESYNC_POSITION_KEY = "replcheck.resync_position"
-RESYNC_POSITION_TEXT_KEY = "replcheck.resync_position_text"
-RESYNC_REQUEST_KEY = "replcheck.resync_request"
 COMMIT_ATTEMPTS = 5
 _T = TypeVar("_T")
 
@@ -224,6 +234,7 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
     from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
 
     mirror = DeltaTable(str(request.table.mirror))
     if _done(mirror, request):
@@ -243,7 +254,13 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     columns = merge_assignments(data.column_names)
     merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd' AND {guard}")
     merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
-    merger.execute()
+    try:
+        merger.execute()
+    except DeltaError:  # a data file replaced or cut short behind the pipeline's back
+        damaged = changed_files(mirror, "mirror")
+        if not damaged:
+            raise
+        rebuild_mirror(request.table, request.key, damaged, _properties(request))
     return int(pc.sum(pc.invert(pa.array(keep, pa.bool_()))).as_py() or 0)
 
 

@@ -81,3 +81,42 @@ def test_a_damaged_changelog_too_stops_the_pipeline_naming_its_files(tmp_path: P
             [TableBatch(TABLE, [_event("u", 1, 11, 9)])], Position.of(9), ["s.t"]
         )
     assert "load the table again" in str(raised.value)
+
+
+def test_a_deleted_mirror_file_is_rebuilt_too(tmp_path: Path) -> None:
+    sink = LakeSink(tmp_path, "p")
+    sink.write([TableBatch(TABLE, [_event("c", 1, 10, 5)])], Position.of(5), ["s.t"])
+    table = LakeTable(tmp_path, "s.t")
+    (uri,) = DeltaTable(str(table.mirror)).file_uris()
+    Path(uri).unlink()
+
+    LakeSink(tmp_path, "p").write(
+        [TableBatch(TABLE, [_event("c", 2, 20, 9)])], Position.of(9), ["s.t"]
+    )
+
+    assert _mirror(table) == {1: 10, 2: 20}
+
+
+def test_a_resync_into_a_mirror_whose_file_was_replaced_rebuilds_it(tmp_path: Path) -> None:
+    from cdc_core.refresh import RefreshRequest, refresh
+
+    sink = LakeSink(tmp_path, "p")
+    sink.write(
+        [TableBatch(TABLE, [_event("c", k, k * 10, 5, k) for k in (1, 2)])], Position.of(5), ["s.t"]
+    )
+    table = LakeTable(tmp_path, "s.t")
+    _replace_mirror_file(table)  # every v is -1 in the lake now
+    request = RefreshRequest(
+        table=table,
+        key=("id",),
+        rows=pa.Table.from_pylist([{"id": 2, "v": 20}], TABLE.schema),
+        deleted=pa.Table.from_pylist([], pa.schema([TABLE.schema.field("id")])),
+        position=7,
+        position_text="7",
+        request_id="r1",
+    )
+
+    refresh(request)
+
+    assert _mirror(table) == {1: 10, 2: 20}  # rebuilt from the changelog and the re-sync
+    assert audit_lake(table).changed == ()

@@ -131,3 +131,14 @@ def test_a_mirror_with_a_feature_plain_reads_get_wrong_is_refused_by_name(tmp_pa
 
     with pytest.raises(TerminalError, match="partitions by id"):
         mirror_read(table, 9)
+
+
+def test_a_mirror_file_deleted_without_a_commit_is_refused_by_name(tmp_path: Path) -> None:
+    _, table = _lake(tmp_path)
+    (uri,) = DeltaTable(str(table.mirror)).file_uris()
+    Path(uri).unlink()
+
+    with pytest.raises(TerminalError, match=Path(uri).name) as raised:
+        mirror_read(table, 9)
+    assert "rebuild the mirror from its changelog" in str(raised.value)
+    assert [f.problem for f in audit_lake(table).changed] == ["is missing"]

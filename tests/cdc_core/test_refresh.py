@@ -12,11 +12,10 @@ import pytest
 from deltalake import DeltaTable
 
 from cdc_core.errors import ContractError, TransientError
-from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable, high_water_mark
+from cdc_core.lake import COMMIT_POS, OP, RESYNC_POSITION_KEY, SEQ, LakeTable, high_water_mark
 from cdc_core.position import Position
 from cdc_core.refresh import (
     REFRESH_SEQ_BASE,
-    RESYNC_POSITION_KEY,
     RefreshRequest,
     refresh,
 )

@@ -45,7 +45,7 @@ def change_mirror(table: LakeTable, key: str, changes: Sequence[Change]) -> None
     rows = sorted(delta.to_pyarrow_table().to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ]))
     latest = {row[key]: row for row in rows}
     merged = [
-        {**latest.get(value, rows[0]), key: value, **columns, OP: op}
+        {**latest.get(value, rows[0]), **columns, key: value, OP: op}
         for op, value, columns in changes
     ]
     schema = pa.schema(delta.schema().to_arrow())

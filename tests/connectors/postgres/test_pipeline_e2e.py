@@ -15,23 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-import pyarrow as pa
 import pytest
 
 from cdc_core.filters import TableFilter
 from cdc_core.lake import (
-    COMMIT_POS,
-    OP,
-    SEQ,
-    TXID,
     LakeTable,
-    append_changelog,
     high_water_mark,
 )
 from cdc_core.pipeline import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.connectors.postgres.helpers import PgCase
 from validator.config import load_validator_config
+from validator.demo.drift import change_mirror
 from validator.demo.setup import found_differences
 from validator.job import validate
 
@@ -178,28 +173,24 @@ def test_workload_pipeline_lake_validation(case: PgCase, tmp_path: Path, spark: 
 
 
 def _inject_drift(table: LakeTable) -> tuple[int, int]:
-    """Delete one row, change another and add row 999999 in the lake's changelog only, at
-    its high-water mark (as a faulty pipeline would); returns the deleted and changed keys."""
+    """Delete one row, change another and add row 999999 in the lake's mirror, as another
+    writer would (``change_mirror``); returns the deleted and changed keys."""
+    latest = _mirror_rows(table)
+    gone, changed = sorted(latest)[:2]
+    copied = {k: v for k, v in latest[changed].items() if not k.startswith("_")}
+    drift = [
+        ("d", gone, {}),
+        ("u", changed, {"name": "drifted"}),
+        ("c", 999_999, {**copied, "name": "drifted"}),
+    ]
+    change_mirror(table, "id", drift)
+    return gone, changed
+
+
+def _mirror_rows(table: LakeTable) -> dict[int, dict[str, Any]]:
     from deltalake import DeltaTable
 
-    changelog = DeltaTable(str(table.changelog)).to_pyarrow_table()
-    latest: dict[int, dict[str, Any]] = {}
-    for row in sorted(changelog.to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ])):
-        latest[row["id"]] = row
-    gone, changed = sorted(key for key, row in latest.items() if row[OP] != "d")[:2]
-    position = high_water_mark(table)
-    assert position is not None
-    drift = [
-        ("d", latest[gone]),
-        ("u", {**latest[changed], "name": "drifted"}),
-        ("c", {**latest[changed], "id": 999_999}),
-    ]
-    events = [
-        {**row, OP: op, COMMIT_POS: position, SEQ: 10_000 + seq, TXID: "drift"}
-        for seq, (op, row) in enumerate(drift)
-    ]
-    append_changelog(table, pa.Table.from_pylist(events, changelog.schema), position, "drift", "x")
-    return gone, changed
+    return {row["id"]: row for row in DeltaTable(str(table.mirror)).to_pyarrow_table().to_pylist()}
 
 
 ARRAYS = "public.shapes"
@@ -267,28 +258,17 @@ def test_arrays_and_timetz_through_the_lake(case: PgCase, tmp_path: Path, spark:
 
 
 def _inject_element_drift(table: LakeTable) -> list[int]:
-    """Change one unit in three live rows of the lake: a decimal element, a time zone offset
-    (one second) and a timetz element's clock (one microsecond); returns their keys."""
-    from deltalake import DeltaTable
-
-    changelog = DeltaTable(str(table.changelog)).to_pyarrow_table()
-    latest: dict[int, dict[str, Any]] = {}
-    for row in sorted(changelog.to_pylist(), key=lambda r: (r[COMMIT_POS], r[SEQ])):
-        latest[row["id"]] = row
-    first, second, third = sorted(key for key, row in latest.items() if row[OP] != "d")[3:6]
+    """Change one unit in three rows of the lake's mirror: a decimal element, a time zone
+    offset (one second) and a timetz element's clock (one microsecond); returns their keys."""
+    latest = _mirror_rows(table)
+    first, second, third = sorted(latest)[3:6]
     nums = latest[first]["nums"]
     at = latest[second]["at"]
     clocks = latest[third]["clocks"]
-    drift = [
-        {**latest[first], "nums": [nums[0] + decimal.Decimal("0.01"), *nums[1:]]},
-        {**latest[second], "at": {**at, "offset_seconds": at["offset_seconds"] + 1}},
-        {**latest[third], "clocks": [{**clocks[0], "micros": clocks[0]["micros"] + 1}, clocks[1]]},
+    drift: list[tuple[str, Any, dict[str, Any]]] = [
+        ("u", first, {"nums": [nums[0] + decimal.Decimal("0.01"), *nums[1:]]}),
+        ("u", second, {"at": {**at, "offset_seconds": at["offset_seconds"] + 1}}),
+        ("u", third, {"clocks": [{**clocks[0], "micros": clocks[0]["micros"] + 1}, clocks[1]]}),
     ]
-    position = high_water_mark(table)
-    assert position is not None
-    events = [
-        {**row, OP: "u", COMMIT_POS: position, SEQ: 10_000 + seq, TXID: "drift"}
-        for seq, row in enumerate(drift)
-    ]
-    append_changelog(table, pa.Table.from_pylist(events, changelog.schema), position, "drift", "x")
+    change_mirror(table, "id", drift)
     return [first, second, third]

@@ -23,13 +23,13 @@ from cdc_core.lake import (
     COMMIT_POS,
     COMMIT_TS,
     OP,
+    RESYNC_POSITION_KEY,
     SEQ,
     TXID,
     LakeTable,
     append_changelog,
     high_water_mark,
 )
-from cdc_core.refresh import RESYNC_POSITION_KEY
 from tests.private_servers import MariaDBServer
 from tests.validator.resync.helpers import result_for
 from tests.validator.test_concurrent_source import NOW, SCHEMA, Replicator
