@@ -133,25 +133,41 @@ def _null_when(ref: str, column: DigestColumn) -> str:
 
 
 def _unpadded(ref: str, column: DigestColumn) -> str:
-    """A ZEROFILL column's number without its padding (its text is ``00042``; arithmetic
-    gives the number, as the readers do: https://mariadb.com/kb/en/numeric-data-type-overview/)."""
-    return f"({ref} + 0)" if "zerofill" in column.column.native_type.lower() else ref
+    """The number of a column whose text is padded, without the padding, as the readers
+    (drivers, the binlog, JDBC's ``CAST ... AS SIGNED``) give it; arithmetic gives it.
+
+    A ZEROFILL column's text is ``00042``
+    (https://mariadb.com/kb/en/numeric-data-type-overview/), and a YEAR's is always four
+    digits: YEAR 0000 is the text ``'0000'`` but the number 0
+    (https://mariadb.com/kb/en/year-data-type/).
+    """
+    padded = "zerofill" in column.column.native_type.lower() or _native(column.column) == "year"
+    return f"({ref} + 0)" if padded else ref
+
+
+def _whole_number(ref: str, column: DigestColumn) -> str | None:
+    """The decimal text of an integer, YEAR or BIT column (None: another type)."""
+    native = _native(column.column)
+    if native == "bit":  # a BIT's value is a binary string; as a number it is unsigned
+        return _number(f"CAST({ref} AS UNSIGNED)")
+    if native in _INTEGER_NAMES:
+        return _number(_unpadded(ref, column))
+    return None
 
 
 def _integer(ref: str, column: DigestColumn, *_: Any) -> Payload:
-    native = _native(column.column)
-    if native == "bit":
-        return Payload(_number(f"CAST({ref} AS UNSIGNED)"), null_when=_null_when(ref, column))
-    if native in _INTEGER_NAMES:
-        return Payload(_number(_unpadded(ref, column)), null_when=_null_when(ref, column))
-    raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
+    number = _whole_number(ref, column)
+    if number is None:
+        raise NotPushable(f"column {column.name}: {column.column.native_type} as integer")
+    return Payload(number, null_when=_null_when(ref, column))
 
 
 def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
     native = _native(column.column)
     null_when = _null_when(ref, column)
-    if native in _INTEGER_NAMES:
-        return Payload(_number(_unpadded(ref, column)), null_when=null_when)
+    number = _whole_number(ref, column)  # BIGINT UNSIGNED, BIT(64): DECIMAL(20,0) elsewhere
+    if number is not None:
+        return Payload(number, null_when=null_when)
     if native not in ("decimal", "numeric", "dec", "fixed"):
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
     if _scale(column.column) == 0:

@@ -40,8 +40,11 @@ def timestamp_rounding(sql_mode: str) -> TimeRounding:
 
 
 def is_wide_integer(column_type: str) -> bool:
-    """BIGINT UNSIGNED reaches 2**64 - 1, beyond Arrow's int64: read as DECIMAL(20,0)."""
-    words = column_type.lower().replace("(", " ").split()
+    """BIGINT UNSIGNED and BIT(64) reach 2**64 - 1, beyond Arrow's int64: read as
+    DECIMAL(20,0) (https://mariadb.com/kb/en/bit/: BIT(M) holds M bits, M up to 64)."""
+    words = column_type.lower().replace("(", " ").replace(")", " ").split()
+    if words[:2] == ["bit", "64"]:
+        return True
     return bool(words) and words[0] == "bigint" and "unsigned" in words
 
 

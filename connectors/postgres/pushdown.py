@@ -58,9 +58,60 @@ _INTEGERS = ("smallint", "integer", "bigint")
 _LENGTH = re.compile(r"^character\((\d+)\)$")
 
 
+# Builtin types the writers below read, by name without modifiers (``format_type``).
+_BUILTINS = frozenset(
+    {
+        *_INTEGERS,
+        "numeric",
+        "real",
+        "double precision",
+        "text",
+        "character varying",
+        "character",
+        "bpchar",
+        "bytea",
+        "boolean",
+        "date",
+        "time without time zone",
+        "timestamp without time zone",
+        "timestamp with time zone",
+        "uuid",
+        "json",
+        "jsonb",
+    }
+)
+# A domain is named by its own name (``amount``, ``information_schema.cardinal_number``);
+# its values are its base type's, whose logical type the column carries
+# (``connectors.postgres.types.logical_type`` reads the base). The writers only tell the
+# bases of one logical type apart where they differ (never between integer widths), so one
+# builtin of each logical type stands for the base, and the base's functions and operators
+# take a domain's values (https://www.postgresql.org/docs/current/domains.html).
+_DOMAIN_BASES: dict[type, str] = {
+    lt.IntegerType: "bigint",
+    lt.DecimalType: "numeric",
+    lt.BytesType: "bytea",
+    lt.BooleanType: "boolean",
+    lt.DateType: "date",
+    lt.TimeType: "time without time zone",
+    lt.TimestampType: "timestamp without time zone",
+    lt.TimestampTzType: "timestamp with time zone",
+    lt.UuidType: "uuid",
+    lt.IntervalType: "interval",
+}
+
+
 def _base(column: DigestColumn) -> str:
-    """The native type without its modifier: ``numeric(10,2)`` -> ``numeric``."""
-    return re.sub(r"\(.*?\)", "", column.column.native_type).strip()
+    """The native type without its modifier (``numeric(10,2)`` -> ``numeric``); for a
+    domain, a builtin type its values are (``_DOMAIN_BASES``)."""
+    native = re.sub(r"\(.*?\)", "", column.column.native_type).strip()
+    if native in _BUILTINS or native.startswith("interval"):
+        return native
+    own = column.column.ltype
+    if isinstance(own, lt.FloatType):
+        return "real" if own.bits == 32 else "double precision"
+    if isinstance(own, lt.StringType):
+        return "character" if own.padded else "text"
+    return _DOMAIN_BASES.get(type(own), native)
 
 
 def _null_when(column: DigestColumn) -> str | None:
@@ -114,8 +165,8 @@ def _string(ref: str, column: DigestColumn, options: ComparisonOptions, *_: Any)
         padded = _LENGTH.match(native)
         if padded:
             value = f"rpad({value}, {padded.group(1)})"  # character(n) holds n characters
-        elif native == "bpchar":
-            raise NotPushable(f"column {column.name}: bpchar without a length keeps its spaces")
+        elif native == "bpchar" or _base(column) == "character":  # bpchar, or a domain
+            raise NotPushable(f"column {column.name}: {native} has no length to pad to here")
     else:
         value = f"rtrim({value}, ' ')"
     if options.empty_string_is_null:

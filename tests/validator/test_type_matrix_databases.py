@@ -3,9 +3,9 @@
 The same tables as ``test_type_matrix.py`` (every case's logical values in each product's
 native types, the replica carrying one one-unit change per case), compared with
 ``engine: database`` between MariaDB and PostgreSQL in every direction and within each
-product. JSON has no exact SQL form in either product, so ``c_json`` is excluded here
-(the Spark matrix covers it); every other case must show no false difference and its
-change.
+product. Cases the digest SQL refuses (``Case.not_in_sql``: JSON has no exact SQL form in
+either product) are excluded here (the Spark matrix covers them), as are cases one side
+does not store; every other case must show no false difference and its change.
 """
 
 from __future__ import annotations
@@ -19,21 +19,22 @@ import pytest
 
 from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.test_type_matrix import (
-    BOOLEAN_COLUMN,
     _mariadb_value,
+    cases_in,
     changed_cells,
+    columns_section,
+    compared_cases,
     fill_mariadb,
     fill_postgres,
     matrix_database,
 )
-from tests.validator.type_matrix import CASES, ROWS, change_rows, logical_rows
+from tests.validator.type_matrix import ROWS, change_rows, logical_rows
 from validator.config import load_validator_config
 from validator.engines.spark.session import LazySparkSession
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]
 
-EXCLUDED = ("c_json",)
 PAIRS = (
     ("mariadb", "postgres"),
     ("postgres", "mariadb"),
@@ -45,12 +46,13 @@ Pair = tuple[str, str]
 
 def fill_mariadb_replica(server: MariaDBServer, database: str) -> None:
     """MariaDB's own ``replica`` table (the Spark matrix has MariaDB only as the source)."""
-    columns = ", ".join(f"`{c.name}` {c.mariadb}" for c in CASES)
+    cases = cases_in("mariadb")
+    columns = ", ".join(f"`{c.name}` {c.mariadb}" for c in cases)
     rows = [
-        (row["id"], *[_mariadb_value(row[c.name]) for c in CASES])
+        (row["id"], *[_mariadb_value(row[c.name]) for c in cases])
         for row in logical_rows(replica=True)
     ]
-    marks = ", ".join(["%s"] * (len(CASES) + 1))
+    marks = ", ".join(["%s"] * (len(cases) + 1))
     with contextlib.closing(server.connect(database)) as conn, conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
         cur.execute(
@@ -68,13 +70,12 @@ def write_config(path: Path, urls: dict[str, str]) -> Path:
     lines = ["connections:"]
     lines += [f'  {name}: {{url: "{url}"}}' for name, url in urls.items()]
     lines.append("comparisons:")
-    boolean = f"boolean: [{BOOLEAN_COLUMN}]"
     for source, target in PAIRS:
         lines += [
             f"  - name: {name_of((source, target))}",
             f"    source: {{connection: {source}, table: matrix}}",
             f"    target: {{connection: {target}, table: replica}}",
-            f"    columns: {{{boolean}, exclude: [{', '.join(EXCLUDED)}]}}",
+            columns_section((source, target), sql=True),
             "    options: {trim_char: true}",
             "    engine: database",
         ]
@@ -103,8 +104,17 @@ def results(
         yield {c["name"]: c for c in document["comparisons"]}
 
 
-def compared_cases() -> list[str]:
-    return [c.name for c in CASES if c.name not in EXCLUDED]
+def compared_names(pair: Pair) -> list[str]:
+    """The cases both sides store and their digest SQL hashes."""
+    return [c.name for c in compared_cases(pair, sql=True)]
+
+
+def _case_params() -> list[Any]:
+    return [
+        pytest.param(pair, column, id=f"{name_of(pair)}-{column}")
+        for pair in PAIRS
+        for column in compared_names(pair)
+    ]
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=name_of)
@@ -116,15 +126,14 @@ def test_exactly_the_changed_values_are_reported(
     assert comparison["engine"] == "database"
     assert comparison["schema_differences"] == []
     assert comparison["source_rows"] == comparison["target_rows"] == 2 * ROWS
+    compared = compared_names(pair)
     expected = {
-        (str(ROWS + row), column) for column, row in change_rows().items() if column in
-        compared_cases()
-    }  # fmt: skip
+        (str(ROWS + row), column) for column, row in change_rows().items() if column in compared
+    }
     assert changed_cells(comparison) == expected
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids=name_of)
-@pytest.mark.parametrize("column", compared_cases())
+@pytest.mark.parametrize(("pair", "column"), _case_params())
 def test_every_case_is_compared_and_its_change_found(
     results: dict[str, dict[str, Any]], pair: Pair, column: str
 ) -> None:

@@ -7,193 +7,80 @@ meaningful change of a value is. Values are *logical* values: each product store
 its own way (a ``timestamp(3)`` rounds the microseconds it is given), and ``to_lake``
 gives the value the lake's Arrow column holds.
 
+A case without a MariaDB (or PostgreSQL) type is not stored in that product: PostgreSQL's
+intervals, arrays and ``time with time zone`` have no MariaDB counterpart. Every case is
+stored in DuckDB and the lake. ``not_in_sql`` says why the databases' own digest SQL
+(``connectors/<product>/pushdown.py``) refuses a case (``NotPushable``): comparisons that
+hash in that SQL leave it out, and ``tests/validator/test_type_catalog.py`` checks that
+the SQL really refuses it.
+
 The row layout: row ``id`` (1-based) holds ``values[(id - 1) % len(values)]`` of every
-case; ``change_rows`` gives each case its own row to change, so a reported (key, column)
-pair names exactly one case.
+case; ``change_rows`` gives each case its own row to change, so that only the row hash can
+find each change (a row changed in two columns would be reported for either, and then
+both named).
+
+The cases of this module come first; ``tests/validator/type_matrix_catalog_cases.py`` adds
+those that cover the servers' catalogs (``tests/validator/type_catalog.py``), and
+``ARRAY_OF`` an array of each PostgreSQL type listed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
-import math
-import struct
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
 
-ROWS = 32
-UTC = dt.UTC
-ONE_MICRO = dt.timedelta(microseconds=1)
-ONE_MILLI = dt.timedelta(milliseconds=1)
+from tests.validator.type_matrix_catalog_cases import CATALOG_CASES, array_case
+from tests.validator.type_matrix_values import (
+    EMOJI,
+    JSON_DOCUMENTS,
+    JSON_SQL,
+    MAX_DATETIME,
+    MAX_MARIADB_TIMESTAMP,
+    MAX_SINGLE,
+    MAX_UNSIGNED_BIGINT,
+    ONE_MICRO,
+    ONE_MILLI,
+    POSTGRES_TYPES,
+    ROWS,
+    UTC,
+    Case,
+    bump_text,
+    flip_bit,
+    flip_uuid,
+    int_case,
+    next_double,
+    next_single,
+    step_decimal,
+    step_integer,
+    step_json,
+    step_time,
+    step_timestamp,
+    time_micros,
+    to_single,
+)
+
+__all__ = [  # with the names the tests take from here rather than type_matrix_values
+    "CASES",
+    "POSTGRES_TYPES",
+    "ROWS",
+    "Case",
+    "change_rows",
+    "duckdb_millis",
+    "logical_rows",
+    "postgres_millis",
+]
 
 
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One logical column type, spelled natively by each product.
-
-    Attributes:
-        name: The column's name in every product.
-        mariadb: MariaDB column type (always the source).
-        postgres: PostgreSQL column type.
-        duckdb: DuckDB column type.
-        arrow: Arrow type of the lake's column.
-        values: Logical values, edges and NULL included.
-        change: The one-unit change of a value (None: the value has none, pick another).
-        to_lake: The value the lake stores for a logical value.
-    """
-
-    name: str
-    mariadb: str
-    postgres: str
-    duckdb: str
-    arrow: pa.DataType
-    values: tuple[Any, ...]
-    change: Callable[[Any], Any]
-    to_lake: Callable[[Any], Any] = lambda value: value
-
-    def value(self, row_id: int) -> Any:
-        """The logical value of row ``row_id``."""
-        return self.values[(row_id - 1) % len(self.values)]
-
-
-# --- one-unit changes -------------------------------------------------------------------
-
-
-def step_integer(low: int, high: int) -> Callable[[Any], Any]:
-    """+1, or -1 at the type's maximum."""
-    return lambda v: v + 1 if v < high else v - 1
-
-
-def step_decimal(quantum: str, high: str) -> Callable[[Any], Any]:
-    """+1 unit in the last place of the scale, or -1 at the maximum."""
-    unit, top = Decimal(quantum), Decimal(high)
-    return lambda v: v + unit if v + unit <= top else v - unit
-
-
-def next_double(value: float) -> float:
-    """One ulp up (down at the largest double)."""
-    return math.nextafter(value, -math.inf if value > 1e308 else math.inf)
-
-
-def to_single(value: float) -> float:
-    """``value`` as IEEE single precision."""
-    return float(struct.unpack("<f", struct.pack("<f", value))[0])
-
-
-def next_single(value: float) -> float:
-    """One single-precision ulp up (down at the largest single)."""
-    bits = struct.unpack("<i", struct.pack("<f", value))[0]
-    if value == 0:
-        bits = 1
-    elif value >= 3.4e38:
-        bits -= 1
-    else:
-        bits += 1 if value > 0 else -1
-    return float(struct.unpack("<f", struct.pack("<i", bits))[0])
-
-
-def bump_text(value: str) -> str | None:
-    """The last character's code point plus one (None for empty or blank text)."""
-    if not value.strip():
-        return None
-    stripped = value.rstrip(" ")
-    return stripped[:-1] + chr(ord(stripped[-1]) + 1) + value[len(stripped) :]
-
-
-def flip_bit(value: bytes) -> bytes | None:
-    """The last byte with its lowest bit flipped (None for empty bytes)."""
-    if not value:
-        return None
-    return value[:-1] + bytes([value[-1] ^ 1])
-
-
-def step_timestamp(unit: dt.timedelta, high: dt.datetime) -> Callable[[Any], Any]:
-    """One unit later, or earlier when later would pass ``high``."""
-    return lambda v: v + unit if v + unit <= high else v - unit
-
-
-def step_time(value: dt.time) -> dt.time:
-    """One microsecond later (earlier at the last microsecond of the day)."""
-    micros = time_micros(value)
-    micros += 1 if micros < 86_400_000_000 - 1 else -1
-    return (dt.datetime(2000, 1, 1) + dt.timedelta(microseconds=micros)).time()
-
-
-def step_json(text: str) -> str | None:
-    """The first scalar of the document changed: a number plus one, a string's last
-    character bumped, a boolean flipped (None for a document without one)."""
-    document = json.loads(text, parse_float=Decimal)
-
-    def change(node: Any) -> tuple[Any, bool]:
-        if isinstance(node, bool):
-            return (not node), True
-        if isinstance(node, int | Decimal):
-            return node + 1, True
-        if isinstance(node, str) and node:
-            return bump_text(node) or node + "x", True
-        if isinstance(node, dict):
-            for key in sorted(node):
-                node[key], done = change(node[key])
-                if done:
-                    return node, True
-        if isinstance(node, list):
-            for index, item in enumerate(node):
-                node[index], done = change(item)
-                if done:
-                    return node, True
-        return node, False
-
-    changed, done = change(document)
-    return to_json(changed) if done else None
-
-
-def to_json(node: Any) -> str:
-    """JSON text that keeps a Decimal's digits (``json.dumps`` cannot write one as a number)."""
-    if isinstance(node, Decimal):
-        return str(node)
-    if isinstance(node, dict):
-        return "{" + ", ".join(f"{to_json(k)}: {to_json(v)}" for k, v in node.items()) + "}"
-    if isinstance(node, list):
-        return "[" + ", ".join(to_json(item) for item in node) + "]"
-    return json.dumps(node, ensure_ascii=False)
-
-
-def flip_uuid(value: str) -> str:
-    """The UUID with its last bit flipped."""
-    return str(uuid.UUID(int=uuid.UUID(value).int ^ 1))
-
-
-# --- lake values --------------------------------------------------------------------------
-
-
-def time_micros(value: dt.time) -> int:
-    """Microseconds since midnight: how the lake keeps a time of day."""
-    seconds = value.hour * 3600 + value.minute * 60 + value.second
-    return seconds * 1_000_000 + value.microsecond
-
-
-def _int(name: str, maria: str, pg: str, duck: str, arrow: pa.DataType, bits: int) -> Case:
-    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return Case(name, maria, pg, duck, arrow, (0, low, high, None, -1, 42), step_integer(low, high))
-
-
-MAX_DATETIME = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
-MAX_MARIADB_TIMESTAMP = dt.datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=UTC)
-MAX_UNSIGNED_BIGINT = (1 << 64) - 1
-MAX_SINGLE = to_single(3.4028234663852886e38)
-EMOJI = "\N{GRINNING FACE}"
-
-CASES: tuple[Case, ...] = (
-    _int("c_tinyint", "TINYINT", "smallint", "TINYINT", pa.int8(), 8),
-    _int("c_smallint", "SMALLINT", "smallint", "SMALLINT", pa.int16(), 16),
-    _int("c_mediumint", "MEDIUMINT", "integer", "INTEGER", pa.int32(), 24),
-    _int("c_int", "INT", "integer", "INTEGER", pa.int32(), 32),
-    _int("c_bigint", "BIGINT", "bigint", "BIGINT", pa.int64(), 64),
+FIRST_CASES: tuple[Case, ...] = (
+    int_case("c_tinyint", "TINYINT", "smallint", "TINYINT", pa.int8(), 8),
+    int_case("c_smallint", "SMALLINT", "smallint", "SMALLINT", pa.int16(), 16),
+    int_case("c_mediumint", "MEDIUMINT", "integer", "INTEGER", pa.int32(), 24),
+    int_case("c_int", "INT", "integer", "INTEGER", pa.int32(), 32),
+    int_case("c_bigint", "BIGINT", "bigint", "BIGINT", pa.int64(), 64),
     Case(
         "c_int_unsigned",
         "INT UNSIGNED",
@@ -219,7 +106,7 @@ CASES: tuple[Case, ...] = (
         "smallint",
         "SMALLINT",
         pa.int16(),
-        (1970, 1901, 2155, None, 2000),
+        (1970, 1901, 2155, None, 2000, 0),  # YEAR 0000: the text '0000', the number 0
         step_integer(1901, 2155),
     ),
     Case(
@@ -484,15 +371,9 @@ CASES: tuple[Case, ...] = (
         "jsonb",
         "JSON",
         pa.string(),
-        (
-            '{"b": 1, "a": [1, 2.50, "x"]}',
-            "null",
-            f'{{"emoji": "{EMOJI}", "esc": "q\\"b\\u00e9"}}',
-            None,
-            "[1.0, 1e2, -0.5, true]",
-            '{"big": 12345678901234567890.123, "nested": {"z": false, "k": "v"}}',
-        ),
+        JSON_DOCUMENTS,
         step_json,
+        not_in_sql=JSON_SQL,
     ),
     Case(
         "c_uuid",
@@ -536,6 +417,18 @@ CASES: tuple[Case, ...] = (
         lambda v: not v,
     ),
 )
+
+# The PostgreSQL types whose arrays the matrix stores, by the case that stores each.
+ARRAY_OF = (
+    "c_smallint", "c_int", "c_bigint", "c_decimal_10_2", "c_float", "c_double",
+    "c_bit1_bool", "c_char10", "c_varchar_utf8mb4", "c_text", "c_varbinary", "c_date",
+    "c_time6", "c_datetime6", "c_timestamp_tz", "c_uuid", "c_json", "c_json_text", "c_enum",
+    "c_domain", "c_cardinal_number", "c_character_data", "c_time_stamp", "c_yes_or_no",
+    "c_interval", "c_timetz",
+)  # fmt: skip
+_SCALARS = {case.name: case for case in (*FIRST_CASES, *CATALOG_CASES)}
+# The first cases, then those added to cover the servers' catalogs, then the arrays.
+CASES = (*FIRST_CASES, *CATALOG_CASES, *(array_case(_SCALARS[name]) for name in ARRAY_OF))
 
 
 def change_rows(cases: Sequence[Case] = CASES, rows: int = ROWS) -> dict[str, int]:
