@@ -33,6 +33,7 @@ from validator.recheck import LiveTable
 from validator.replicas import confirm_live
 from validator.result import (
     SCHEMA_VERSION,
+    Changed,
     ComparisonResult,
     Status,
     overall_status,
@@ -77,6 +78,7 @@ def run_comparison(
     result = with_schema_differences(result, reflected.reconciled.schema_differences)
     # The last step that needs real keys is the re-check: from here on, tokens.
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
+    result = _refuse_unexplained(result)
     if comparison.expectations:
         from validator.engines.spark.engine import check_expectations, target_side
 
@@ -109,6 +111,24 @@ def _as_planned(result: ComparisonResult, plan: ComparisonPlan) -> ComparisonRes
     if coverage is None and why is not None:
         coverage = stateless_coverage(result.source_position, result.leaves_compared, why)
     return replace(result, engine_reason=plan.engine_reason, coverage=coverage)
+
+
+def _refuse_unexplained(result: ComparisonResult) -> ComparisonResult:
+    """A row whose hashes differ while every compared column reads back equal means the
+    two sides' readers disagree on a value (the hash SQL and the driver, say): no verdict
+    can rest on it, so the comparison could not be validated (exit 2), naming the key."""
+    unexplained = [d.key for d in result.differences if isinstance(d, Changed) and not d.columns]
+    if not unexplained or result.status is Status.ERROR:
+        return result
+    error = (
+        f"{len(unexplained)} key(s) hash differently on the two sides while every compared"
+        f" column reads back equal (first: {list(unexplained[0])}): the readers of"
+        f" {result.source} and {result.target} disagree on a value, so neither in_sync nor"
+        " differences can be trusted; this is a replcheck bug: please report it with the"
+        " compared columns' types (exclude a column by name meanwhile to find it)"
+    )
+    log.error("comparison %s: %s", result.name, error)
+    return replace(result, status=Status.ERROR, error=error)
 
 
 def _confirm_live(

@@ -185,3 +185,25 @@ def test_progress_of_every_package_reaches_stderr_and_other_loggers_stay_quiet(
     assert err[-1] == "WARNING validator.positions: lake table t: late"
     # Records still propagate: a host's (here pytest's) handlers see them too.
     assert "validator.engines.progress" in caplog.text
+
+
+def test_a_change_no_column_explains_is_no_verdict() -> None:
+    """MariaDB YEAR 0000 hashed as '0000' by the digest SQL and read back as 0 (issue 34,
+    case 3): a row whose hashes differ while every compared column reads back equal means
+    the readers disagree; the comparison could not be validated, and says which key."""
+    from validator.job import _refuse_unexplained
+    from validator.result import Changed, ColumnChange
+
+    unexplained = _result(
+        Status.DIFFERENCES, differences=(Changed(("7",), ()),), differences_total=1
+    )
+    refused = _refuse_unexplained(unexplained)
+    assert refused.status is Status.ERROR and refused.error is not None
+    assert "['7']" in refused.error and "readers" in refused.error
+    validate_result(wrap([to_dict(refused)]))
+    explained = _result(
+        Status.DIFFERENCES,
+        differences=(Changed(("7",), (ColumnChange("y", "0", "1"),)),),
+        differences_total=1,
+    )
+    assert _refuse_unexplained(explained) is explained
