@@ -511,17 +511,33 @@ def json_text(document: Any) -> str:
     raise ContractError(f"not a JSON value: {type(document).__name__}")
 
 
+def _parse_json(text: str) -> Any:
+    # Integers as Decimal too: int() refuses more than 4,300 digits (sys.int_info), which
+    # JSON allows. The messages name what is wrong, never the document.
+    try:
+        return json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal)
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"invalid JSON document: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ContractError("invalid JSON document: nested too deeply to parse") from exc
+    except decimal.InvalidOperation as exc:  # an exponent beyond decimal's (about 10**18)
+        raise ContractError("invalid JSON document: a number's exponent is out of range") from exc
+
+
 @_encoder_for.register
 def _json(ltype: JsonType, options: ComparisonOptions) -> PayloadEncoder:
     def encode(value: Any) -> bytes:
         if isinstance(value, bytes | bytearray):
-            value = bytes(value).decode("utf-8")
-        if isinstance(value, str):
             try:
-                value = json.loads(value, parse_float=decimal.Decimal)
-            except json.JSONDecodeError as exc:
-                raise ContractError(f"invalid JSON document: {exc.msg}") from exc
-        return json_text(value).encode("utf-8")
+                value = bytes(value).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ContractError("invalid JSON document: not UTF-8") from exc
+        if isinstance(value, str):
+            value = _parse_json(value)
+        try:
+            return json_text(value).encode("utf-8")
+        except UnicodeEncodeError as exc:  # "\ud800": a lone surrogate is not Unicode text
+            raise ContractError("invalid JSON document: a lone surrogate") from exc
 
     return encode
 

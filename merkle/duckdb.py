@@ -10,11 +10,13 @@ A column is described by its Arrow type (as ``deltalake`` reports the lake's sch
 reads Parquet into the matching types) and its logical type. Payloads are ``BLOB`` (a
 ``bytes`` payload need not be UTF-8), NULL where the field is NULL.
 
-Whatever DuckDB cannot compute bit for bit raises ``NotInDuckDB`` (the validator then
-hashes the lake in Spark): ``json`` (its canonical text re-serialises numbers, which only
-``merkle.canonical`` does), ``float_digits`` (IEEE steps written out in ``merkle.spark``),
-``case_insensitive`` (DuckDB lower-cases Unicode by its own tables), and any Arrow type a
-logical type has no rule for. Functions: https://duckdb.org/docs/sql/functions/overview .
+``json`` text is canonicalised by the SQL of ``merkle.duckdb_json``, written from the
+contract's rule independently of ``merkle.canonical``'s code (a document nested deeper than
+its ``MAX_JSON_DEPTH`` raises an error when the query runs). Whatever DuckDB cannot compute
+bit for bit raises ``NotInDuckDB`` (the validator then hashes the lake in Spark):
+``float_digits`` (IEEE steps written out in ``merkle.spark``), ``case_insensitive`` (DuckDB
+lower-cases Unicode by its own tables), and any Arrow type a logical type has no rule for.
+Functions: https://duckdb.org/docs/sql/functions/overview .
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pyarrow as pa
 
 from cdc_core.errors import ContractError
 from merkle.canonical import NULL_MARKER, rounding_epoch
+from merkle.duckdb_json import json_text_sql
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
@@ -269,7 +272,8 @@ def _payload(
     elif isinstance(ltype, TimeType | TimestampType | TimestampTzType):
         return _temporal_payload(value, dtype, ltype, options)
     elif isinstance(ltype, JsonType):
-        raise NotInDuckDB(f"{ltype}: canonical JSON text is written by merkle.canonical only")
+        if _is_text(dtype):
+            return _text(json_text_sql(value))
     elif isinstance(ltype, UuidType):
         return _uuid_payload(value, dtype, ltype)
     elif isinstance(ltype, IntervalType):
@@ -294,10 +298,12 @@ def payload_sql(
 
 
 def field_sql(payload: str) -> str:
-    """Frame a payload as a field: ``<length>:<payload>``, or the NULL marker."""
+    """Frame a payload as a field: ``<length>:<payload>``, or the NULL marker. The payload
+    is written twice, not three times: a long one (``json``) costs DuckDB time and memory
+    to bind for every copy, and arrays frame each element again."""
     marker = NULL_MARKER.decode("ascii")
     prefix = f"encode(CAST(octet_length({payload}) AS VARCHAR) || ':')"
-    return f"CASE WHEN ({payload}) IS NULL THEN '{marker}'::BLOB ELSE {prefix} || {payload} END"
+    return f"coalesce({prefix} || ({payload}), '{marker}'::BLOB)"  # NULL || x is NULL
 
 
 def _fields(
@@ -332,9 +338,9 @@ def md5_unsigned64_sql(data: str) -> str:
 def md5_hash64_sql(data: str) -> str:
     """``merkle.hashing.md5_hash64`` of ``data`` (BLOB): the first 8 bytes of its MD5,
     big-endian, as a signed BIGINT."""
-    unsigned = f"CAST({md5_unsigned64_sql(data)} AS HUGEINT)"
-    wrapped = f"CASE WHEN {unsigned} >= {1 << 63} THEN {unsigned} - {1 << 64} ELSE {unsigned} END"
-    return f"CAST({wrapped} AS BIGINT)"
+    # (u xor 2**63) - 2**63 is u below 2**63 and u - 2**64 above: ``data`` written once.
+    flipped = f"xor({md5_unsigned64_sql(data)}, CAST({1 << 63} AS UBIGINT))"
+    return f"CAST(CAST({flipped} AS HUGEINT) - {1 << 63} AS BIGINT)"
 
 
 def hash_leaf_sql(key_bytes: str, depth: int) -> str:

@@ -250,7 +250,8 @@ def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
             columns_section((source, target)),
             "    options: {trim_char: true}",
         ]
-    for source, target in LOCAL_PAIRS:  # the local engine: DuckDB on the lake, no JSON
+    for source, target in LOCAL_PAIRS:  # the local engine: DuckDB on the lake (no JSON: the
+        # source databases' digest SQL hashes none)
         lines += [
             f"  - name: {local_name((source, target))}",
             f"    source: {{connection: {source}, table: matrix}}",

@@ -42,8 +42,8 @@ def _compare(
 
 def _duckdb_check(vectors: list[dict[str, Any]], expected: dict[str, Outcome]) -> EngineCheck:
     """The vectors DuckDB computes (the local engine's MD5 flavour, ``merkle.duckdb``); the
-    others (JSON, ``float_digits``, ``case_insensitive``) it refuses, and the planner sends
-    such columns to Spark."""
+    others (``float_digits``, ``case_insensitive``) it refuses, and the planner sends such
+    columns to Spark. JSON it computes with its own implementation (``merkle.duckdb_json``)."""
     import duckdb
 
     from merkle.golden import duckdb_outcomes
