@@ -1,7 +1,8 @@
-"""The README's Python examples, run as written, so they cannot rot.
+"""The Python examples of README.md and docs/*.md, run as written, so they cannot rot.
 
-Each ```python block of README.md is found by what it calls and run in a directory holding
-the files it names (a config, a result), against the test's private servers.
+Each ```python block of those pages is found by what it calls (exactly one block across all
+pages calls it) and run in a directory holding the files it names (a config, a result),
+against the test's private servers. The pages' relative links are checked too.
 """
 
 from __future__ import annotations
@@ -19,19 +20,63 @@ from tests.private_servers import MariaDBServer
 from tests.validator.resync.helpers import result_for, write_config
 from validator.config import load_validator_config
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
-def _example(calling: str) -> str:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    found = [block for block in blocks if calling in block]
-    assert len(found) == 1, f"one README example calls {calling}"
+def documentation_pages() -> list[Path]:
+    """README.md and every page of docs/, the pages whose examples must run."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _example(calling: str) -> tuple[Path, str]:
+    found = [
+        (page, block)
+        for page in documentation_pages()
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        if calling in block
+    ]
+    assert len(found) == 1, f"one example in README.md and docs/ calls {calling}: {found}"
     return found[0]
 
 
-def _run(example: str, where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _run(example: tuple[Path, str], where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    page, code = example
     monkeypatch.chdir(where)
-    exec(compile(example, "README.md", "exec"), {})  # the README's own code
+    exec(compile(code, str(page.relative_to(ROOT)), "exec"), {})  # the page's own code
+
+
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub gives a page: lower case, punctuation dropped, spaces -."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    linked = {
+        (README.parent / target.partition("#")[0]).resolve()
+        for target in LINK.findall(README.read_text(encoding="utf-8"))
+    }
+    assert [p for p in documentation_pages()[1:] if p.resolve() not in linked] == []
+
+
+@pytest.mark.parametrize(
+    "page",
+    [*documentation_pages(), ROOT / "bench/RESULTS.md", ROOT / "bench/HISTORY.md"],
+    ids=lambda page: str(page.relative_to(ROOT)),
+)
+def test_relative_links_lead_to_a_file_and_heading(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if "://" in target:
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+            broken.append(target)
+    assert broken == []
 
 
 @pytest.mark.integration

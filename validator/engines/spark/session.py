@@ -198,8 +198,8 @@ def _check_listening(shown: str, host: str, port: int) -> None:
     except OSError as exc:
         raise SparkUnreachableError(
             f"no Spark Connect server answers at {shown} ({exc.strerror or exc}): start one"
-            ' ($SPARK_HOME/sbin/start-connect-server.sh, README "Validating against the'
-            ' lake quickly") or correct spark.remote, or remove spark.remote to start Spark in'
+            ' ($SPARK_HOME/sbin/start-connect-server.sh, docs/engines.md "Validating against'
+            ' the lake quickly") or correct spark.remote, or remove spark.remote to start Spark in'
             " this process"
         ) from exc
 
