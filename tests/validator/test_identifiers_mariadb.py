@@ -13,11 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
-from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable, append_changelog, high_water_mark
+from cdc_core.lake import LakeTable
 from cdc_core.names import format_part, format_table
 from tests.connectors.mariadb.pipeline_helpers import (
     execute,
@@ -27,6 +25,7 @@ from tests.connectors.mariadb.pipeline_helpers import (
 )
 from tests.private_servers import MariaDBServer
 from validator.config import ValidatorConfig, load_validator_config
+from validator.demo.drift import change_mirror
 from validator.demo.setup import found_differences
 from validator.job import validate
 from validator.resync.run import resync
@@ -94,15 +93,9 @@ def _config(tmp_path: Path, server: MariaDBServer, database: str) -> ValidatorCo
 
 
 def _drift(lake: LakeTable, key: int, column: str) -> None:
-    """Change one row in the lake behind the pipeline's back."""
-    position = high_water_mark(lake)
-    assert position is not None
-    delta = DeltaTable(str(lake.changelog))
-    rows = [r for r in delta.to_pyarrow_table().to_pylist() if r[KEY] == key]
-    row = max(rows, key=lambda r: (r[COMMIT_POS], r[SEQ]))
-    event = {**row, column: "drifted", OP: "u", SEQ: 10_000, TXID: "bad"}
-    schema = pa.schema(delta.schema().to_arrow())
-    append_changelog(lake, pa.Table.from_pylist([event], schema), position, "x", "corrupter")
+    """Change one row in the lake's mirror behind the pipeline's back, as another writer
+    would."""
+    change_mirror(lake, KEY, [("u", key, {column: "drifted"})])
 
 
 @pytest.fixture

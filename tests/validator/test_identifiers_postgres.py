@@ -17,19 +17,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
 from cdc_core.lake import (
-    COMMIT_POS,
     META_COLUMNS,
-    OP,
-    SEQ,
-    TXID,
     LakeTable,
-    append_changelog,
-    high_water_mark,
 )
 from cdc_core.names import format_table
 from cdc_core.pipeline import Pipeline
@@ -39,6 +32,7 @@ from tests.cdc_core.kill_loop import ROOT
 from tests.connectors.postgres.helpers import PgCase
 from tests.private_servers import PostgresServer
 from validator.config import load_validator_config
+from validator.demo.drift import change_mirror
 from validator.demo.setup import found_differences
 from validator.job import validate
 from validator.resync.run import resync
@@ -136,14 +130,9 @@ def _source(case: PgCase, table: str) -> dict[int, dict[str, Any]]:
 
 
 def _drift(lake: LakeTable, key: int, column: str) -> None:
-    position = high_water_mark(lake)
-    assert position is not None
-    delta = DeltaTable(str(lake.changelog))
-    rows = [r for r in delta.to_pyarrow_table().to_pylist() if r[KEY] == key]
-    row = max(rows, key=lambda r: (r[COMMIT_POS], r[SEQ]))
-    event = {**row, column: "drifted", OP: "u", SEQ: 10_000, TXID: "bad"}
-    schema = pa.schema(delta.schema().to_arrow())
-    append_changelog(lake, pa.Table.from_pylist([event], schema), position, "x", "corrupter")
+    """Change one row in the lake's mirror behind the pipeline's back, as another writer
+    would."""
+    change_mirror(lake, KEY, [("u", key, {column: "drifted"})])
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
+from cdc_core.names import merge_assignments, merge_key_predicate
 from validator.demo.setup import Expected
 
 Change = tuple[str, Any, Mapping[str, Any]]  # (op, key value, columns): "c", "u" or "d"
@@ -49,13 +50,13 @@ def change_mirror(table: LakeTable, key: str, changes: Sequence[Change]) -> None
         for op, value, columns in changes
     ]
     schema = pa.schema(delta.schema().to_arrow())
-    quoted = f"`{key.replace('`', '``')}`"
     merger = delta.merge(
         pa.Table.from_pylist(merged, schema),
-        f"t.{quoted} = s.{quoted}",
+        merge_key_predicate([key]),
         source_alias="s",
         target_alias="t",
     )
+    columns = merge_assignments(schema.names)
     merger = merger.when_matched_delete(f"s.`{OP}` = 'd'")
-    merger = merger.when_matched_update_all(f"s.`{OP}` <> 'd'")
-    merger.when_not_matched_insert_all(f"s.`{OP}` <> 'd'").execute()
+    merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd'")
+    merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'").execute()
