@@ -26,8 +26,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy cdc_core connectors merkle validator reports
 
+# Two workers (pytest-xdist), each with its own private servers and Spark session, a file to a
+# worker (module fixtures such as the type matrix's tables are built once): the tests mostly
+# wait on servers and JVMs, so the 2 cores overlap them.
 test: setup lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: setup
 	$(BIN)/python -m bench.bench_hashing
