@@ -27,6 +27,23 @@ log = logging.getLogger(__name__)
 _ROW = "__row"
 
 
+def merge_or_rebuild(
+    merger: Any, mirror: Any, table: LakeTable, key: Sequence[str], properties: Any
+) -> None:
+    """Run a MERGE into ``table``'s ``mirror``; when it fails on data files replaced or cut
+    short behind the pipeline's back, rebuild the mirror from the changelog instead (which
+    holds the events the MERGE would have applied: they reach the changelog first)."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        merger.execute()
+    except DeltaError:
+        damaged = changed_files(mirror, "mirror")
+        if not damaged:
+            raise
+        rebuild_mirror(table, key, damaged, properties)
+
+
 def rebuild_mirror(
     table: LakeTable, key: Sequence[str], damaged: Sequence[ChangedFile], properties: Any
 ) -> None:

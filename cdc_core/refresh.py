@@ -45,8 +45,7 @@ from cdc_core.lake import (
     LakeTable,
     meta_fields,
 )
-from cdc_core.mirror_rebuild import rebuild_mirror
-from cdc_core.mirror_state import changed_files
+from cdc_core.mirror_rebuild import merge_or_rebuild
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.sink import REFRESH_SEQ_BASE, fit_to_lake
 
@@ -234,7 +233,6 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
     from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError
 
     mirror = DeltaTable(str(request.table.mirror))
     if _done(mirror, request):
@@ -254,13 +252,7 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     columns = merge_assignments(data.column_names)
     merger = merger.when_matched_update(columns, f"s.`{OP}` <> 'd' AND {guard}")
     merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
-    try:
-        merger.execute()
-    except DeltaError:  # a data file replaced or cut short behind the pipeline's back
-        damaged = changed_files(mirror, "mirror")
-        if not damaged:
-            raise
-        rebuild_mirror(request.table, request.key, damaged, _properties(request))
+    merge_or_rebuild(merger, mirror, request.table, request.key, _properties(request))
     return int(pc.sum(pc.invert(pa.array(keep, pa.bool_()))).as_py() or 0)
 
 

@@ -54,8 +54,7 @@ from cdc_core.lake import (
     retired_dir,
     write_progress,
 )
-from cdc_core.mirror_rebuild import rebuild_mirror
-from cdc_core.mirror_state import changed_files
+from cdc_core.mirror_rebuild import merge_or_rebuild
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.position import Position
 from cdc_core.source import TableDescription
@@ -566,16 +565,8 @@ class LakeSink:
         merger = merger.when_not_matched_insert(columns, f"s.`{OP}` <> 'd'")
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
-        from deltalake.exceptions import DeltaError
-
-        try:
-            merger.execute()
-        except DeltaError:  # a data file replaced or cut short behind the pipeline's back
-            damaged = changed_files(delta, "mirror")
-            if not damaged:
-                raise
-            target = self.table(description.table)
-            rebuild_mirror(target, description.key, damaged, properties)
+        target = self.table(description.table)
+        merge_or_rebuild(merger, delta, target, description.key, properties)
 
     def _create_mirror(self, path: Path, data: pa.Table, properties: Any) -> None:
         import pyarrow.compute as pc

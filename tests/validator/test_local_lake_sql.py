@@ -5,7 +5,6 @@ mirror version with the changelog's later events laid over it is the state at a 
 
 from __future__ import annotations
 
-import datetime as dt
 import subprocess
 import sys
 import textwrap
@@ -21,12 +20,10 @@ import pytest
 from deltalake import DeltaTable
 
 from cdc_core.lake import LakeTable
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
 from connectors.pushdown import RangeLeaves
 from merkle.layout import RowLayout
 from merkle.types import IntegerType, StringType
+from tests.validator.lake_sample import write_sample_lake
 from validator.engines.database.keys import KeyFinding
 from validator.engines.local.lake import DuckDBHashedLake, leaf_bits_sql, leaves_filter_sql
 from validator.engines.local.state import (
@@ -201,30 +198,7 @@ def test_the_mirror_with_the_changelogs_later_events_is_the_state_at_every_posit
     """Batches at 5, 7 (a truncate), 8, a column added, and 12 (events at 11 and 12): at
     every position DuckDB's read of the mirror version and the events after it is the state
     the definition gives."""
-    table = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.string())]), ("id",))
-    wider = TableDescription("s.t", table.schema.append(pa.field("w", pa.int64())), ("id",))
-    sink = LakeSink(tmp_path, "p")
-    at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-    def event(op: str, row: dict[str, Any], position: int, seq: int) -> LakeEvent:
-        return LakeEvent(op, row, position, seq, "x", at)
-
-    sink.write(
-        [TableBatch(table, [event("c", {"id": k, "v": f"v{k}"}, 5, k) for k in range(6)])],
-        Position.of(5),
-        ["s.t"],
-    )
-    sink.write([TableBatch(table, [event("t", {}, 7, 0)])], Position.of(7), ["s.t"])
-    again = [event("c", {"id": k, "v": f"again{k}"}, 8, k) for k in range(4)]
-    sink.write([TableBatch(table, again)], Position.of(8), ["s.t"])
-    sink.follow_schema(wider, Position.of(9))
-    later = [
-        event("u", {"id": 1, "v": "u1", "w": 7}, 11, 0),
-        event("d", {"id": 2, "v": "again2", "w": None}, 11, 1),
-        event("c", {"id": 9, "v": None, "w": 9}, 12, 0),
-    ]
-    sink.write([TableBatch(wider, later)], Position.of(12), ["s.t"])
-    lake = LakeTable(tmp_path, "s.t")
+    lake = write_sample_lake(tmp_path)
     connection = duckdb.connect()
     for position in range(4, 14):
         files = lake_files(lake, position)

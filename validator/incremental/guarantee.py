@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from validator.result import Coverage
 
 UNSEEN = (
@@ -56,15 +58,6 @@ def incremental_coverage(
 def stateless_coverage(to_position: str | None, leaves: int, reason: str) -> Coverage:
     """A full run asked to keep validation state by an engine that keeps none (spark,
     database); ``reason`` says why it could not."""
-    at = f" at position {to_position}" if to_position else ""
-    return Coverage(
-        mode="full",
-        reason=reason,
-        to_position=to_position,
-        leaves_swept=leaves,
-        guarantee=(
-            f"Full run: all {leaves} leaves were re-hashed on both sides{at}; the comparison"
-            " proves the target equals the source there. No digests were stored: the next"
-            " run is full too."
-        ),
-    )
+    full = full_coverage(to_position, leaves, reason)
+    said = " No digests were stored: the next run is full too."
+    return replace(full, guarantee=full.guarantee.replace("the lake's mirror", "the target") + said)
