@@ -254,8 +254,8 @@ def gate(
     incremental: IncrementalOption = False,
     full: FullOption = False,
 ) -> None:
-    """CI gate: exit 1 when more than --max-differences differences are found or an
-    expectation failed, 2 on errors."""
+    """CI gate: exit 1 when more than --max-differences differences are found, a column
+    differs (schema differences are never tolerated) or an expectation failed; 2 on errors."""
     from validator.commands.outputs import check_outputs, write_outputs
 
     check_outputs(out, junit)

@@ -111,8 +111,7 @@ def ensure_rewrite_triggers(connection: psycopg.Connection[Any], where: str, cre
         " USING on the same type, an enum value renamed) would not reach the lake; %s",
         where,
         list(TRIGGERS),
-        "run cdc run once as a superuser, or let one run the statements in"
-        " docs/cdc-postgres.md"
+        "run cdc run once as a superuser, or let one run the statements in docs/cdc-postgres.md"
         if create
         else "remove record_rewrites=false from the source URL to install them",
     )
