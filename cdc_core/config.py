@@ -354,9 +354,26 @@ class ConnectionConfig:
         return mask_url(self.url or "")
 
 
+# A password written into a URL: after the user name, or as a query parameter (drivers
+# read ``?password=`` too: libpq, PyMySQL through SQLAlchemy).
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*):[^@]*@")
+_QUERY_SECRET = re.compile(r"(?i)([?&](?:password|passwd|pwd|pass|secret|token)=)[^&#]*")
+
+
+def inline_password(url: str) -> str | None:
+    """Where ``url`` holds a password of its own (None: nowhere): the user info or a query
+    parameter."""
+    if _USERINFO_PASSWORD.search(url):
+        return "after the user name"
+    found = _QUERY_SECRET.search(url)
+    return None if found is None else f"in its query string ({found[1][1:-1]}=)"
+
+
 def mask_url(url: str) -> str:
-    """The URL with any password, and every value ``${NAME}`` put into a URL, as ``***``."""
-    masked = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """The URL with any password (in the user info or the query string), and every value
+    ``${NAME}`` put into a URL, as ``***``."""
+    masked = _USERINFO_PASSWORD.sub(r"\1:***@", url)
+    masked = _QUERY_SECRET.sub(r"\1***", masked)
     for value in sorted(_SUBSTITUTED, key=len, reverse=True):
         masked = masked.replace(value, "***")
     return masked
@@ -393,8 +410,11 @@ def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, Con
         url = entry.get("url", str)
         if url is not None:
             url = expand_placeholders(url, environ, entry.where("url"), masked=True)
-            if re.search(r"://[^:/@]+:[^@]+@", url):
-                raise entry.error("url", "has an inline password; use password: {env: NAME}")
+            where = inline_password(url)
+            if where is not None:
+                raise entry.error(
+                    "url", f"has an inline password {where}; use password: {{env: NAME}}"
+                )
         lake = entry.get("lake", str)
         if (url is None) == (lake is None):
             raise entry.error(None, "give exactly one of 'url' (a database) or 'lake' (a path)")

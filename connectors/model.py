@@ -219,6 +219,9 @@ class RepairDialect:
         doubled_backticks: Whether SQLAlchemy's reflection reports a backtick in a name as
             two (MySQL's ``SHOW CREATE TABLE``), to be undone.
         bytes_literal: A binary value as a literal of the review file.
+        standard_strings: The statement making a backslash an ordinary character in string
+            literals for the session, so a review file's literals (quotes doubled, nothing
+            else escaped) mean the same whatever the server's setting (None: always so).
     """
 
     utc_session: str | None = None
@@ -227,3 +230,4 @@ class RepairDialect:
     keeps_time_zone: bool = False
     doubled_backticks: bool = False
     bytes_literal: Callable[[bytes], str] = _standard_bytes
+    standard_strings: str | None = None

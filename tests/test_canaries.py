@@ -55,15 +55,19 @@ def _config(
     pg: PostgresServer,
     target: str,
     port: int | None = None,
+    inline: str = "",
 ) -> Path:
+    """``port``: MariaDB's, to make it unreachable; ``inline``: a password written into both
+    URLs' query strings (``&password=...``), which every command must refuse unechoed."""
     maria_port = port or maria.port
-    path = work / ("replcheck.yaml" if port is None else "wrong-port.yaml")
+    name = "replcheck" if port is None else "wrong-port"
+    path = work / (f"{name}-inline.yaml" if inline else f"{name}.yaml")
     path.write_text(
         "connections:\n"
         f"  src: {{url: 'mysql+pymysql://canary@{maria.host}:{maria_port}/{source}"
-        "?heartbeat_s=0.2&server_id=4343', password: {env: CANARY_PW}}\n"
-        f"  tgt: {{url: 'postgresql+psycopg://canary@{pg.host}:{pg.port}/{target}',"
-        " password: {env: CANARY_PW}}\n"
+        f"?heartbeat_s=0.2&server_id=4343{inline}', password: {{env: CANARY_PW}}}}\n"
+        f"  tgt: {{url: 'postgresql+psycopg://canary@{pg.host}:{pg.port}/{target}"
+        f"{inline.replace('&', '?', 1)}', password: {{env: CANARY_PW}}}}\n"
         f"  lake: {{lake: '{work / 'lake'}'}}\n"
         "comparisons:\n"
         "  - name: t\n"
@@ -107,6 +111,9 @@ def test_no_command_prints_or_writes_the_canaries(
     work.mkdir()
     config = str(_config(work, mariadb_full, source, postgres, target))
     wrong = str(_config(work, mariadb_full, source, postgres, target, port=1))
+    inline = str(
+        _config(work, mariadb_full, source, postgres, target, inline=f"&password={PASSWORD}")
+    )
     out, result = work / "out", str(work / "out" / "result.json")
     codes = [
         cli.run(["validate", "-c", config, "--out", str(out)]),
@@ -122,10 +129,13 @@ def test_no_command_prints_or_writes_the_canaries(
         cli.run(["cdc", "run", "-c", config, "--pipeline", "p", "--until-caught-up"]),
         cli.run(["validate", "-c", wrong, "--out", str(work / "wrong")]),
         cli.run(["cdc", "run", "-c", wrong, "--pipeline", "p", "--until-caught-up"]),
+        cli.run(["validate", "-c", inline, "--out", str(work / "inline")]),
+        cli.run(["cdc", "run", "-c", inline, "--pipeline", "p", "--until-caught-up"]),
     ]
-    assert codes == [1, 1, 0, 0, 0, 0, 0, 2, 2]
+    assert codes == [1, 1, 0, 0, 0, 0, 0, 2, 2, 2, 2]
     printed = "".join(capsys.readouterr()) + caplog.text
-    everything = printed + _written(work, data_too=True)
+    assert printed.count("has an inline password in its query string") == 2
+    everything = printed + _written(work, data_too=True).replace(Path(inline).read_text(), "")
     assert PASSWORD not in everything
     outputs = printed + _written(work, data_too=False)
     assert VALUE not in outputs

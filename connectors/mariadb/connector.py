@@ -78,6 +78,10 @@ class MariaDBConnector(Connector):
         utc_session="SET time_zone = '+00:00'",
         lock_wait=lambda seconds: f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}",
         doubled_backticks=True,
+        # https://mariadb.com/kb/en/sql-mode/#no_backslash_escapes
+        standard_strings=(
+            "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')"
+        ),
     )
 
     def connect(self) -> pymysql.connections.Connection[Any]:

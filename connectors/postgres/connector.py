@@ -115,6 +115,8 @@ class PostgresConnector(Connector):
         lock_wait=lambda seconds: f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'",
         keeps_time_zone=True,  # timestamptz; a plain timestamp column drops it (see repair_sql)
         bytes_literal=lambda value: f"'\\x{value.hex()}'::bytea",  # bytea's hex input format
+        # https://www.postgresql.org/docs/current/sql-syntax-lexical.html#SQL-SYNTAX-STRINGS
+        standard_strings="SET standard_conforming_strings = on",
     )
 
     @property

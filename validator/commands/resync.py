@@ -86,6 +86,12 @@ def summary_lines(outcome: ResyncOutcome) -> list[str]:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(comparison.action_counts.items()))
         if comparison.error is not None:
             verdict = f"FAILED: {comparison.error}"
+        elif comparison.not_found:
+            verdict = (
+                f"{comparison.not_found} of {comparison.requested} key(s) of the result found on"
+                " neither side, nothing done for them: is the result of this source and"
+                " target? (or the rows were deleted at both since)"
+            )
         elif comparison.sql_file is not None:
             verdict = f"repair SQL written to {comparison.sql_file} (nothing applied)"
         elif comparison.repaired:

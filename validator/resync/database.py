@@ -65,13 +65,15 @@ class RepairPlan:
 
     Attributes:
         actions: The repairs, in key order.
-        unchanged: Keys equal on both sides.
+        unchanged: Keys equal on both sides (on neither side too).
         position: The source snapshot's position (None when unknown).
+        absent: The canonical key bytes of the keys on neither side.
     """
 
     actions: tuple[RepairAction, ...]
     unchanged: int
     position: int | None
+    absent: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +105,14 @@ def plan_repairs(
     holds that read already) and plan the repairs."""
     source = source or read_source(context, keys)
     target = read_database_target(context, side.connector, side.schema, keys)
+    wanted = [key_bytes_of(context, key) for key in keys]
     actions = [
         action
-        for key in keys
-        if (action := _action(context, source.rows, target, key_bytes_of(context, key))) is not None
+        for key_bytes in wanted
+        if (action := _action(context, source.rows, target, key_bytes)) is not None
     ]
-    return RepairPlan(tuple(actions), len(keys) - len(actions), source.position)
+    absent = tuple(k for k in wanted if k not in source.rows and k not in target)
+    return RepairPlan(tuple(actions), len(keys) - len(actions), source.position, absent)
 
 
 def _action(
@@ -162,13 +166,14 @@ def apply_repairs(
     """Apply the repairs of ``keys`` in batches, one transaction each (module docstring)."""
     actions: list[RepairAction] = []
     unchanged = 0
+    absent: tuple[bytes, ...] = ()
     position: int | None = None
     for batch in _batches(keys, batch_size):
         plan = _apply_batch(context, side, batch)
         actions += plan.actions
-        unchanged += plan.unchanged
+        unchanged, absent = unchanged + plan.unchanged, absent + plan.absent
         position = plan.position if plan.position is not None else position
-    return RepairPlan(tuple(actions), unchanged, position)
+    return RepairPlan(tuple(actions), unchanged, position, absent)
 
 
 def _apply_batch(

@@ -18,9 +18,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdc_core.lake import META_COLUMNS, changelog_files, high_water_mark
+from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, changelog_files, high_water_mark
 from cdc_core.refresh import RefreshRequest, refresh
-from validator.resync.context import ComparisonContext, SourceRead, key_bytes_of, read_source
+from merkle.hashing import RowHasher
+from validator.resync.context import (
+    ComparisonContext,
+    Row,
+    Rows,
+    SourceRead,
+    key_bytes_of,
+    read_source,
+)
 from validator.resync.keys import TypedKey
 
 if TYPE_CHECKING:
@@ -35,13 +43,15 @@ class LakeRepair:
 
     Attributes:
         refreshed: Keys written as ``r`` events (the source has them).
-        deleted: Keys written as ``d`` events (the source no longer has them).
+        deleted: Keys written as ``d`` events (the source no longer has them, the lake does).
         position: The position the events were written at (Ps).
+        absent: Keys neither the source nor the lake has: nothing written for them.
     """
 
     refreshed: tuple[TypedKey, ...]
     deleted: tuple[TypedKey, ...]
     position: int
+    absent: tuple[TypedKey, ...] = ()
 
 
 def resync_lake(
@@ -55,6 +65,9 @@ def resync_lake(
     read = read_source(context, keys, columns)
     position = read.position if read.position is not None else (mark_before or 0)
     present, gone = _split(context, keys, read)
+    in_lake = lake_rows_at(context, gone, None) if gone else {}
+    absent = [key for key in gone if key_bytes_of(context, key) not in in_lake]
+    gone = [key for key in gone if key_bytes_of(context, key) in in_lake]
     request = RefreshRequest(
         table=lake_table,
         key=context.target_key,
@@ -73,7 +86,7 @@ def resync_lake(
         lake_table.table,
         position,
     )
-    return LakeRepair(tuple(present), tuple(gone), position)
+    return LakeRepair(tuple(present), tuple(gone), position, tuple(absent))
 
 
 def _source_columns(context: ComparisonContext, lake_schema: pa.Schema) -> list[str]:
@@ -122,3 +135,114 @@ def _typed(records: list[dict[str, object]], fields: list[pa.Field]) -> pa.Table
 
     schema = pa.schema([f.with_nullable(True) for f in fields])
     return pa.Table.from_pylist(records, schema=schema)
+
+
+def lake_rows_at(
+    context: ComparisonContext, keys: Sequence[TypedKey], position: int | None
+) -> Rows:
+    """The rows of ``keys`` in the lake's mirror, the table users read, as of ``position``
+    (None: everything the lake has): the mirror version ``cdc_core.mirror_state`` names,
+    with the pipeline's changelog events after it laid over it (a delete drops a row, a
+    truncate every row), as the engines read it.
+    """
+    from cdc_core.mirror_state import mirror_read
+
+    read = mirror_read(context.lake_table, position)
+    rows = _latest_rows(context, _key_rows(context, read.files, keys, None, None))
+    after = _key_rows(context, read.after, keys, read.mark, position)
+    rows = _latest_rows(context, after, rows)
+    requested = {key_bytes_of(context, key) for key in keys}
+    return {key: row for key, row in rows.items() if key in requested}
+
+
+def _key_rows(
+    context: ComparisonContext,
+    files: Sequence[str],
+    keys: Sequence[TypedKey],
+    mark: tuple[int, int] | None,
+    position: int | None,
+) -> pa.Table:
+    """The rows (or events) of ``files`` whose first key part is one of ``keys``' (whole
+    keys are matched by their canonical bytes later), and the truncates; only those after
+    ``mark`` and at or below ``position`` when given; with the changelog's columns."""
+    import pyarrow as pa
+
+    schema = _schema_of(context)
+    firsts = list({key[0] for key in keys if key[0] is not None})
+    tables = [_file_rows(f, context.target_key[0], firsts, mark, position) for f in files]
+    aligned = [_aligned(table, schema) for table in tables]
+    return pa.concat_tables(aligned) if aligned else schema.empty_table()
+
+
+def _file_rows(
+    path: str,
+    first_key: str,
+    firsts: list[object],
+    mark: tuple[int, int] | None,
+    position: int | None,
+) -> pa.Table:
+    """One file's rows of ``_key_rows``, its string views as strings first (delta-rs may
+    write them; pyarrow's filters have no kernel for them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    plain = [f.with_type(_without_views(f.type)) for f in table.schema]
+    table = table.cast(pa.schema(plain))
+    key = table.column(first_key)
+    wanted = pc.or_(pc.is_in(key, pa.array(firsts).cast(key.type)), pc.equal(table[OP], "t"))
+    positions, seqs = table.column(COMMIT_POS), table.column(SEQ)
+    if mark is not None:
+        at_mark = pc.and_(pc.equal(positions, mark[0]), pc.greater(seqs, mark[1]))
+        wanted = pc.and_(wanted, pc.or_(pc.greater(positions, mark[0]), at_mark))
+    if position is not None:
+        wanted = pc.and_(wanted, pc.less_equal(positions, position))
+    return table.filter(wanted)
+
+
+def _without_views(kind: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    views = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    return views.get(kind, kind)
+
+
+def _aligned(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with ``schema``'s columns and types (NULL where a file lacks a column)."""
+    import pyarrow as pa
+
+    columns = [
+        table.column(f.name).cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(len(table), f.type)
+        for f in schema
+    ]
+    return pa.table(columns, schema=schema)
+
+
+def _schema_of(context: ComparisonContext) -> pa.Schema:
+    """The changelog's schema: the mirror's rows carry the same columns."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    return pa.schema(DeltaTable(str(context.lake_table.changelog)).schema().to_arrow())
+
+
+def _latest_rows(context: ComparisonContext, events: pa.Table, rows: Rows | None = None) -> Rows:
+    """``rows`` (none by default) with ``events`` applied in commit order."""
+    columns = context.target_columns
+    hasher = RowHasher(context.reconciled.layout)
+    ordered = sorted(events.to_pylist(), key=lambda e: (e[COMMIT_POS], e[SEQ]))
+    rows = dict(rows or {})
+    for event in ordered:
+        if event[OP] == "t":
+            rows.clear()
+            continue
+        values: Row = [event.get(c) for c in columns]
+        key_bytes = hasher.key_bytes(values)
+        if event[OP] == "d":
+            rows.pop(key_bytes, None)
+        else:
+            rows[key_bytes] = values
+    return rows

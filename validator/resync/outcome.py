@@ -61,6 +61,8 @@ class ComparisonResync:
         requested: Differing keys taken from the result.
         actions: The repairs done or proposed.
         unchanged: Keys found equal when re-read (nothing to do).
+        not_found: Keys found on neither side: nothing was repaired for them, and the run
+            is no success (a result of other tables or rows, or rows deleted since).
         skipped: Findings a re-sync cannot repair, by reason (e.g. duplicate keys).
         source_position: The source position the repairs were read at.
         sql_file: The repair SQL file (database targets).
@@ -77,6 +79,7 @@ class ComparisonResync:
     requested: int = 0
     actions: tuple[ActionTaken, ...] = ()
     unchanged: int = 0
+    not_found: int = 0
     skipped: Mapping[str, int] = field(default_factory=dict)
     source_position: str | None = None
     sql_file: str | None = None
@@ -98,7 +101,7 @@ class ComparisonResync:
     def repaired(self) -> bool:
         """True when the check found every difference gone: a full re-validation found
         none, or the repaired keys are all equal and nothing was skipped."""
-        if self.error is not None:
+        if self.error is not None or self.not_found:
             return False
         if self.revalidation is Revalidation.FULL:  # covers findings a key re-sync skipped
             return self.remaining_total == 0
@@ -110,9 +113,9 @@ class ComparisonResync:
     @property
     def exit_code(self) -> int:
         """0 repaired (or a dry run wrote its file), 1 differences remain, 2 failed."""
-        if self.error is not None:
-            return 2
-        if self.mode is Mode.DRY_RUN or self.repaired:
+        if self.error is not None or (self.requested and self.not_found == self.requested):
+            return 2  # nothing the result names is there: it is not this data's result
+        if (self.mode is Mode.DRY_RUN and not self.not_found) or self.repaired:
             return 0
         return 1
 

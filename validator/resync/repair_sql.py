@@ -13,6 +13,7 @@ Values are adapted to the target column's type by ``connectors.sql_target``.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -160,17 +161,29 @@ def _value(target: RepairTarget, name: str, value: object, review: int | None) -
 def render_statement(target: RepairTarget, action: RepairAction, number: int) -> str:
     """Statement ``number`` of a review file: one action as SQL text with literal values."""
     statement = statement_of(target, action, review=number)
-    # The engine's dialect was initialised on a connection when the table was reflected, so
-    # server settings that change quoting (MySQL's NO_BACKSLASH_ESCAPES) are known.
-    dialect = target.engine.dialect
-    compiled = statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
+    compiled = statement.compile(
+        dialect=_review_dialect(target), compile_kwargs={"literal_binds": True}
+    )
     return f"{compiled};"
 
 
+def _review_dialect(target: RepairTarget) -> Any:
+    """SQLAlchemy's dialect of the target, rendering string literals as the review file's
+    preamble makes the server read them (``standard_strings``: quotes doubled, a backslash
+    an ordinary character), whatever the server it was reflected on had set."""
+    dialect = target.engine.dialect
+    if target.dialect.standard_strings is None:
+        return dialect
+    review: Any = copy.copy(dialect)
+    review._backslash_escapes = False  # read by both dialects' render_literal_value
+    return review
+
+
 def session_preamble(target: RepairTarget) -> list[str]:
-    """Statements a review file starts with: a UTC session."""
-    statement = target.dialect.utc_session
-    return [f"{statement};"] if statement else []
+    """Statements a review file starts with: a UTC session, and string literals read as
+    written (``standard_strings``)."""
+    statements = (target.dialect.utc_session, target.dialect.standard_strings)
+    return [f"{statement};" for statement in statements if statement]
 
 
 def execute_actions(target: RepairTarget, connection: Any, actions: Sequence[RepairAction]) -> None:

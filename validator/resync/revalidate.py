@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.lake import COMMIT_POS, OP, SEQ, high_water_mark
+from cdc_core.lake import high_water_mark
 from merkle.canonical import to_canonical_field
 from merkle.hashing import RowHasher
 from validator.config import ValidatorConfig
@@ -49,9 +49,9 @@ from validator.resync.context import (
 )
 from validator.resync.database import DatabaseSide
 from validator.resync.keys import TypedKey
+from validator.resync.lake import lake_rows_at
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 KeyPair = tuple[Key, TypedKey]  # a key as the result shows it, and its typed values
@@ -170,48 +170,3 @@ def _column_changes(context: ComparisonContext, left: Row, right: Row) -> tuple[
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def lake_rows_at(
-    context: ComparisonContext, keys: Sequence[TypedKey], position: int | None
-) -> Rows:
-    """The lake table's rows of ``keys`` as of ``position`` (None: everything it has).
-
-    Same rule as ``validator.engines.spark.lake_target.lake_state_at``: per key the latest changelog
-    event at or below the position, dropped when it is a delete or precedes a truncate.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from deltalake import DeltaTable
-
-    dataset = DeltaTable(str(context.lake_table.changelog)).to_pyarrow_dataset()
-    first_key = context.target_key[0]
-    firsts = pa.array(
-        list({key[0] for key in keys if key[0] is not None}),
-        dataset.schema.field(first_key).type,
-    )
-    # Narrowed by the first key column only; whole keys are matched by their canonical bytes.
-    wanted = pc.field(first_key).isin(firsts) | (pc.field(OP) == "t")
-    if position is not None:
-        wanted = wanted & (pc.field(COMMIT_POS) <= position)
-    latest = _latest_rows(context, dataset.to_table(filter=wanted))
-    requested = {key_bytes_of(context, key) for key in keys}
-    return {key: row for key, row in latest.items() if key in requested}
-
-
-def _latest_rows(context: ComparisonContext, events: pa.Table) -> Rows:
-    columns = context.target_columns
-    hasher = RowHasher(context.reconciled.layout)
-    ordered = sorted(events.to_pylist(), key=lambda e: (e[COMMIT_POS], e[SEQ]))
-    rows: Rows = {}
-    for event in ordered:
-        if event[OP] == "t":
-            rows.clear()
-            continue
-        values: Row = [event.get(c) for c in columns]
-        key_bytes = hasher.key_bytes(values)
-        if event[OP] == "d":
-            rows.pop(key_bytes, None)
-        else:
-            rows[key_bytes] = values
-    return rows

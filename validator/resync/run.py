@@ -103,6 +103,9 @@ class _Request:
     comparison: ComparisonConfig
     keys: tuple[Key, ...]
     skipped: dict[str, int] = field(default_factory=dict)
+    # Keys the result says the source has (missing in the target, or changed): one found
+    # on neither side is not this data's (or was deleted since), never "already equal".
+    at_source: frozenset[Key] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +267,10 @@ def _request(comparison: ComparisonConfig, entry: dict[str, Any]) -> _Request:
         skipped["not_detailed"] = undetailed
     if entry["status"] == "error":
         skipped["not_validated"] = 1
-    return _Request(comparison, tuple(dict.fromkeys(keys)), skipped)
+    at_source = frozenset(
+        tuple(d["key"]) for d in details if d["kind"] in ("missing_in_target", "changed")
+    )
+    return _Request(comparison, tuple(dict.fromkeys(keys)), skipped, at_source)
 
 
 def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, AuditRecord | None]:
@@ -280,10 +286,12 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
         context = prepare(run.config, request.comparison)
         key_columns = context.key
         pairs = _typed_pairs(run, context, request.keys)
+        unresolved = len({k for k in request.keys if k in request.at_source} - dict(pairs).keys())
+        claimed = _Claimed(request.at_source, unresolved)
         if context.target.is_lake:
-            done = _resync_lake(run, context, pairs, base)
+            done = _resync_lake(run, context, pairs, base, claimed)
         else:
-            done = _resync_database(run, context, pairs, base)
+            done = _resync_database(run, context, pairs, base, claimed)
     except ReplcheckError as exc:
         log.error("comparison %s could not be re-synced: %s", name, exc)
         done = replace(base, mode=Mode.FAILED, error=str(exc))
@@ -305,15 +313,40 @@ def _typed_pairs(run: _Run, context: ComparisonContext, keys: Sequence[Key]) -> 
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """The keys the result says the source has, and how many of them (sensitive ones)
+    could not be found again on either side."""
+
+    at_source: frozenset[Key]
+    unresolved: int
+
+    def not_found(
+        self, context: ComparisonContext, pairs: list[KeyPair], absent: set[bytes]
+    ) -> int:
+        """How many keys the source should have were found on neither side."""
+        gone = [key for key, typed in pairs if key_bytes_of(context, typed) in absent]
+        return self.unresolved + sum(1 for key in gone if key in self.at_source)
+
+
 def _resync_lake(
-    run: _Run, context: ComparisonContext, pairs: list[KeyPair], base: ComparisonResync
+    run: _Run,
+    context: ComparisonContext,
+    pairs: list[KeyPair],
+    base: ComparisonResync,
+    claimed: _Claimed,
 ) -> ComparisonResync:
     repair = resync_lake(context, [typed for _, typed in pairs], f"{run.run_id}.{context.name}")
+    absent = {key_bytes_of(context, key) for key in repair.absent}
     shown = _shown_keys(context, pairs)
     actions = [ActionTaken("refresh", shown[key_bytes_of(context, k)]) for k in repair.refreshed]
     actions += [ActionTaken("delete", shown[key_bytes_of(context, k)]) for k in repair.deleted]
     done = replace(
-        base, mode=Mode.REFRESHED, actions=tuple(actions), source_position=str(repair.position)
+        base,
+        mode=Mode.REFRESHED,
+        actions=tuple(actions),
+        not_found=claimed.not_found(context, pairs, absent),
+        source_position=str(repair.position),
     )
     if run.options.full_revalidation:
         return done
@@ -322,7 +355,11 @@ def _resync_lake(
 
 
 def _resync_database(
-    run: _Run, context: ComparisonContext, pairs: list[KeyPair], base: ComparisonResync
+    run: _Run,
+    context: ComparisonContext,
+    pairs: list[KeyPair],
+    base: ComparisonResync,
+    claimed: _Claimed,
 ) -> ComparisonResync:
     side = open_target(context)
     typed = [t for _, t in pairs]
@@ -337,7 +374,14 @@ def _resync_database(
         done = replace(base, mode=Mode.APPLIED)
     actions = tuple(_action_taken(context, action, shown) for action in plan.actions)
     position = None if plan.position is None else str(plan.position)
-    done = replace(done, actions=actions, unchanged=plan.unchanged, source_position=position)
+    not_found = claimed.not_found(context, pairs, set(plan.absent))
+    done = replace(
+        done,
+        actions=actions,
+        unchanged=plan.unchanged - not_found + claimed.unresolved,
+        not_found=not_found,
+        source_position=position,
+    )
     if not run.options.apply or run.options.full_revalidation:
         return done
     return _checked(done, revalidate_database(run.config, context, side, pairs))

@@ -59,9 +59,15 @@ def write_config(path: Path, connections: dict[str, str], comparison: str, extra
     return path
 
 
-def run_sql_file_postgres(server: PostgresServer, database: str, path: Path) -> None:
-    """Run a SQL file with ``psql``, stopping at the first error."""
+def run_sql_file_postgres(
+    server: PostgresServer, database: str, path: Path, *, other_quoting: bool = False
+) -> None:
+    """Run a SQL file with ``psql``, stopping at the first error; ``other_quoting``: in a
+    session whose string literals read backslashes as escapes
+    (``standard_conforming_strings=off``), not as the server reads them by default."""
     env = {**os.environ, "PGPASSWORD": server.password}
+    if other_quoting:
+        env["PGOPTIONS"] = "-c standard_conforming_strings=off"
     command = [
         "psql",
         f"host={server.host} port={server.port} user={server.user} dbname={database}",
@@ -74,8 +80,12 @@ def run_sql_file_postgres(server: PostgresServer, database: str, path: Path) -> 
     subprocess.run(command, check=True, env=env, capture_output=True, text=True)
 
 
-def run_sql_file_mariadb(server: MariaDBServer, database: str, path: Path) -> None:
-    """Run a SQL file with the ``mariadb`` client (utf8mb4), stopping at the first error."""
+def run_sql_file_mariadb(
+    server: MariaDBServer, database: str, path: Path, *, other_quoting: bool = False
+) -> None:
+    """Run a SQL file with the ``mariadb`` client (utf8mb4), stopping at the first error;
+    ``other_quoting``: in a session whose string literals read a backslash as an ordinary
+    character (``NO_BACKSLASH_ESCAPES``), not as the server reads them by default."""
     command = [
         "mariadb",
         "--no-defaults",
@@ -83,6 +93,11 @@ def run_sql_file_mariadb(server: MariaDBServer, database: str, path: Path) -> No
         f"--port={server.port}",
         f"--user={server.user}",
         "--default-character-set=utf8mb4",
+        *(
+            ["--init-command=SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'"]
+            if other_quoting
+            else []
+        ),
         database,
     ]
     if server.password:

@@ -18,7 +18,7 @@ from validator.demo.duckdb import build_demo
 from validator.demo.setup import Expected
 from validator.resync.audit import LAKE_AUDIT, DeltaAudit, read_audit
 from validator.resync.context import prepare
-from validator.resync.revalidate import lake_rows_at
+from validator.resync.lake import lake_rows_at
 from validator.resync.run import resync
 
 
