@@ -43,6 +43,7 @@ from uuid import UUID
 from cdc_core import image_codec
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.image_codec import to_image_bytes
+from cdc_core.lmdb_file import check_data_file
 from cdc_core.position import MAX_POSITION, Position
 from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
 from cdc_core.value_codec import ValueDecodeError
@@ -60,6 +61,13 @@ _VERSION_SUFFIX = 16  # big-endian position (8 bytes) and seq (8 bytes) end ever
 
 class BelowRetentionError(TerminalError):
     """A lookup asked for a position older than the store's retention position."""
+
+
+class ImageStoreCorruptError(StateFileCorruptError):
+    """The store's data file is cut short or is not an LMDB file (refused before mapping).
+
+    ``store`` in its context is the store's directory, ``path`` its data file.
+    """
 
 
 # -- locator keys ---------------------------------------------------------------------------
@@ -133,6 +141,11 @@ def _number(value: int | float | Decimal) -> tuple[bytes, bytes]:
 # except that rare values were pickled (kind 4): its versions are still read, the pickles
 # with the restricted unpickler only, until retention drops them.
 _STORE_FIX = "delete the store directory (state_dir/images) and re-snapshot the tables"
+# A store cut short lost images the pipeline still needs: only a new snapshot rebuilds them.
+_REBUILD_FIX = (
+    "rebuild the store from a new snapshot of the pipeline's tables: remove the state"
+    " directory and the pipeline's lake tables, then run `cdc run` again to load them anew"
+)
 
 
 def from_image_bytes(data: bytes) -> dict[str, object]:
@@ -194,6 +207,7 @@ class RowImageStore:
 
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
+        _check_data_file(path)
         # readahead off: lookups are random, so reading ahead only evicts useful pages.
         self._env = lmdb.open(str(path), map_size=map_gb << 30, max_dbs=3, readahead=False)
         self._versions = self._env.open_db(b"versions")
@@ -459,6 +473,19 @@ class RowImageStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _check_data_file(path: Path) -> None:
+    """Refuse a data file LMDB would fault on (SIGBUS) or take for a new, empty store."""
+    data = path / "data.mdb"
+    try:
+        check_data_file(data)
+    except StateFileCorruptError as exc:
+        raise ImageStoreCorruptError(
+            f"row image store file {data} is corrupt ({exc}): its row images are lost;"
+            f" {_REBUILD_FIX}",
+            {"path": str(data)},
+        ) from exc
 
 
 def _check_seq(seq: int) -> None:

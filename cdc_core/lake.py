@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.names import parse_table, to_lake_dir
 from cdc_core.position import Position
+from cdc_core.state_file import corrupt_file, read_json_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -185,7 +186,8 @@ class RefreshMarks:
         """The inverse of ``to_document`` (absent keys: nothing marked)."""
         refreshing = document.get("refreshing") or {}
         stale = document.get("stale") or {}
-        assert isinstance(refreshing, dict) and isinstance(stale, dict)
+        if not isinstance(refreshing, dict) or not isinstance(stale, dict):
+            raise TypeError("refreshing and stale must be JSON objects")
         return cls(
             {str(t): int(p) for t, p in refreshing.items()},
             {str(t): tuple((int(a), int(b)) for a, b in w) for t, w in stale.items()},
@@ -214,8 +216,7 @@ def read_marks(lake: Path) -> RefreshMarks:
     marks = RefreshMarks()
     directory = progress_dir(lake)
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        document = json.loads(path.read_text(encoding="utf-8"))
-        marks = marks.merged(RefreshMarks.from_document(document))
+        marks = marks.merged(_read_progress_file(path).marks)
     return marks
 
 
@@ -224,7 +225,7 @@ def read_marks_of(lake: Path, pipeline: str) -> RefreshMarks:
     path = progress_dir(lake) / f"{pipeline}.json"
     if not path.is_file():
         return RefreshMarks()
-    return RefreshMarks.from_document(json.loads(path.read_text(encoding="utf-8")))
+    return _read_progress_file(path).marks
 
 
 def progress_dir(lake: Path) -> Path:
@@ -265,10 +266,36 @@ def read_progress(lake: Path) -> dict[str, tuple[Position, frozenset[str]]]:
     found = {}
     directory = progress_dir(lake)
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        document = json.loads(path.read_text(encoding="utf-8"))
-        position = Position(int(document["position"]), str(document["position_text"]))
-        found[str(document["pipeline"])] = (position, frozenset(document["tables"]))
+        progress = _read_progress_file(path)
+        found[progress.pipeline] = (progress.position, progress.tables)
     return found
+
+
+# The pipeline writes its progress file with every batch, the first batch of a run included
+# (even an empty one: ``Pipeline._flush``), from its checkpoint's state.
+_PROGRESS_FIX = "delete it: the pipeline's next `cdc run` writes it again with its first batch"
+
+
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    """One pipeline's progress file (``write_progress``)."""
+
+    pipeline: str
+    position: Position
+    tables: frozenset[str]
+    marks: RefreshMarks
+
+
+def _read_progress_file(path: Path) -> _Progress:
+    """A progress file, read through the checked reader: a corrupt one names the fix."""
+    document = read_json_file(path, _PROGRESS_FIX)
+    try:
+        position = Position(int(document["position"]), str(document["position_text"]))
+        tables = frozenset(map(str, document["tables"]))
+        marks = RefreshMarks.from_document(document)
+        return _Progress(str(document["pipeline"]), position, tables, marks)
+    except (KeyError, TypeError, ValueError, TerminalError) as exc:
+        raise corrupt_file(path, f"a field is missing or wrong ({exc!r})", _PROGRESS_FIX) from exc
 
 
 def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:

@@ -38,7 +38,7 @@ from cdc_core.events import (
     RawChange,
     RowChange,
 )
-from cdc_core.image_store import RowImageStore
+from cdc_core.image_store import ImageStoreCorruptError, RowImageStore
 from cdc_core.initial_load import LoadContext, load_tables
 from cdc_core.key_moves import KeyMoves
 from cdc_core.lake import RefreshMarks
@@ -176,10 +176,21 @@ class Pipeline(FollowsDdl):
                 self.config.name, None, None, None
             )
             self._check_owner(checkpoint)
-            with RowImageStore(self.config.state_dir / "images") as store:
+            with self._open_store() as store:
                 self._store = store
                 checkpoint = load_tables(self._load_context(), self._shapes_before_load(checkpoint))
                 yield from self._stream(checkpoint, until)
+
+    def _open_store(self) -> RowImageStore:
+        """The row image store; one cut short names the tables a new snapshot must load."""
+        try:
+            return RowImageStore(self.config.state_dir / "images")
+        except ImageStoreCorruptError as exc:
+            tables = ", ".join(sorted(self.tables))
+            raise ImageStoreCorruptError(
+                f"{exc.message} (tables: {tables}; state directory: {self.config.state_dir})",
+                exc.context,
+            ) from exc
 
     def _load_context(self) -> LoadContext:
         return LoadContext(

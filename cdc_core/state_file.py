@@ -24,6 +24,7 @@ import io
 import json
 import pickle
 import zoneinfo
+from pathlib import Path
 from typing import Any
 
 from cdc_core.errors import TerminalError
@@ -97,6 +98,35 @@ def from_state_document(data: bytes, kind: str, version: int) -> dict[str, Any]:
     if not isinstance(body, dict) or document.get("checksum") != _checksum(body):
         raise StateFileCorruptError("its checksum does not match its contents")
     return body
+
+
+def read_json_file(path: Path, fix: str) -> dict[str, Any]:
+    """The JSON object a plain state file of the lake or the state directory holds.
+
+    Every such file (a pipeline's progress file, say) is read here, so a truncated or
+    edited one is an error naming it and the fix, never a bare ``JSONDecodeError``.
+
+    Args:
+        path: The file.
+        fix: What the user should do about a corrupt one.
+
+    Raises:
+        StateFileCorruptError: The file is not one complete JSON object.
+    """
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise corrupt_file(path, f"it is not a complete JSON document ({exc})", fix) from exc
+    if not isinstance(document, dict):
+        raise corrupt_file(path, "it is not a JSON object", fix)
+    return document
+
+
+def corrupt_file(path: Path, what: str, fix: str) -> StateFileCorruptError:
+    """The error for the state file ``path``: ``what`` is wrong with it, and the ``fix``."""
+    return StateFileCorruptError(
+        f"the state file {path} is corrupt or truncated ({what}); {fix}", {"path": str(path)}
+    )
 
 
 class _RestrictedUnpickler(pickle.Unpickler):

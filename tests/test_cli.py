@@ -124,6 +124,8 @@ def _out(path: Path) -> bool:
     return path.suffix in (".json", ".html", ".xml", ".md") and "lake" not in path.parts
 
 
+# About 70 s: the DuckDB demo end to end, its Spark engine in a JVM of its own, as a user
+# runs it (a cold JVM is the point).
 @pytest.mark.spark
 def test_demo_finds_exactly_the_injected_drift(tmp_path: Path) -> None:
     result = run_cli("demo", "--source", "duckdb", "--workdir", str(tmp_path))

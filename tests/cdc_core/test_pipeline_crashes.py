@@ -137,6 +137,8 @@ workloads = st.builds(
 )
 
 
+# About 25-90 s (the machine's load): 30 random workloads, each crashed and restarted up to
+# four times; fewer examples would miss the rarer crash points.
 @settings(
     max_examples=30,
     deadline=None,

@@ -37,10 +37,11 @@ from cdc_core.checkpoint import (
 )
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, Interval, RowChange
-from cdc_core.image_store import RowImageStore, from_image_bytes
+from cdc_core.image_store import ImageStoreCorruptError, RowImageStore, from_image_bytes
+from cdc_core.lake import progress_dir, read_marks, read_marks_of, read_progress, write_progress
 from cdc_core.position import Position
 from cdc_core.spill import SegmentRef, SpillCorruptError, TransactionSpill
-from cdc_core.state_file import ForbiddenPickleError
+from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, read_json_file
 from cdc_core.table_refresh import RefreshState
 from tests.cdc_core.kill_loop import ROOT, write_config
 
@@ -194,6 +195,94 @@ def test_cdc_run_refuses_a_planted_checkpoint_and_exits_2(tmp_path: Path, marker
     )
     assert process.returncode == 2, process.stderr
     assert "asks for posix.system" in process.stderr
+
+
+def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
+    return subprocess.run(
+        [*command, "--pipeline", "soak", "--until-caught-up"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.integration
+def test_cdc_run_refuses_a_truncated_row_image_store_naming_it(tmp_path: Path) -> None:
+    """Issue 37, item 3: a cut-short LMDB file was mapped and read: SIGBUS, rc -7."""
+    config = write_config(tmp_path, "synthetic:///?seed=5&transactions=200&tables=2")
+    assert _cdc_run(config).returncode == 0
+    data = tmp_path / "state" / "images" / "data.mdb"
+    os.truncate(data, 3 * 4096)  # the meta pages and one more: the last commit is past it
+    process = _cdc_run(config)
+    assert process.returncode == 2, (process.returncode, process.stderr)
+    assert str(data) in process.stderr and "cut short" in process.stderr
+    assert "synthetic.t0" in process.stderr and "snapshot" in process.stderr
+
+
+@pytest.mark.parametrize("keep", [0, 100, 4096 * 3])
+def test_a_truncated_row_image_store_is_refused_before_it_is_mapped(
+    tmp_path: Path, keep: int
+) -> None:
+    path = tmp_path / "images"
+    with RowImageStore(path) as store:
+        for key in range(2000):
+            store.put("s.t", (key,), Position.of(1), {"a": "x" * 200}, 0)
+    os.truncate(path / "data.mdb", keep)
+    with pytest.raises(ImageStoreCorruptError, match=rf"{path / 'data.mdb'}.*cut short"):
+        RowImageStore(path)
+
+
+@pytest.mark.integration
+def test_cdc_run_refuses_a_truncated_progress_file_naming_it_and_the_fix(tmp_path: Path) -> None:
+    """Issue 37, item 5: a cut-short progress file was a JSONDecodeError, "a replcheck bug";
+    deleted as the message says, the next run writes it again."""
+    config = write_config(tmp_path, "synthetic:///?seed=6&transactions=50&tables=1")
+    assert _cdc_run(config).returncode == 0
+    progress = tmp_path / "lake" / "_replcheck" / "progress" / "soak.json"
+    progress.write_bytes(progress.read_bytes()[:20])
+    process = _cdc_run(config)
+    assert process.returncode == 2, (process.returncode, process.stderr)
+    assert str(progress) in process.stderr and "delete it" in process.stderr
+    assert "replcheck bug" not in process.stderr
+    progress.unlink()
+    assert _cdc_run(config).returncode == 0
+    assert json.loads(progress.read_text(encoding="utf-8"))["tables"] == ["synthetic.t0"]
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b'{"pipeline": "soak", "posi', "not a complete JSON document"),
+        (b"\xff\xfe", "not a complete JSON document"),
+        (b"[" * 100_000, "not a complete JSON document"),
+        (b"[1, 2]", "not a JSON object"),
+    ],
+)
+def test_the_checked_reader_names_the_file_and_the_fix(
+    tmp_path: Path, content: bytes, what: str
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(content)
+    with pytest.raises(StateFileCorruptError, match=rf"{path} is corrupt.*{what}.*; remove it"):
+        read_json_file(path, "remove it")
+    path.write_text('{"a": [1]}', encoding="utf-8")
+    assert read_json_file(path, "remove it") == {"a": [1]}
+
+
+@pytest.mark.parametrize("content", ['{"pipeline": "soak", "posi', '{"pipeline": "soak"}'])
+def test_a_corrupt_progress_file_names_itself_wherever_it_is_read(
+    tmp_path: Path, content: str
+) -> None:
+    write_progress(tmp_path, "soak", Position.of(5), ["s.t"])
+    assert read_progress(tmp_path)["soak"] == (Position.of(5), frozenset({"s.t"}))
+    path = progress_dir(tmp_path) / "soak.json"
+    path.write_text(content, encoding="utf-8")
+    for read in (read_progress, read_marks, lambda lake: read_marks_of(lake, "soak")):
+        with pytest.raises(StateFileCorruptError, match=rf"{path} is corrupt.*delete it"):
+            read(tmp_path)
 
 
 # -- the new format and the migration ----------------------------------------------------

@@ -272,6 +272,9 @@ def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
     return path
 
 
+# About 140 s, once per run: every product's table of every matrix case, the lake the real
+# pipeline writes from them, and one validation holding every pair's comparisons (one
+# Spark session, one job per engine), which all the module's tests then read.
 @pytest.fixture(scope="module")
 def results(
     spark: Any,
