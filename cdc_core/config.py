@@ -19,6 +19,13 @@ from typing import Any, TypeVar
 import yaml
 
 from cdc_core.errors import ConfigError
+from cdc_core.input_limits import (
+    CONFIG_LIMITS,
+    SECRET_MAX_BYTES,
+    LimitedLoader,
+    check_private,
+    read_limited,
+)
 
 T = TypeVar("T")
 ENV_PREFIX = "REPLCHECK__"
@@ -67,7 +74,7 @@ class LocatedList(list[Any]):
     line: int = 0
 
 
-class _LocatingLoader(yaml.SafeLoader):
+class _LocatingLoader(LimitedLoader):
     def construct_mapping(  # type: ignore[override]
         self, node: yaml.MappingNode, deep: bool = False
     ) -> LocatedDict:
@@ -126,9 +133,12 @@ def _describe(exc: yaml.MarkedYAMLError) -> str:
 def read_config_file(path: Path) -> LocatedDict:
     """Read and parse a config file, with a clear error when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_limited(path, CONFIG_LIMITS.max_bytes, CONFIG_LIMITS.what, CONFIG_LIMITS.fix)
+        text = data.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.start})") from exc
     return load_yaml(text, str(path))
 
 
@@ -177,7 +187,9 @@ def _override_value(path: str, raw: str) -> Any:
     if not raw:
         return ""
     try:
-        return yaml.safe_load(raw)
+        return yaml.load(raw, Loader=LimitedLoader)
+    except ConfigError as exc:  # over a limit: anchors that expand too far, too deep
+        raise ConfigError(f"--set {path}=...: {exc.message}") from exc
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise ConfigError(
@@ -392,10 +404,22 @@ def read_secret(section: Section, key: str, environ: Mapping[str, str]) -> Secre
         if name not in environ:
             raise section.error(key, f"environment variable {name} is not set")
         return Secret(environ[name])
+    return _read_secret_file(section, key, Path(str(spec["file"])))
+
+
+def _read_secret_file(section: Section, key: str, path: Path) -> Secret:
+    """A secret from a file: any file the process can read, by design (the operator owns the
+    config), but only one private to its owner (mode 0600 or 0400), as ssh requires of keys."""
     try:
-        return Secret(Path(str(spec["file"])).read_text(encoding="utf-8").strip())
+        check_private(path, "secret file")
+        data = read_limited(path, SECRET_MAX_BYTES, "secret file", "it should hold one secret")
+        return Secret(data.decode("utf-8").strip())
     except OSError as exc:
-        raise section.error(key, f"cannot read the file: {exc.strerror}") from exc
+        raise section.error(key, f"cannot read the file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise section.error(key, f"the file {path} is not UTF-8 text") from exc
+    except ConfigError as exc:
+        raise section.error(key, exc.message) from exc
 
 
 def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, ConnectionConfig]:

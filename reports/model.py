@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdc_core.input_limits import RESULT_LIMITS, check_json_depth, read_limited
+
 Result = dict[str, Any]
 Comparison = dict[str, Any]
 
@@ -39,14 +41,24 @@ NULL_TEXT = "NULL"
 def read_result(path: Path) -> Result:
     """Read and validate a ``result.json`` file.
 
+    The file's size and nesting are checked first (``RESULT_LIMITS``): a crafted file must
+    not cost minutes and gigabytes, or exhaust the parser's recursion.
+
     Raises:
+        ConfigError: the file is larger or more deeply nested than ``RESULT_LIMITS``.
         ResultSchemaError: the file is not JSON or does not match the schema.
+        OSError: the file cannot be read.
     """
     # Here, not at the top: the renderers need no jsonschema (0.06 s to import).
     from reports.json_schema import ResultSchemaError, validate_result
 
+    limits = RESULT_LIMITS
+    raw = read_limited(path, limits.max_bytes, limits.what, limits.fix)
+    check_json_depth(raw, path, limits)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ResultSchemaError("$", f"not UTF-8 text (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise ResultSchemaError("$", f"not valid JSON (line {exc.lineno})") from exc
     if not isinstance(data, dict):

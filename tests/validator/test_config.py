@@ -103,6 +103,7 @@ def test_invalid_yaml_and_missing_files_are_clear(tmp_path: Path) -> None:
 def test_passwords_come_from_the_environment_or_a_file(tmp_path: Path) -> None:
     secret_file = tmp_path / "pw"
     secret_file.write_text("s3cr3t-file\n")
+    secret_file.chmod(0o600)  # a secret file others can read is refused
     text = ISSUE_EXAMPLE.replace(
         '{url: "mysql+pymysql://user@127.0.0.1:3306/shop"}',
         '{url: "mysql+pymysql://${DB_USER}@127.0.0.1:3306/shop", password: {env: SHOP_PW}}',
