@@ -148,14 +148,15 @@ so each loader accepts every section and reads its own."""
 
 
 def load_root(
-    path: Path,
+    path: Path | str,
     overrides: Mapping[str, str] | None,
     environ: Mapping[str, str],
     allowed: Sequence[str],
     required: Sequence[str],
 ) -> Section:
     """A config file's top level with environment, then command-line overrides applied,
-    its keys checked (file < environment < flags)."""
+    its keys checked (file < environment < flags); ``path`` a ``Path`` or a string."""
+    path = Path(path)
     document = read_config_file(path)
     apply_overrides(document, environment_overrides(environ))
     apply_overrides(document, overrides or {})

@@ -130,7 +130,7 @@ class PipelineSetup:
 
 
 def load_pipeline_config(
-    path: Path,
+    path: Path | str,
     name: str,
     overrides: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,

@@ -37,6 +37,15 @@ def test_check_contract_passes_with_python_only() -> None:
     assert "duckdb: 483 golden vectors, ok" in result.stdout  # all but those it refuses
 
 
+def test_version_prints_the_installed_version_and_exits_0() -> None:
+    """Issue 38, item 6: there was no ``--version``."""
+    from importlib import metadata
+
+    result = run_cli("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"replcheck {metadata.version('replcheck')}"
+
+
 def test_help_lists_the_commands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0

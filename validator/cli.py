@@ -45,10 +45,29 @@ app = typer.Typer(
 _VERBOSE = False
 
 
+def _print_version(asked: bool) -> None:
+    """``--version``: the installed replcheck's version, then exit 0."""
+    if asked:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("replcheck")
+        except metadata.PackageNotFoundError:
+            version = "unknown (not installed: run from a checkout)"
+        typer.echo(f"replcheck {version}")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
 def options(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show Spark's log and full tracebacks.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """Prove that a replicated copy of a database equals its source, and repair what differs."""

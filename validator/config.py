@@ -286,11 +286,12 @@ class ValidatorConfig:
 
 
 def load_validator_config(
-    path: Path,
+    path: Path | str,
     overrides: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ValidatorConfig:
-    """Read a config file, apply environment and command-line overrides, and check it all."""
+    """Read a config file (a ``Path`` or a string), apply environment and command-line
+    overrides, and check it all."""
     environ = os.environ if environ is None else environ
     root = load_root(path, overrides, environ, SECTIONS, ("connections", "comparisons"))
     connections = read_connections(root, environ)

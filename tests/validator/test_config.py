@@ -51,6 +51,12 @@ def test_the_documented_shape_loads(tmp_path: Path) -> None:
     assert config.spark.master == "local[2]"
 
 
+def test_a_path_given_as_text_loads_the_same(tmp_path: Path) -> None:
+    """Issue 38, item 8: ``load_validator_config('file.yaml')`` failed on a ``str``."""
+    path = write(tmp_path, ISSUE_EXAMPLE)
+    assert load_validator_config(str(path), environ={}) == load_validator_config(path, environ={})
+
+
 def test_unknown_keys_name_the_path_and_line(tmp_path: Path) -> None:
     text = ISSUE_EXAMPLE.replace("    key: [id]", "    keys: [id]")
     with pytest.raises(ConfigError) as excinfo:
