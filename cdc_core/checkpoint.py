@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.buffer_state import BufferState
+from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
+from cdc_core.files import deleted_on_failure
 from cdc_core.position import Position, position_from_dict, position_to_dict
 from cdc_core.spill import fsync_directory
 from cdc_core.state_file import (
@@ -202,12 +204,18 @@ def read_checkpoint(state_dir: Path) -> Checkpoint | None:
 
 
 def write_checkpoint(state_dir: Path, checkpoint: Checkpoint) -> None:
-    """Replace the checkpoint atomically and durably."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    """Replace the checkpoint atomically and durably.
+
+    Raises:
+        DiskFullError: No space was left; the previous checkpoint is kept as it was.
+    """
+    path = state_dir / FILE_NAME
     temporary = state_dir / f".{FILE_NAME}.tmp"
-    with temporary.open("wb") as handle:
-        handle.write(checkpoint.to_bytes())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, state_dir / FILE_NAME)
-    fsync_directory(state_dir)
+    with naming_full_disk(path, state_dir):
+        state_dir.mkdir(parents=True, exist_ok=True)
+        with deleted_on_failure(temporary), temporary.open("wb") as handle:
+            handle.write(checkpoint.to_bytes())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        fsync_directory(state_dir)

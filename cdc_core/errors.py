@@ -46,3 +46,8 @@ class ConfigError(TerminalError):
 
 class ContractError(TerminalError):
     """A value cannot be encoded under the hash contract (wrong type, out of range)."""
+
+
+class DiskFullError(TerminalError):
+    """A write found no space left on its device (``cdc_core.disk_full``): it was given up
+    whole, and a run started again once space is freed resumes from the last checkpoint."""

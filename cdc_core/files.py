@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from cdc_core.disk_full import raise_if_disk_full
 from cdc_core.errors import ConfigError
 
 
@@ -24,6 +27,7 @@ def check_output_dir(path: Path, option: str) -> None:
 
     Raises:
         ConfigError: It is a file, a dangling link, under a file, or not writable.
+        DiskFullError: Its file system has no space left.
     """
     if path.is_symlink() and not path.exists():
         raise ConfigError(f"{option} {path} is a link to nowhere; remove it or name a directory")
@@ -35,6 +39,7 @@ def check_output_dir(path: Path, option: str) -> None:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".replcheck-probe-"):
             pass
     except OSError as exc:
+        raise_if_disk_full(exc, path, existing, "run the command again")
         raise ConfigError(
             f"{option} {path}: cannot write in {existing} ({exc.strerror or exc});"
             " name a writable directory"
@@ -56,10 +61,18 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file renamed over it (never through a link)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
+    with deleted_on_failure(Path(temporary)):
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         os.replace(temporary, path)
+
+
+@contextmanager
+def deleted_on_failure(temporary: Path) -> Iterator[None]:
+    """Delete the file ``temporary`` if the block writing it fails: cut short, nothing will
+    read it, and on a full disk it holds space the user is freeing."""
+    try:
+        yield
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -35,15 +35,17 @@ import functools
 import hashlib
 import logging
 from collections.abc import Hashable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from uuid import UUID
 
 from cdc_core import image_codec
+from cdc_core.disk_full import naming_full_disk, raise_if_disk_full
 from cdc_core.errors import ContractError, TerminalError
 from cdc_core.image_codec import to_image_bytes
-from cdc_core.lmdb_file import check_data_file
+from cdc_core.lmdb_file import check_data_file, check_lock_file
 from cdc_core.position import MAX_POSITION, Position
 from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, load_legacy_pickle
 from cdc_core.value_codec import ValueDecodeError
@@ -206,18 +208,25 @@ class RowImageStore:
         import lmdb  # a declared dependency, imported here so the module loads without it
 
         self.path = path
-        path.mkdir(parents=True, exist_ok=True)
-        _check_data_file(path)
-        # readahead off: lookups are random, so reading ahead only evicts useful pages.
-        self._env = lmdb.open(str(path), map_size=map_gb << 30, max_dbs=3, readahead=False)
-        self._versions = self._env.open_db(b"versions")
-        self._truncates = self._env.open_db(b"truncations")
-        self._meta = self._env.open_db(b"meta")
+        self._data = path / "data.mdb"
+        with self._writing():
+            path.mkdir(parents=True, exist_ok=True)
+            _check_data_file(path)
+            check_lock_file(path / "lock.mdb")
+            # readahead off: lookups are random, so reading ahead only evicts useful pages.
+            self._env = lmdb.open(str(path), map_size=map_gb << 30, max_dbs=3, readahead=False)
+            self._versions = self._env.open_db(b"versions")
+            self._truncates = self._env.open_db(b"truncations")
+            self._meta = self._env.open_db(b"meta")
         self._txn = self._env.begin(write=True)
         self._cursor = self._txn.cursor(self._versions)
         self._check_format()
         self._truncations = self._load_truncations()
         self._floor = self._meta_int(b"retention_floor")
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """A full disk met inside names the store's data file (``cdc_core.disk_full``)."""
+        return naming_full_disk(self._data, self.path)
 
     def _check_format(self) -> None:
         version = self._meta_int(b"format_version")
@@ -279,7 +288,11 @@ class RowImageStore:
         key = (
             _row_prefix(table, locator) + position.value.to_bytes(8, "big") + seq.to_bytes(8, "big")
         )
-        self._txn.put(key, value, db=self._versions)
+        try:  # not ``_writing()``: puts are the hot path, and a try costs nothing until it fails
+            self._txn.put(key, value, db=self._versions)
+        except Exception as exc:  # LMDB writes pages out when a transaction holds too many
+            raise_if_disk_full(exc, self._data, self.path)
+            raise
 
     def truncate(self, table: str, position: Position, seq: int) -> None:
         """Record that ``table`` was truncated by change ``seq`` of the transaction at ``position``.
@@ -293,7 +306,8 @@ class RowImageStore:
         index = bisect.bisect_left(marks, mark)
         if index < len(marks) and marks[index] == mark:
             return  # a re-read truncate: already recorded
-        self._txn.put(_table_prefix(table) + _point(*mark), b"", db=self._truncates)
+        with self._writing():
+            self._txn.put(_table_prefix(table) + _point(*mark), b"", db=self._truncates)
         marks.insert(index, mark)
 
     def get(
@@ -370,7 +384,8 @@ class RowImageStore:
     def bury(self, row: bytes, position: Position, seq: int) -> None:
         """Record a tombstone for a row known by its key prefix (from ``stale_rows``)."""
         _check_seq(seq)
-        self._txn.put(row + _point(position.value, seq), _TOMBSTONE, db=self._versions)
+        with self._writing():
+            self._txn.put(row + _point(position.value, seq), _TOMBSTONE, db=self._versions)
 
     def _latest_at_or_before(self, key: bytes) -> tuple[bytes, bytes] | None:
         cursor = self._cursor
@@ -419,12 +434,13 @@ class RowImageStore:
             return
         cut = position.value
         doomed = list(self._iter_unneeded(cut))
-        for key in doomed:
-            self._txn.delete(key, db=self._versions)
-        for table, marks in self._truncations.items():
-            for mark in [m for m in marks if m[0] < cut]:
-                self._txn.delete(_table_prefix(table) + _point(*mark), db=self._truncates)
-        self._txn.put(b"retention_floor", cut.to_bytes(8, "big"), db=self._meta)
+        with self._writing():
+            for key in doomed:
+                self._txn.delete(key, db=self._versions)
+            for table, marks in self._truncations.items():
+                for mark in [m for m in marks if m[0] < cut]:
+                    self._txn.delete(_table_prefix(table) + _point(*mark), db=self._truncates)
+            self._txn.put(b"retention_floor", cut.to_bytes(8, "big"), db=self._meta)
         self._floor = cut
         self._truncations = self._load_truncations()
         self._cursor = self._txn.cursor(self._versions)
@@ -458,21 +474,37 @@ class RowImageStore:
         return count
 
     def flush(self) -> None:
-        """Commit every write since the last flush, durably (call it before a checkpoint)."""
-        self._txn.commit()
+        """Commit every write since the last flush, durably (call it before a checkpoint).
+
+        Raises:
+            DiskFullError: No space was left; the store holds the last flush's state, as
+                after a crash (LMDB writes its meta page last).
+        """
+        with self._writing():
+            self._txn.commit()
         self._txn = self._env.begin(write=True)
         self._cursor = self._txn.cursor(self._versions)
 
     def close(self) -> None:
         """Flush and close the store."""
-        self._txn.commit()
-        self._env.close()
+        try:
+            with self._writing():
+                self._txn.commit()
+        finally:
+            self._env.close()
 
     def __enter__(self) -> RowImageStore:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        """Close; after an error without committing, as a crash would (a commit on a full
+        disk would fail again and hide that error): the writes since the last flush belong
+        to transactions no checkpoint holds yet, and a restart writes them again."""
+        if exc_type is None:
+            self.close()
+            return
+        self._txn.abort()
+        self._env.close()
 
 
 def _check_data_file(path: Path) -> None:

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError, TransientError
+from cdc_core.files import deleted_on_failure
 from cdc_core.names import parse_table, to_lake_dir
 from cdc_core.position import Position
 from cdc_core.state_file import corrupt_file, read_json_file
@@ -248,7 +250,6 @@ def write_progress(
     """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``
     (except where ``marks`` say otherwise)."""
     directory = progress_dir(lake)
-    directory.mkdir(parents=True, exist_ok=True)
     document = {
         "pipeline": pipeline,
         "position": position.value,
@@ -256,9 +257,13 @@ def write_progress(
         "tables": sorted(tables),
         **(marks or RefreshMarks()).to_document(),
     }
+    path = directory / f"{pipeline}.json"
     temporary = directory / f".{pipeline}.json.tmp"
-    temporary.write_text(json.dumps(document), encoding="utf-8")
-    os.replace(temporary, directory / f"{pipeline}.json")
+    with naming_full_disk(path, lake):  # the old one stays whole
+        directory.mkdir(parents=True, exist_ok=True)
+        with deleted_on_failure(temporary):
+            temporary.write_text(json.dumps(document), encoding="utf-8")
+        os.replace(temporary, path)
 
 
 def read_progress(lake: Path) -> dict[str, tuple[Position, frozenset[str]]]:

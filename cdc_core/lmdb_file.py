@@ -10,6 +10,10 @@ header, 64-bit builds (lmdb ``mdb.c``, ``struct MDB_meta`` and ``struct MDB_db``
 size is kept in the free DB's ``md_pad``): magic u32 at 16, version u32 at 20, page size
 u32 at 40, ``mm_last_pg`` u64 at 136, ``mm_txnid`` u64 at 144, in the machine's byte order.
 A file of full length whose pages were damaged is not caught here.
+
+LMDB writes its lock file, ``lock.mdb``, through a shared memory map too: on a full disk, a
+page of it with no disk block yet (a new file, or a sparse one) is a SIGBUS when first
+written, so ``check_lock_file`` refuses to open a store then, as a full disk.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import struct
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
+from cdc_core.disk_full import disk_full_error, out_of_space
 from cdc_core.state_file import StateFileCorruptError
 
 _MAGIC = 0xBEEFC0DE  # MDB_MAGIC
@@ -26,6 +31,7 @@ _HEAD = struct.Struct("=II")  # mm_magic, mm_version at offset 16
 _PAGE_SIZE = struct.Struct("=I")  # mm_dbs[FREE_DBI].md_pad at offset 40
 _TAIL = struct.Struct("=QQ")  # mm_last_pg, mm_txnid at offset 136
 _META_END = 152  # bytes of a meta page read here
+_LOCK_FILE_ROOM = 64 << 10  # bytes: the lock file of 126 readers (LMDB's default) is 8 KiB
 
 
 class _Meta(NamedTuple):
@@ -68,3 +74,20 @@ def _meta_at(file: BinaryIO, offset: int, size: int) -> _Meta:
         raise StateFileCorruptError(f"the meta page at byte {offset} has page size {page_size}")
     last_page, txnid = _TAIL.unpack_from(page, 136)
     return _Meta(page_size, last_page, txnid)
+
+
+def check_lock_file(path: Path) -> None:
+    """Refuse to let LMDB create or fill in the lock file ``path`` on a full disk.
+
+    Raises:
+        DiskFullError: The file system holding it is (nearly) out of space, and the file
+            has pages with no disk block.
+    """
+    try:
+        stats = path.stat()
+    except FileNotFoundError:
+        allocated = False
+    else:
+        allocated = stats.st_blocks * 512 >= stats.st_size
+    if not allocated and out_of_space(path.parent, _LOCK_FILE_ROOM):
+        raise disk_full_error(path, path.parent)

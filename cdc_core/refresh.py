@@ -31,6 +31,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import ContractError, TransientError
 from cdc_core.image_store import to_locator_bytes
 from cdc_core.lake import (
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMMIT_ATTEMPTS = 5
+_RERUN = "run the re-sync again (`replcheck resync ... --apply`)"  # on a full disk
 _T = TypeVar("_T")
 
 
@@ -128,10 +130,12 @@ def refresh(request: RefreshRequest) -> RefreshReport:
     changelog = DeltaTable(str(request.table.changelog))
     events = _events(request, changelog)
     if not _done(changelog, request):
-        _retry(lambda: _append(request, events), request.table.table, "changelog")
+        with naming_full_disk(request.table.changelog, request.table.lake, _RERUN):
+            _retry(lambda: _append(request, events), request.table.table, "changelog")
     skipped = 0
     if (request.table.mirror / "_delta_log").is_dir():
-        skipped = _retry(lambda: _merge_mirror(request, events), request.table.table, "mirror")
+        with naming_full_disk(request.table.mirror, request.table.lake, _RERUN):
+            skipped = _retry(lambda: _merge_mirror(request, events), request.table.table, "mirror")
     log.info(
         "re-sync %s of %s at %s: %d refreshed, %d deleted, mirror kept %d newer",
         request.request_id,

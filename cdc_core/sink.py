@@ -31,6 +31,7 @@ from operator import methodcaller
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
 from cdc_core.events import CommittedTransaction, RowChange
 from cdc_core.lake import (
@@ -303,9 +304,10 @@ class LakeSink:
             retired_dir(self.lake, self.pipeline)
             / f"{root.relative_to(self.lake)}@{position.value}"
         )
-        target.parent.mkdir(parents=True, exist_ok=True)
         self._forget(root)
-        shutil.move(str(root), str(target))
+        with naming_full_disk(target, self.lake):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(root), str(target))
         return target
 
     def _forget(self, root: Path) -> None:
@@ -383,12 +385,13 @@ class LakeSink:
     def _write(self, path: Path, data: pa.Table, properties: Any) -> None:
         from deltalake import write_deltalake
 
-        path.mkdir(parents=True, exist_ok=True)
-        self._allow_types(path, data.schema)
-        target = self._open(path) or str(path)
-        write_deltalake(
-            target, data, mode="append", schema_mode="merge", commit_properties=properties
-        )
+        with naming_full_disk(path, self.lake):
+            path.mkdir(parents=True, exist_ok=True)
+            self._allow_types(path, data.schema)
+            target = self._open(path) or str(path)
+            write_deltalake(
+                target, data, mode="append", schema_mode="merge", commit_properties=properties
+            )
 
     def _write_table(self, batch: TableBatch, position: Position) -> int:
         target = self.table(batch.description.table)
@@ -485,9 +488,10 @@ class LakeSink:
             return
         features = delta.protocol().writer_features or []
         if "timestampNtz" not in features:
-            delta.alter.add_feature(
-                TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True
-            )
+            with naming_full_disk(path, self.lake):
+                delta.alter.add_feature(
+                    TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True
+                )
 
     @staticmethod
     def _part_properties(marker: dict[str, str]) -> Any:
@@ -566,7 +570,8 @@ class LakeSink:
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
         target = self.table(description.table)
-        merge_or_rebuild(merger, delta, target, description.key, properties)
+        with naming_full_disk(path, self.lake):
+            merge_or_rebuild(merger, delta, target, description.key, properties)
 
     def _create_mirror(self, path: Path, data: pa.Table, properties: Any) -> None:
         import pyarrow.compute as pc

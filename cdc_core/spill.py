@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
-from cdc_core.errors import ContractError, TerminalError
+from cdc_core.disk_full import naming_full_disk
+from cdc_core.errors import ContractError, DiskFullError, TerminalError
 from cdc_core.events import Op, RowChange
 from cdc_core.image_codec import from_image_values, to_image_values
 from cdc_core.position import Position
@@ -320,7 +321,7 @@ class TransactionSpill:
         """Write records from ``start`` until the current segment is full; seal it if so."""
         assert self._current is not None
         count = size = 0
-        with self._current.open("ab", buffering=1 << 20) as handle:
+        with self._writing_current(), self._current.open("ab", buffering=1 << 20) as handle:
             for index in range(start, len(records)):
                 seq, payload = records[index]
                 handle.write(_FRAME.pack(len(payload), _crc(seq, payload), seq))
@@ -338,17 +339,30 @@ class TransactionSpill:
     def _start_segment(self) -> None:
         self._current = self.spill_dir / f"{uuid.uuid4().hex}{SUFFIX}"
         header = _header_bytes(self.txid)
-        with self._current.open("xb") as handle:
+        with self._writing_current(), self._current.open("xb") as handle:
             handle.write(header)
         self._current_count = 0
         self._current_size = len(header)
+
+    @contextmanager
+    def _writing_current(self) -> Iterator[None]:
+        """Name the unsealed segment on a full disk, and delete it: no checkpoint refers to
+        a segment before it is sealed, and what it held is in no other file, so this spill
+        fails as corrupt if used again (a restart restores the checkpoint's instead)."""
+        assert self._current is not None
+        try:
+            with naming_full_disk(self._current, self.spill_dir):
+                yield
+        except DiskFullError:
+            self._current.unlink(missing_ok=True)
+            raise
 
     def seal(self) -> None:
         """Write the footer of the current segment, if any; later records start a new one."""
         if self._current is None:
             return
         footer = _FRAME.pack(_END, zlib.crc32(_SEQ.pack(self._current_count)), self._current_count)
-        with self._current.open("ab") as handle:
+        with self._writing_current(), self._current.open("ab") as handle:
             handle.write(footer)
         size = self._current_size + len(footer)
         self._sealed.append(SegmentRef(self._current.name, self._current_count, size))
@@ -360,7 +374,8 @@ class TransactionSpill:
         """Seal, then fsync every segment not yet known to be on stable storage."""
         self.seal()
         for name in sorted(self._unsynced):
-            with (self.spill_dir / name).open("rb+") as handle:
+            path = self.spill_dir / name
+            with naming_full_disk(path, self.spill_dir), path.open("rb+") as handle:
                 os.fsync(handle.fileno())
         self._unsynced.clear()
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
 
 FILE_NAME = "lock"
@@ -60,20 +61,22 @@ class StateLock:
 
         Raises:
             StateDirLockedError: Another process (or another run in this one) holds it.
+            DiskFullError: No space was left to record the holder.
         """
         self.state_dir.mkdir(parents=True, exist_ok=True)
         path = self.state_dir / FILE_NAME
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # no O_TRUNC: the holder's facts
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with naming_full_disk(path, self.state_dir):
+                os.ftruncate(fd, 0)
+                os.write(fd, _holder_text().encode("utf-8"))
         except BlockingIOError:
             os.close(fd)
             raise self._locked(path) from None
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, _holder_text().encode("utf-8"))
         self._fd = fd
 
     def release(self) -> None:

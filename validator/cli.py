@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, NoReturn
 import typer
 from typer.exceptions import TyperException
 
+from cdc_core.disk_full import is_disk_full
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.commands.package import PACKAGES
 from validator.demo.setup import DemoSource
@@ -615,11 +616,15 @@ def run(argv: list[str]) -> int:
     except ReplcheckError as exc:
         typer.echo(f"error: {exc}", err=True)
         return exc.exit_code
-    except OSError as exc:
-        typer.echo(f"error: {_os_error(exc)}", err=True)
-        return EXIT_ERROR
-    except Exception as exc:
-        typer.echo(f"error: {_unexpected(exc)}", err=True)
+    except BaseException as exc:  # a Rust panic (pyo3's PanicException) is no Exception
+        if is_disk_full(exc):  # a write no ``cdc_core.disk_full.naming_full_disk`` covers
+            typer.echo(f"error: {_disk_full(exc)}", err=True)
+        elif isinstance(exc, OSError):
+            typer.echo(f"error: {_os_error(exc)}", err=True)
+        elif isinstance(exc, Exception):
+            typer.echo(f"error: {_unexpected(exc)}", err=True)
+        else:
+            raise
         return EXIT_ERROR
     return code if isinstance(code, int) else EXIT_OK
 
@@ -637,6 +642,14 @@ def _os_error(exc: OSError) -> str:
     where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name)
     what = exc.strerror or type(exc).__name__
     return f"{where}: {what}; check the path and its permissions" if where else str(what)
+
+
+def _disk_full(exc: BaseException) -> str:
+    """A full disk in one line: the file, when the error names it, and the fix."""
+    where = getattr(exc, "filename", None)
+    if where:
+        return f"no space left on device writing {where}: free space there and run again"
+    return "no space left on device: free space where replcheck writes, and run again"
 
 
 def _unexpected(exc: Exception) -> str:
