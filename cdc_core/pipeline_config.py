@@ -19,6 +19,7 @@ pipelines:
     buffer: {memory_budget_mb: 256, max_transaction_age_s: 3600, max_transaction_changes: 1000000}
     batch: {max_events: 50000, max_seconds: 2}
     refresh: {chunk_rows: 10000}   # rows per snapshot chunk of a table refresh
+    retry: {attempts: 10, first_wait_s: 1, max_wait_s: 60}   # a lost source (RetryPolicy)
 ```
 Unknown keys are errors naming the key and line; ``REPLCHECK__PIPELINES__0__STATE_DIR``
 style environment variables and ``--set`` flags override the file.
@@ -95,9 +96,11 @@ _PIPELINE_KEYS = (
     "refresh",
     "target_schema",
     "conflicts",
+    "retry",
 )
 
 _BUFFER_KEYS = ("memory_budget_mb", "max_transaction_age_s", "max_transaction_changes")
+_RETRY_KEYS = ("attempts", "first_wait_s", "max_wait_s")
 
 
 CONFLICT_POLICIES = ("stop", "overwrite")
@@ -120,6 +123,37 @@ class TargetOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How ``replcheck cdc run`` retries a source it lost (``validator.commands.cdc``).
+
+    A lost source is a ``TransientError`` while the pipeline runs (the server closed the
+    connection, cannot be reached, or its replication slot is still held). Each attempt
+    waits, then opens the pipeline again from its checkpoint; the waits double from
+    ``first_wait_s`` up to ``max_wait_s``, as Debezium's reconnection backoff does. The
+    count starts again once the lake has moved on after a reconnection.
+
+    Attributes:
+        attempts: Attempts after a loss before ``cdc run`` gives up (0: it exits at once).
+        first_wait_s: The wait before the first attempt, in seconds.
+        max_wait_s: The longest wait between two attempts, in seconds.
+    """
+
+    attempts: int = 10
+    first_wait_s: float = 1.0
+    max_wait_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 0:
+            raise ConfigError("retry.attempts must be 0 (no retry) or more")
+        if self.first_wait_s <= 0 or self.max_wait_s < self.first_wait_s:
+            raise ConfigError("retry waits must be positive, first_wait_s <= max_wait_s")
+
+    def wait_before(self, attempt: int) -> float:
+        """The wait before attempt ``attempt`` (1, 2, ...): doubling, at most max_wait_s."""
+        return min(self.first_wait_s * 2.0 ** min(attempt - 1, 64), self.max_wait_s)
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineSetup:
     """A pipeline's configuration and the connection of its source."""
 
@@ -127,6 +161,7 @@ class PipelineSetup:
     source: ConnectionConfig
     target: ConnectionConfig
     target_options: TargetOptions = field(default_factory=lambda: TargetOptions())
+    retry: RetryPolicy = field(default_factory=lambda: RetryPolicy())
 
 
 def load_pipeline_config(
@@ -172,7 +207,7 @@ def _read_pipeline(section: Section, connections: Mapping[str, ConnectionConfig]
         max_transaction_changes=_optional_int(buffer.get("max_transaction_changes")),
         refresh_chunk_rows=int(refresh.get("chunk_rows", 10_000)),
     )
-    return PipelineSetup(config, source, target, options)
+    return PipelineSetup(config, source, target, options, _retry_policy(section))
 
 
 def _target_options(section: Section, target: ConnectionConfig) -> TargetOptions:
@@ -196,6 +231,27 @@ def _connection(
         wanted = "a lake connection ({lake: PATH})" if lake else "a database connection (url)"
         raise section.error(key, f"must be {wanted}; {name!r} is not")
     return connection
+
+
+def _retry_policy(section: Section) -> RetryPolicy:
+    """``retry: {attempts, first_wait_s, max_wait_s}``; each key absent keeps its default."""
+    child = section.optional_child("retry")
+    if child is None:
+        return RetryPolicy()
+    child.check_keys(_RETRY_KEYS)
+    default = RetryPolicy()
+    attempts = child.get("attempts", int, default.attempts)
+    first = child.get("first_wait_s", float, default.first_wait_s)
+    longest = child.get("max_wait_s", float, default.max_wait_s)
+    assert attempts is not None and first is not None and longest is not None
+    if attempts < 0:
+        raise child.error("attempts", "must be 0 (exit at once) or more")
+    for key, value in (("first_wait_s", first), ("max_wait_s", longest)):
+        if value <= 0:
+            raise child.error(key, "must be positive")
+    if longest < first:
+        raise child.error("max_wait_s", f"must be at least first_wait_s ({first:g})")
+    return RetryPolicy(attempts, first, longest)
 
 
 def _numbers(section: Section, key: str, allowed: tuple[str, ...]) -> dict[str, float]:

@@ -314,8 +314,30 @@ class _PrivateServer(ABC):
                 )
             time.sleep(0.1)
 
+    def halt(self) -> None:
+        """Stop the server as its stop signal does (a fast shutdown), keeping its data and
+        port: a source that goes away mid-stream. ``resume`` starts it again."""
+        self._end_process()
+
+    def resume(self) -> None:
+        """Start the halted server again, on the same port, with the same data."""
+        self.process = _spawn(
+            self._argv(),
+            self.log_path,
+            self.root,
+            self.run_as,
+            self.stop_signal,
+            self._environment(),
+        )
+        self._wait_until_ready()
+
     def stop(self) -> None:
         """Stop the process this object started (bounded, then SIGKILL) and remove its dir."""
+        self._end_process()
+        shutil.rmtree(self.root, ignore_errors=True)
+        _RUNNING.discard(self)
+
+    def _end_process(self) -> None:
         if self.process is not None and self.process.poll() is None:
             # Popen refuses to signal a process it has already reaped, so a recycled pid
             # can never be hit.
@@ -331,8 +353,6 @@ class _PrivateServer(ABC):
                 )
                 self.process.kill()
                 self.process.wait(STOP_TIMEOUT_S)
-        shutil.rmtree(self.root, ignore_errors=True)
-        _RUNNING.discard(self)
 
 
 @atexit.register
@@ -464,6 +484,18 @@ def running_mariadb(binlog_row_image: str = "FULL") -> Iterator[MariaDBServer]:
     assert isinstance(server, _MariaDBProcess)
     try:
         yield server.handle()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def haltable_mariadb() -> Iterator[_MariaDBProcess]:
+    """A private MariaDB server (FULL row images) of the caller's own, to ``halt`` and
+    ``resume`` (the session's shared servers must stay up for the other tests)."""
+    server = _start_on_free_port(lambda: _MariaDBProcess("FULL"))
+    assert isinstance(server, _MariaDBProcess)
+    try:
+        yield server
     finally:
         server.stop()
 
@@ -641,6 +673,18 @@ def running_postgres() -> Iterator[PostgresServer]:
     assert isinstance(server, _PostgresProcess)
     try:
         yield server.handle()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def haltable_postgres() -> Iterator[_PostgresProcess]:
+    """A private PostgreSQL cluster of the caller's own, to ``halt`` and ``resume`` (the
+    session's shared cluster must stay up for the other tests)."""
+    server = _start_on_free_port(_PostgresProcess)
+    assert isinstance(server, _PostgresProcess)
+    try:
+        yield server
     finally:
         server.stop()
 

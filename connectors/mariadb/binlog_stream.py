@@ -5,20 +5,23 @@ sees events. Server errors become replcheck errors that name the fix:
 
 - 1236 (``ER_MASTER_FATAL_ERROR_READING_BINLOG``: the file or position is not there any more,
   https://mariadb.com/kb/en/mariadb-error-code-reference/) -> ``BinlogPurgedError``;
-- 1227 / 1044 / 1045 (access denied) -> ``ReplicationPrivilegeError``.
+- 1227 / 1044 / 1045 (access denied) -> ``ReplicationPrivilegeError``;
+- a connection the server closed or does not answer (``CONNECTION_LOST_CODES``) ->
+  ``BinlogConnectionLostError``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
-from cdc_core.errors import TransientError
 from connectors.mariadb.errors import (
+    CONNECTION_LOST_CODES,
+    BinlogConnectionLostError,
     BinlogPurgedError,
     BinlogSetupError,
     ReplicationPrivilegeError,
@@ -138,11 +141,8 @@ def _translate(exc: Exception, settings: StreamSettings, position: str) -> Excep
         return ReplicationPrivilegeError.missing(settings.display, settings.user, detail)
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:
         return BinlogPurgedError.at(settings.display, position, detail)
-    if code in (2003, 2013, 2006):
-        return TransientError(
-            f"lost the binlog connection to {settings.display}: {detail}",
-            {"source": settings.display, "position": position},
-        )
+    if code in CONNECTION_LOST_CODES:
+        return BinlogConnectionLostError.after(settings.display, position, detail)
     return exc
 
 
@@ -176,12 +176,18 @@ class BinlogStream:
         self.schemas = list(schemas)
         self._reader: Any = None
 
-    def events(self, log_file: str, offset: int, position: str) -> Iterator[Any]:
+    def events(self, log_file: str, offset: int, reached: Callable[[], str]) -> Iterator[Any]:
         """Events from ``log_file:offset`` on, forever (blocking, with heartbeats).
 
+        Args:
+            log_file: The binlog file to start in.
+            offset: The offset in it.
+            reached: The position the reader has read up to, for messages.
+
         Raises:
-            BinlogPurgedError: The server no longer has the binlog at ``position``.
+            BinlogPurgedError: The server no longer has the binlog at the start.
             ReplicationPrivilegeError: The user lacks REPLICATION SLAVE.
+            BinlogConnectionLostError: The connection was closed (the server shut down).
         """
         with driver_import("the MariaDB binlog reader"):
             import pymysql
@@ -206,13 +212,11 @@ class BinlogStream:
             while True:
                 event = self._reader.fetchone()
                 if event is None:  # the server ended the dump (it was shut down)
-                    raise TransientError(
-                        f"the server {self.settings.display} ended the binlog stream",
-                        {"source": self.settings.display, "position": position},
-                    )
+                    detail = "the server ended the dump: it was shut down or restarted"
+                    raise BinlogConnectionLostError.after(self.settings.display, reached(), detail)
                 yield event
         except pymysql.err.MySQLError as exc:
-            raise _translate(exc, self.settings, position) from exc
+            raise _translate(exc, self.settings, reached()) from exc
 
     def close(self) -> None:
         """Close the connections (idempotent)."""

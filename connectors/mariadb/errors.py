@@ -6,9 +6,34 @@ privileges: https://mariadb.com/kb/en/grant/#global-privileges .
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
+from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
+
+# A connection the server closed or does not answer: client errors 2003 CR_CONN_HOST_ERROR,
+# 2006 CR_SERVER_GONE_ERROR, 2013 CR_SERVER_LOST; server errors 1053 ER_SERVER_SHUTDOWN,
+# 1927 ER_CONNECTION_KILLED (https://mariadb.com/kb/en/mariadb-error-code-reference/).
+CONNECTION_LOST_CODES = (2003, 2006, 2013, 1053, 1927)
+
+
+@contextlib.contextmanager
+def lost_connections(source: str) -> Iterator[None]:
+    """A connection the server closed under a query (shut down, restarted, cut) as a
+    ``TransientError`` naming ``source``; other errors pass unchanged."""
+    with driver_import("the MariaDB connector"):
+        import pymysql
+
+    try:
+        yield
+    except pymysql.err.OperationalError as exc:
+        if not exc.args or exc.args[0] not in CONNECTION_LOST_CODES:
+            raise
+        detail = str(exc.args[-1])
+        raise TransientError(
+            f"lost the connection to {source} ({detail})", {"source": source}
+        ) from exc
 
 
 class BinlogSetupError(ConfigError):
@@ -84,6 +109,24 @@ class BinlogPurgedError(TerminalError):
             f"the binary log at {position} is no longer on the server ({detail}); the"
             " changes since then are lost to replication: take a new snapshot of the tables"
             " and stream from its position (and keep binlogs longer: binlog_expire_logs_seconds)",
+            {"source": source, "position": position},
+        )
+
+
+class BinlogConnectionLostError(TransientError):
+    """The binlog connection was closed or the server cannot be reached (it was shut down
+    or restarted, or the network cut): the binlog stays on the server, so a pipeline
+    started again resumes from its checkpoint."""
+
+    @classmethod
+    def after(cls, source: str, position: str, detail: str) -> BinlogConnectionLostError:
+        """The connection was lost once the stream had read up to ``position`` ("": before
+        it started)."""
+        if not position:
+            return cls(f"cannot reach server {source} ({detail})", {"source": source})
+        return cls(
+            f"the binlog connection to server {source} was lost ({detail}); the stream had"
+            f" read the binlog up to {position}",
             {"source": source, "position": position},
         )
 

@@ -44,6 +44,7 @@ from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
+from connectors.mariadb.errors import lost_connections
 from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
@@ -91,11 +92,14 @@ class MariaDBLogReader:
         """The table's current columns (as the lake stores them) and key."""
         from connectors.mariadb.snapshot import describe_table
 
-        return describe_table(self._connector, qualify(table, self.settings.database), self.keys)
+        with lost_connections(self.settings.display):
+            name = qualify(table, self.settings.database)
+            return describe_table(self._connector, name, self.keys)
 
     def end_position(self) -> Position:
         """The binlog's end now (``SHOW MASTER STATUS``)."""
-        facts = server_facts(self.settings)
+        with lost_connections(self.settings.display):
+            facts = server_facts(self.settings)
         return position_of(facts.log_file, facts.offset)
 
     def iter_changes(
@@ -108,7 +112,8 @@ class MariaDBLogReader:
             ReplicationPrivilegeError: The user may not read the binlog.
             BinlogPurgedError: The binlog at ``start`` is gone.
         """
-        facts = server_facts(self.settings)
+        with lost_connections(self.settings.display):
+            facts = server_facts(self.settings)
         facts.check(self.settings.display)
         if start is None:
             start = position_of(facts.log_file, facts.offset)
@@ -159,7 +164,7 @@ class _Session:
     def run(
         self, stream: BinlogStream, log_file: str, offset: int
     ) -> Iterator[RawChange | TableChanged | Idle]:
-        events = stream.events(log_file, offset, self.start.text)
+        events = stream.events(log_file, offset, self._reached)
         boundary = offset <= 4
         for event in events:
             kind = type(event).__name__
@@ -188,7 +193,7 @@ class _Session:
             log_file,
         )
         stream.close()
-        for event in stream.events(log_file, 4, self.start.text):
+        for event in stream.events(log_file, 4, self._reached):
             kind = type(event).__name__
             if kind == "RotateEvent":
                 self._rotate(event)
@@ -196,6 +201,10 @@ class _Session:
                 yield Idle(max(self.read_to, self.start))
             elif event.packet.log_pos:
                 yield from self._event(kind, event)
+
+    def _reached(self) -> str:
+        """How far the binlog was read (for messages: a lost connection names it)."""
+        return self.read_to.text
 
     def _rotate(self, event: Any) -> None:
         self.log_file = event.next_binlog

@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cdc_core.config import mask_url
 from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
-from connectors.mariadb.errors import BinlogSetupError, TableChangedError
+from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.model import POSITION_COLUMN, Partition, TableSchema
@@ -120,17 +121,18 @@ class MariaDBSnapshotReader:
         """
         names = [qualify(table, self.database) for table in tables]
         wanted = {qualify(t, self.database): rows for t, rows in (keys or {}).items()}
-        descriptions = [describe_table(self.connector, name, self.keys) for name in names]
-        connection = self.connector.connect()
-        with contextlib.closing(connection):
-            value = self.connector.begin_snapshot(connection)
-            if value is None:
-                raise BinlogSetupError.binlog_off(self.connector.url)
-            yield (
-                self._position(connection, value),
-                self._iter_tables(connection, descriptions, wanted),
-            )
-            connection.commit()
+        with lost_connections(mask_url(self.connector.url)):
+            descriptions = [describe_table(self.connector, name, self.keys) for name in names]
+            connection = self.connector.connect()
+            with contextlib.closing(connection):
+                value = self.connector.begin_snapshot(connection)
+                if value is None:
+                    raise BinlogSetupError.binlog_off(self.connector.url)
+                yield (
+                    self._position(connection, value),
+                    self._iter_tables(connection, descriptions, wanted),
+                )
+                connection.commit()
 
     @staticmethod
     def _position(connection: Any, value: int) -> Position:
@@ -152,28 +154,34 @@ class MariaDBSnapshotReader:
                 rows = tuple(tuple(row) for row in wanted[description.table])
                 partition = Partition(0, key_columns=description.key, keys=rows)
             batches = self._batches(connection, description, partition)
-            yield TableSnapshot(description, batches, _estimated_rows(connection, description))
+            with lost_connections(mask_url(self.connector.url)):
+                estimated = _estimated_rows(connection, description)
+            yield TableSnapshot(description, batches, estimated)
 
     def _batches(
         self, connection: Any, description: TableDescription, partition: Partition
     ) -> Iterator[Any]:
         import pymysql.cursors
 
-        # Errors name a row by the key the pipeline locates it by (``zero_dates``).
-        schema = replace(self.connector.reflect(description.table), primary_key=description.key)
-        columns = list(description.schema.names)
-        with _changes_of(description.table):
-            arrow = self.connector.arrow_schema(schema, columns)
-            sql, params = self.connector.select_sql(schema, columns, partition)
-        with connection.cursor(pymysql.cursors.SSCursor) as cursor, _changes_of(schema.table):
-            cursor.execute(sql, params)
-            while rows := cursor.fetchmany(BATCH_ROWS):
-                batch = self.connector.to_batch(rows, schema, columns, arrow, None)
-                yield batch.drop_columns([POSITION_COLUMN])
+        with lost_connections(mask_url(self.connector.url)):
+            # Errors name a row by the key the pipeline locates it by (``zero_dates``).
+            reflected = self.connector.reflect(description.table)
+            schema = replace(reflected, primary_key=description.key)
+            columns = list(description.schema.names)
+            with _changes_of(description.table):
+                arrow = self.connector.arrow_schema(schema, columns)
+                sql, params = self.connector.select_sql(schema, columns, partition)
+            cursor = connection.cursor(pymysql.cursors.SSCursor)
+            with cursor, _changes_of(schema.table):
+                cursor.execute(sql, params)
+                while rows := cursor.fetchmany(BATCH_ROWS):
+                    batch = self.connector.to_batch(rows, schema, columns, arrow, None)
+                    yield batch.drop_columns([POSITION_COLUMN])
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
         """``read_one_chunk``, again while a concurrent DDL changes the table under it."""
-        return retry_while_changing(lambda: self.read_one_chunk(table, after, limit))
+        with lost_connections(mask_url(self.connector.url)):
+            return retry_while_changing(lambda: self.read_one_chunk(table, after, limit))
 
     def read_one_chunk(
         self, table: str, after: tuple[object, ...] | None, limit: int

@@ -7,10 +7,49 @@ publications: https://www.postgresql.org/docs/current/sql-createpublication.html
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.drivers import driver_import
+from cdc_core.errors import ConfigError, TerminalError, TransientError
+
+# SQLSTATEs of a server ending a session: class 08 (connection exception), 57P01
+# admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now
+# (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+_CLOSING_STATES = ("57P01", "57P02", "57P03")
+
+
+def ends_session(sqlstate: str | None) -> bool:
+    """Whether an error of ``sqlstate`` means that the server ended the session (None: it
+    sent no error at all: the connection was closed under the client, or cut)."""
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in _CLOSING_STATES
+
+
+@contextlib.contextmanager
+def lost_connections(source: str) -> Iterator[None]:
+    """A connection of either driver that the server closed under a query (shut down,
+    restarted, cut) as a ``TransientError`` naming ``source``; other errors pass unchanged."""
+    with driver_import("the Postgres connector"):
+        import psycopg
+        import psycopg2
+
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        if not ends_session(exc.sqlstate):
+            raise
+        raise _lost(source, exc) from exc
+    except psycopg2.OperationalError as exc:
+        if not ends_session(exc.pgcode):
+            raise
+        raise _lost(source, exc) from exc
+
+
+def _lost(source: str, exc: Exception) -> TransientError:
+    lines = str(exc).strip().splitlines()
+    detail = lines[0] if lines else type(exc).__name__
+    return TransientError(f"lost the connection to {source} ({detail})", {"source": source})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +142,21 @@ class WalRemovedError(TerminalError):
             " slot, take a new initial snapshot of the tables and stream from its position"
             " (and keep more WAL for slots: max_slot_wal_keep_size)",
             {"source": source, "slot": slot},
+        )
+
+
+class ReplicationClosedError(TransientError):
+    """The server closed the replication connection mid-stream: it was shut down or
+    restarted, or the connection was cut. Nothing is lost: the slot keeps the WAL from its
+    confirmed position, so a pipeline started again resumes from its checkpoint."""
+
+    @classmethod
+    def after(cls, source: str, slot: str, position: str, detail: str) -> ReplicationClosedError:
+        """The server closed the stream once it had reached LSN ``position``."""
+        return cls(
+            f"{source} closed the replication connection of slot {slot!r} ({detail}); the"
+            f" stream had reached LSN {position}",
+            {"source": source, "slot": slot, "position": position},
         )
 
 

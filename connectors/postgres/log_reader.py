@@ -54,10 +54,15 @@ confirmation and released the slot. Merely closing the connection left the walse
 holding the slot until it noticed, and the next session's START_REPLICATION could fail
 with "replication slot is active" (under load, 4 in 10 closes were still holding it when
 close returned); the confirmation could be lost with the reset connection.
+
+A server that closes the stream (shut down, restarted, the connection cut) is a
+``ReplicationClosedError`` naming the last boundary read: a ``TransientError``, as the slot
+keeps the WAL from its confirmed position, so ``cdc run`` retries from its checkpoint.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import time
@@ -71,7 +76,12 @@ from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.postgres import pgoutput as pg
 from connectors.postgres import rewrites
 from connectors.postgres.connector import split_table
-from connectors.postgres.errors import WalRemovedError
+from connectors.postgres.errors import (
+    ReplicationClosedError,
+    WalRemovedError,
+    ends_session,
+    lost_connections,
+)
 from connectors.postgres.feedback import end_stream, send_status
 from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
@@ -180,14 +190,15 @@ class PostgresLogReader:
     def table_shape(self, table: str) -> str:
         """The table's columns, types and defaults as the catalog has them now: logical
         decoding shows no DDL, only a new shape with the table's next change (``OmitsDdl``)."""
-        with self.connector.connect() as connection:
+        with self._catalog() as connection:
             row = connection.execute(_SHAPE_SQL, split_table(table)).fetchone()
         return str(row[0]) if row and row[0] is not None else ""
 
     def source_tables(self) -> list[str]:
         """Every table the source has now: one created without rows shows nowhere in the
         log (``OmitsDdl``)."""
-        return self.connector.table_names()
+        with lost_connections(self.connector.where):
+            return self.connector.table_names()
 
     def resume_transactions(self, txids: Iterable[str]) -> None:
         """Name the transactions the caller's buffer holds open (restored from a checkpoint):
@@ -196,7 +207,8 @@ class PostgresLogReader:
 
     def describe(self, table: str) -> TableDescription:
         """The table's stored columns and key (see ``snapshot.describe_table``)."""
-        return describe_table(self.connector, table, self.keys)
+        with lost_connections(self.connector.where):
+            return describe_table(self.connector, table, self.keys)
 
     def end_position(self) -> Position:
         """The WAL flushed once every commit made so far is: all of them end at or before it.
@@ -207,7 +219,7 @@ class PostgresLogReader:
         waits until the flush position passes the insert position of the call, or for two
         WAL writer delays at most (https://www.postgresql.org/docs/current/wal-async-commit.html).
         """
-        with self.connector.connect() as connection:
+        with self._catalog() as connection:
             insert = _lsn(connection, "pg_current_wal_insert_lsn()")
             delay_ms = _milliseconds(connection, "wal_writer_delay")
             deadline = time.monotonic() + 2 * delay_ms / 1000
@@ -235,7 +247,7 @@ class PostgresLogReader:
             TerminalError: The user lacks the REPLICATION attribute.
         """
         where = self.connector.where
-        with self.connector.connect() as connection:
+        with self._catalog() as connection:
             check_wal_level(connection, where)
             ensure_publication(connection, self.config, where)
             ensure_rewrite_triggers(connection, where, self.config.record_rewrites)
@@ -281,8 +293,14 @@ class PostgresLogReader:
 
     def lookup_type(self, type_oid: int) -> Any:
         """What a non-builtin type is (from the catalog)."""
-        with self.connector.connect() as connection:
+        with self._catalog() as connection:
             return lookup_type(connection, type_oid)
+
+    @contextlib.contextmanager
+    def _catalog(self) -> Iterator[Any]:
+        """A connection for catalog queries; one the server closes is a TransientError."""
+        with lost_connections(self.connector.where), self.connector.connect() as connection:
+            yield connection
 
     def key_of(self, table: str) -> tuple[str, ...]:
         """The key that locates rows of ``table`` (asked again at every relation message)."""
@@ -324,20 +342,31 @@ class _Session:
         self._start(cursor)
         for txid in held:
             yield Rollback(txid, self._after())
-        yield from self._loop(connection, cursor)  # its last confirmation: PostgresLogReader._end
+        try:
+            yield from self._loop(connection, cursor)  # its last confirmation: reader._end
+        except ReplicationClosedError:
+            raise
+        except TransientError as exc:  # e.g. a catalog read while the server shuts down
+            raise self._lost(exc) from exc
+
+    def _lost(self, exc: TransientError) -> TransientError:
+        """A failure of another connection while streaming, with how far the stream got."""
+        slot, reached = self.reader.config.slot, position_of(self.positions.boundary).text
+        message = f"{exc.message} (while streaming slot {slot!r}, which had reached LSN {reached})"
+        return TransientError(message, {**exc.context, "slot": slot, "position": reached})
 
     def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | TableChanged | Idle]:
         idle_s = self.reader.config.idle_s
         quiet_since = time.monotonic()
         while True:
             self._send_status(connection)
-            message = _read(cursor, self.reader)
+            message = self._read(cursor)
             if message is not None:
                 yield from self._message(message.payload, message.data_start)
                 quiet_since = time.monotonic()
                 continue
             if self._between_transactions() and time.monotonic() - quiet_since >= idle_s:
-                send_status(connection, self.sent_ack, reply=True)  # answered with the WAL end
+                self._status(connection, self.sent_ack, reply=True)  # answered with the WAL end
                 yield Idle(self.positions.idle(int(cursor.wal_end)))
                 quiet_since = time.monotonic()
             select.select([connection], [], [], idle_s)
@@ -369,7 +398,10 @@ class _Session:
         except psycopg2.errors.UndefinedFile as exc:  # requested WAL segment removed
             raise WalRemovedError.at(self.reader.connector.where, config.slot, str(exc)) from exc
         except psycopg2.OperationalError as exc:
-            raise TransientError(f"cannot start replication: {exc}") from exc
+            where = self.reader.connector.where
+            raise TransientError(
+                f"cannot start replication from {where}: {exc}", {"source": where}
+            ) from exc
         logger.info("streaming slot %s from %s", config.slot, lsn_to_text(start))
 
     def _start_when_free(self, cursor: Any, start: int, options: dict[str, str]) -> None:
@@ -399,8 +431,44 @@ class _Session:
         acknowledged = self.reader._acknowledged
         now = time.monotonic()
         if acknowledged > self.sent_ack or now - self.sent_at >= STATUS_S:
-            send_status(connection, acknowledged)
+            self._status(connection, acknowledged)
             self.sent_ack, self.sent_at = acknowledged, now
+
+    def _status(self, connection: Any, acknowledged: int, reply: bool = False) -> None:
+        """Send a status update; one that cannot be sent means the connection is gone."""
+        try:
+            send_status(connection, acknowledged, reply)
+        except TransientError as exc:
+            raise self._closed(exc.message) from exc
+
+    def _read(self, cursor: Any) -> Any:
+        """The next stream message, or None when none is waiting.
+
+        Raises:
+            ReplicationClosedError: The server closed the connection (``_closed_by_server``).
+            TransientError: Another failure of the connection.
+            TerminalError: An error the server reported while streaming.
+        """
+        import psycopg2
+
+        try:
+            return cursor.read_message()
+        except psycopg2.Error as exc:
+            where = self.reader.connector.where
+            if _closed_by_server(exc):
+                raise self._closed(_why_closed(exc)) from exc
+            if isinstance(exc, psycopg2.OperationalError):
+                message = f"replication from {where} broke off: {exc}"
+                raise TransientError(message, {"source": where}) from exc
+            message = f"replication from {where} failed: {exc}"
+            raise TerminalError(message, {"source": where}) from exc
+
+    def _closed(self, detail: str) -> ReplicationClosedError:
+        """The server closed the stream: at the last boundary (a commit or an idle point),
+        every transaction committed up to it was read whole."""
+        where, slot = self.reader.connector.where, self.reader.config.slot
+        reached = position_of(self.positions.boundary).text
+        return ReplicationClosedError.after(where, slot, reached, detail)
 
     def _between_transactions(self) -> bool:
         return self.txid is None and self.stream_xid is None
@@ -528,20 +596,26 @@ def _milliseconds(connection: Any, setting: str) -> float:
     return float(row[0])
 
 
-def _read(cursor: Any, reader: PostgresLogReader) -> Any:
-    """The next stream message, or None when none is waiting."""
+def _closed_by_server(exc: Exception) -> bool:
+    """Whether a failed read means that the server closed the replication connection.
+
+    An error without a SQLSTATE is no error of the server's: at a fast or smart shutdown
+    the walsender ends COPY BOTH (psycopg2 then says "no COPY in progress"), and a server
+    killed or a connection cut leaves libpq with no message at all ("error with status
+    PGRES_COPY_BOTH and no message from the libpq", or "server closed the connection
+    unexpectedly"). Terminating the walsender (pg_terminate_backend) sends 57P01.
+    """
+    return ends_session(getattr(exc, "pgcode", None))
+
+
+def _why_closed(exc: Exception) -> str:
+    """The server's or libpq's reason, or what an error without one means."""
     import psycopg2
 
-    try:
-        return cursor.read_message()
-    except psycopg2.OperationalError as exc:
-        where = reader.connector.where
-        raise TransientError(
-            f"replication from {where} broke off: {exc}", {"source": where}
-        ) from exc
-    except psycopg2.Error as exc:
-        where = reader.connector.where
-        raise TerminalError(f"replication from {where} failed: {exc}", {"source": where}) from exc
+    text = str(exc).strip()
+    if getattr(exc, "pgcode", None) is None and not isinstance(exc, psycopg2.OperationalError):
+        return "it ended the stream: the server was shut down or restarted, or the connection cut"
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _precedes(xid: int, horizon: int) -> bool:

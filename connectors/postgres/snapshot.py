@@ -32,7 +32,7 @@ from connectors.postgres.connector import (
     quote,
     split_table,
 )
-from connectors.postgres.errors import SlotAheadError, SlotMissingError
+from connectors.postgres.errors import SlotAheadError, SlotMissingError, lost_connections
 from connectors.postgres.exported_snapshot import exported_snapshot
 from connectors.postgres.position import position_of
 from connectors.postgres.replication import (
@@ -201,11 +201,12 @@ class PostgresSnapshotReader:
         """
         names = [qualified_name(table) for table in tables]
         wanted = {qualified_name(t): rows for t, rows in (keys or {}).items()}
-        descriptions = [describe_table(self.connector, name, self.keys) for name in names]
-        with self._exported() as snapshot:
-            assert snapshot.position is not None and snapshot.position_text is not None
-            position = Position(snapshot.position, snapshot.position_text)
-            yield position, self._iter_tables(descriptions, wanted, snapshot)
+        with lost_connections(self.connector.where):
+            descriptions = [describe_table(self.connector, name, self.keys) for name in names]
+            with self._exported() as snapshot:
+                assert snapshot.position is not None and snapshot.position_text is not None
+                position = Position(snapshot.position, snapshot.position_text)
+                yield position, self._iter_tables(descriptions, wanted, snapshot)
 
     @contextlib.contextmanager
     def _exported(self) -> Iterator[Snapshot]:
@@ -262,7 +263,9 @@ class PostgresSnapshotReader:
                 rows = tuple(tuple(row) for row in wanted[description.table])
                 partition = Partition(0, key_columns=description.key, keys=rows)
             batches = self._batches(description, partition, snapshot)
-            yield TableSnapshot(description, batches, self._estimated_rows(description.table))
+            with lost_connections(self.connector.where):
+                estimated = self._estimated_rows(description.table)
+            yield TableSnapshot(description, batches, estimated)
 
     def _estimated_rows(self, table: str) -> int | None:
         """The planner's statistics of a table's rows, for progress (None: never analysed)."""
@@ -276,10 +279,11 @@ class PostgresSnapshotReader:
     def _batches(
         self, description: TableDescription, partition: Partition, snapshot: Snapshot
     ) -> Iterator[pa.RecordBatch]:
-        schema = self.connector.reflect(description.table)
-        columns = list(description.schema.names)
-        for batch in self.connector.read_partition(schema, columns, partition, snapshot):
-            yield batch.drop_columns([POSITION_COLUMN])
+        with lost_connections(self.connector.where):
+            schema = self.connector.reflect(description.table)
+            columns = list(description.schema.names)
+            for batch in self.connector.read_partition(schema, columns, partition, snapshot):
+                yield batch.drop_columns([POSITION_COLUMN])
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
         """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
@@ -287,17 +291,17 @@ class PostgresSnapshotReader:
         point, like every shared snapshot here). A table located by all its columns (no key
         that orders rows uniquely) is read whole in one chunk.
         """
-        name = qualified_name(table)
-        description = describe_table(self.connector, name, self.keys)
-        schema = self.connector.reflect(name)
-        unique = bool(description.key) and len(description.key) < len(schema.columns)
-        with self.connector.shared_snapshot() as snapshot:
-            assert snapshot is not None and snapshot.position is not None
-            position = Position(snapshot.position, str(snapshot.position_text))
-            with self.connector.read_transaction(snapshot) as connection:
-                rows = self._chunk(
-                    connection, schema, description, after, limit if unique else None
-                )
+        with lost_connections(self.connector.where):
+            name = qualified_name(table)
+            description = describe_table(self.connector, name, self.keys)
+            schema = self.connector.reflect(name)
+            unique = bool(description.key) and len(description.key) < len(schema.columns)
+            with self.connector.shared_snapshot() as snapshot:
+                assert snapshot is not None and snapshot.position is not None
+                position = Position(snapshot.position, str(snapshot.position_text))
+                with self.connector.read_transaction(snapshot) as connection:
+                    limited = limit if unique else None
+                    rows = self._chunk(connection, schema, description, after, limited)
         batch, last = rows
         return TableChunk(position, TableSnapshot(description, iter([batch])), last)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import ConfigError
-from cdc_core.pipeline_config import load_pipeline_config
+from cdc_core.pipeline_config import RetryPolicy, load_pipeline_config
 
 GOOD = """\
 connections:
@@ -164,3 +164,35 @@ def test_database_target_mistakes_are_named(
     path = _write(tmp_path, DATABASE_TARGET.replace(*change))
     with pytest.raises(ConfigError, match=message):
         load_pipeline_config(path, "shop_to_pg")
+
+
+def test_retry_defaults_suit_a_nightly_service_and_keys_override_them(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD.replace("batch: {", "retry: {attempts: 0}\n    batch: {"))
+
+    shop = load_pipeline_config(path, "shop", environ={})
+    crm = load_pipeline_config(path, "crm", environ={})
+    flags = {"pipelines.shop.retry.first_wait_s": "0.2", "pipelines.shop.retry.max_wait_s": "1"}
+    fast = load_pipeline_config(path, "shop", flags, environ={})
+
+    assert shop.retry == RetryPolicy(attempts=10, first_wait_s=1.0, max_wait_s=60.0)
+    assert crm.retry.attempts == 0  # exit at once
+    assert [shop.retry.wait_before(n) for n in range(1, 11)] == [1, 2, 4, 8, 16, 32, 60, 60, 60, 60]
+    assert [fast.retry.wait_before(n) for n in (1, 2, 3, 4)] == [0.2, 0.4, 0.8, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("retry", "message"),
+    [
+        ("{attempts: -1}", r"retry\.attempts: must be 0 \(exit at once\) or more"),
+        ("{attempts: 2.5}", r"retry\.attempts: must be int"),
+        ("{first_wait_s: 0}", r"retry\.first_wait_s: must be positive"),
+        ("{first_wait_s: 5, max_wait_s: 2}", r"retry\.max_wait_s: must be at least first_wait_s"),
+        ("{attempt: 3}", r"retry\.attempt: unknown key; expected one of: attempts, first_wait_s"),
+    ],
+)
+def test_retry_mistakes_name_the_key_and_line(tmp_path: Path, retry: str, message: str) -> None:
+    path = _write(tmp_path, GOOD.replace("batch: {", f"retry: {retry}\n    batch: {{"))
+
+    with pytest.raises(ConfigError, match=message) as raised:
+        load_pipeline_config(path, "crm", environ={})
+    assert "line 17" in str(raised.value)  # the retry line

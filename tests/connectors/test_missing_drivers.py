@@ -31,7 +31,7 @@ def _block(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
 
 def _binlog_stream() -> None:
     settings = StreamSettings("127.0.0.1", 1, "u", None, "db", 1, 1.0, "mysql://u@127.0.0.1:1")
-    next(BinlogStream(settings, []).events("binlog.000001", 4, "binlog.000001:4"))
+    next(BinlogStream(settings, []).events("binlog.000001", 4, lambda: "binlog.000001:4"))
 
 
 def _hana_capture() -> None:

@@ -5,6 +5,17 @@ transactions, spilled bytes; never row values). SIGTERM and SIGINT stop it clean
 pending batch is written, a checkpoint recorded, and the command exits 0. With
 ``until_caught_up`` it stops by itself once everything committed at the source when it
 started is in the lake.
+
+A lost source -- any ``TransientError`` while the pipeline runs: the server closed the
+connection, cannot be reached, or still holds the replication slot -- is retried as
+Debezium retries retriable errors (``errors.max.retries``, ``retriable.restart.connector
+.wait.ms``, https://debezium.io/documentation/reference/3.1/connectors/postgresql.html),
+with waits that double as its reconnections' do (``connect.backoff.initial.delay.ms`` /
+``connect.backoff.max.delay.ms``), but bounded by default (``pipelines[].retry``,
+``RetryPolicy``). Each attempt opens the pipeline again (``open_pipeline``), so it resumes
+from its checkpoint exactly as a new ``cdc run`` would: nothing is lost or written twice.
+Once the attempts are spent it exits 2, naming how far the lake is and that a restart
+resumes from there. Terminal errors are never retried.
 """
 
 from __future__ import annotations
@@ -12,18 +23,24 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from cdc_core.checkpoint import read_checkpoint
+from cdc_core.errors import TransientError
 from cdc_core.metrics import LoadFigures, PipelineMetrics
 from cdc_core.pipeline import Pipeline
+from cdc_core.pipeline_config import PipelineSetup, RetryPolicy, load_pipeline_config
 from cdc_core.position import Position
 from validator.cdc_pipeline import open_pipeline
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
+STOP_POLL_S = 0.1  # how soon a wait between attempts notices SIGTERM/SIGINT
 
 
 def run_pipeline(
@@ -33,15 +50,148 @@ def run_pipeline(
     until_caught_up: bool = False,
     overrides: dict[str, str] | None = None,
 ) -> Position | None:
-    """Run the named pipeline of a config file; returns the position the lake reached."""
-    with open_pipeline(config_path, name, overrides=overrides) as pipeline:
-        with _stop_on_signals(pipeline.stop), _progress(pipeline):
-            reached = pipeline.run_until_caught_up() if until_caught_up else pipeline.run()
-        reached = reached or pipeline.metrics().position  # an initial load's snapshot
-        logger.info(
-            "pipeline %s stopped cleanly; the lake holds everything up to %s", name, reached
+    """Run the named pipeline of a config file; returns the position the lake reached.
+
+    Raises:
+        TransientError: The source stayed lost through every attempt of ``retry``.
+    """
+    setup = load_pipeline_config(config_path, name, overrides)
+    run = _Run(config_path, name, overrides, until_caught_up)
+    with _stop_on_signals(run.stop):
+        reached = _run_retrying(run, setup)
+    logger.info("pipeline %s stopped cleanly; the lake holds everything up to %s", name, reached)
+    return reached
+
+
+class _Run:
+    """One ``cdc run``: its pipeline, opened again from the checkpoint after a lost source."""
+
+    def __init__(
+        self,
+        config_path: Path,
+        name: str,
+        overrides: dict[str, str] | None,
+        until_caught_up: bool,
+    ) -> None:
+        self.config_path, self.name, self.overrides = config_path, name, overrides
+        self.until_caught_up = until_caught_up
+        self.stop_requested = False  # a plain flag: the signal handler must take no lock
+        self._pipeline: Pipeline | None = None
+        self._until: Position | None = None  # the source's end when the first attempt ran
+
+    def stop(self) -> None:
+        """Stop the pipeline running, or the wait for the next attempt (signal handler)."""
+        self.stop_requested = True
+        pipeline = self._pipeline
+        if pipeline is not None:
+            pipeline.stop()
+
+    def attempt(self) -> Position | None:
+        """Open the pipeline (it resumes from its checkpoint) and run it until it stops."""
+        with open_pipeline(self.config_path, self.name, overrides=self.overrides) as pipeline:
+            self._pipeline = pipeline
+            try:
+                if self.stop_requested:  # asked before the pipeline was there to be told
+                    pipeline.stop()
+                with _progress(pipeline):
+                    reached = self._run(pipeline)
+            finally:
+                self._pipeline = None
+            return reached or pipeline.metrics().position  # an initial load's snapshot
+
+    def _run(self, pipeline: Pipeline) -> Position | None:
+        if not self.until_caught_up:
+            return pipeline.run()
+        if self._until is None:  # later attempts stop where the first one would have
+            self._until = pipeline.reader.end_position()
+        return pipeline.run_until(self._until)
+
+    def wait(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less once a stop is asked for; True: it was."""
+        deadline = time.monotonic() + seconds
+        while not self.stop_requested and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, STOP_POLL_S))
+        return self.stop_requested
+
+
+@dataclass(slots=True)
+class _Outage:
+    """A source lost since ``since`` (monotonic): its first error, the latest, attempts."""
+
+    first: TransientError
+    since: float
+    latest: TransientError
+    attempts: int = 0
+
+
+def _run_retrying(run: _Run, setup: PipelineSetup) -> Position | None:
+    """Attempts until one ends by itself; a lost source is retried within ``setup.retry``.
+
+    The count of attempts starts again once an attempt has moved the lake on (its
+    checkpoint advanced), so a service that runs for months survives many short outages.
+    """
+    policy = setup.retry
+    outage: _Outage | None = None
+    while True:
+        before = _held(setup)
+        try:
+            return run.attempt()
+        except TransientError as exc:
+            if run.stop_requested:
+                raise
+            if outage is None or _held(setup) != before:
+                outage = _Outage(exc, time.monotonic(), exc)
+            outage.latest = exc
+            if outage.attempts >= policy.attempts:
+                raise _gave_up(outage, policy, setup) from exc
+            outage.attempts += 1
+            wait = policy.wait_before(outage.attempts)
+            logger.warning(
+                "source %s unreachable (%s); retrying in %s s, attempt %d of %d",
+                setup.source.display(),
+                _first_line(exc),
+                f"{wait:g}",
+                outage.attempts,
+                policy.attempts,
+            )
+            if run.wait(wait):
+                return _held(setup)  # stopped while waiting: the target holds that far
+
+
+def _held(setup: PipelineSetup) -> Position | None:
+    """The position the pipeline's checkpoint says its target holds everything up to."""
+    if not setup.config.state_dir.is_dir():  # open_pipeline names what is wrong with it
+        return None
+    checkpoint = read_checkpoint(setup.config.state_dir)
+    return checkpoint.lake_position if checkpoint is not None else None
+
+
+def _gave_up(outage: _Outage, policy: RetryPolicy, setup: PipelineSetup) -> TransientError:
+    """The error ``cdc run`` exits 2 with: what was lost, what was tried, how far the target
+    is, and that a restart resumes from there."""
+    if policy.attempts == 0:
+        tried = "not retried (pipelines[].retry.attempts is 0)"
+    else:
+        seconds = time.monotonic() - outage.since
+        tried = (
+            f"still unreachable after {outage.attempts} attempts over {seconds:.0f} s"
+            f" ({_first_line(outage.latest)}; pipelines[].retry sets the attempts and waits)"
         )
-        return reached
+    target = "The lake" if setup.target.is_lake else f"Target {setup.target.display()}"
+    held = _held(setup)
+    if held is None:
+        resume = f"{target} holds nothing yet; once the source is back, `replcheck cdc run`"
+        resume += " started again loads it anew"
+    else:
+        resume = f"{target} holds every change up to {held}; once the source is back,"
+        resume += " `replcheck cdc run` started again resumes from there"
+    message = f"{outage.first.message}; {tried}. {resume}"
+    return TransientError(message, outage.first.context)
+
+
+def _first_line(error: TransientError) -> str:
+    lines = error.message.strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 @contextmanager
