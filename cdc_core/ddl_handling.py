@@ -23,6 +23,7 @@ from cdc_core.image_store import RowImageStore, to_locator_bytes
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
 from cdc_core.rebuild import EqualKeysError, RebuildConfig, Rebuilder
+from cdc_core.resync_requests import ResyncRequest
 from cdc_core.sink import LakeEvent, Sink, TableBatch
 from cdc_core.source import (
     CapturesTables,
@@ -194,6 +195,24 @@ class FollowsDdl:
                                table, why, moved)  # fmt: skip
         self._fetch_chunk()
 
+    def _refresh_keys(self, request: ResyncRequest) -> None:
+        """Read the keys a re-sync repaired again, so the store and the lake get their rows
+        from the source in the stream's order (``cdc_core.resync_requests``). A table whose
+        rows a key does not single out (a row id, no unique key) is read whole."""
+        table = request.table
+        key = self._descriptions.get(table).key
+        unique = bool(key) and self._descriptions.get(table).unique and not has_copies(key)
+        keys = request.key_tuples(key) if unique else None
+        why = f"re-sync {request.request_id} repaired rows of it at {request.position}"
+        if keys is None:
+            self._start_refresh(table, request.position, f"{why}; its rows have no unique key")
+            return
+        state = RefreshState(table, request.position, False, reason=why, scanned=True)
+        self._refresher.start_keys(replace(state, pending=tuple(keys), keyed=True))
+        self._tell_rebuilder()
+        logger.info("re-reading %d rows of table %s from the source (%s)", len(keys), table, why)
+        self._fetch_chunk()
+
     def _lake_keys_otherwise(self, description: TableDescription) -> bool:
         """Whether the lake's table cannot be keyed as described: it lacks a key column, or
         (a table without a key, keyed by all its columns) holds other columns. No row of
@@ -243,7 +262,7 @@ class FollowsDdl:
         refresh, before its commits reach the lake; a crash before that meets the same
         change again on restart."""
         state = self._refresher.state_of(table)
-        if state is None or since < state.since:
+        if state is None or state.keyed or since < state.since:
             why = "values left out of the log could not be read from the source as they were"
             self._refresher.start(RefreshState(table, since, False, reason=why))
             self._tell_rebuilder()
@@ -288,7 +307,7 @@ class FollowsDdl:
         """The rebuild's view of the refreshes under way (``Rebuilder.loading``,
         ``Rebuilder.refreshing``)."""
         self._rebuilder.loading = self._refresher.loading()
-        self._rebuilder.refreshing = {s.table: s.since for s in self._refresher.states}
+        self._rebuilder.refreshing = self._refresher.rewriting()
 
     def _fetch_chunk(self) -> None:
         if self._refresher.active:
@@ -322,6 +341,7 @@ class FollowsDdl:
         # write again are buried below with the other rows gone.
         numbers = has_copies(self._descriptions.get(table).key)
         copies: Counter[bytes] | None = Counter() if numbers else None
+        asked, read = self._refresher.asked, set()
         for found in iter_rows(chunk):
             row, locator = self.config.tables.strip_row(table, found.row), found.locator
             seq = first + len(events)
@@ -334,10 +354,15 @@ class FollowsDdl:
             elif not unique and self._store.get(table, locator, chunk.position, seq=seq - 1):
                 raise EqualKeysError.of(table, chunk.position)
             self._store.put(table, locator, chunk.position, row, seq)
+            read.add(to_locator_bytes(locator))
             events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
+        if state.keyed:
+            gone = [key for key in asked if to_locator_bytes(key) not in read]
+            events += self._bury_keys(table, gone, chunk.position, first + len(events))
         state, done = self._refresher.written(chunk, len(events))
         if done:
-            events += self._bury_gone_rows(state, chunk.position, first + len(events))
+            if not state.keyed:
+                events += self._bury_gone_rows(state, chunk.position, first + len(events))
             self._refresher.finish(state, chunk.position)
             self._tell_rebuilder()
             logger.info(
@@ -348,6 +373,20 @@ class FollowsDdl:
                 "refreshing table %s: %s rows so far (at %s)", table, state.rows, chunk.position
             )
         self._add_pending(f"refresh:{table}", chunk.position, table, events)
+
+    def _bury_keys(
+        self, table: str, keys: Sequence[Hashable], end: Position, first: int
+    ) -> list[LakeEvent]:
+        """Keys a keyed refresh asked for and the source no longer has: gone, if the store
+        still holds a row for them."""
+        events: list[LakeEvent] = []
+        for key in keys:
+            image = self._store.get(table, key, end, seq=first + len(events))
+            if image is not None:
+                seq = first + len(events)
+                self._store.put(table, key, end, None, seq)
+                events.append(LakeEvent("d", image, end.value, seq, f"refresh:{table}", None))
+        return events
 
     def _bury_gone_rows(self, state: RefreshState, end: Position, first: int) -> list[LakeEvent]:
         """Rows neither a chunk nor the log touched since the refresh began: gone."""

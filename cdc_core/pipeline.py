@@ -50,6 +50,8 @@ from cdc_core.rebuild import (
     RebuildConfig,
     Rebuilder,
 )
+from cdc_core.resync_requests import POLL_S, ResyncRequest, read_requests
+from cdc_core.resync_requests import remove as remove_request
 from cdc_core.sink import LakeEvent, LakeSink, Sink, StaleDescriptionError, TableBatch
 from cdc_core.source import (
     AcknowledgesPositions,
@@ -130,6 +132,8 @@ class Pipeline(FollowsDdl):
         self._added_lock = threading.Lock()
         self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # see _on_inexact
         self._stale: dict[str, Position] = {}  # see _shaped_before_ddl
+        self._resync_polled = 0.0  # see _take_resync_requests
+        self._resync_taken: list[ResyncRequest] = []  # removed once a checkpoint holds them
 
     # -- public API -------------------------------------------------------------------
 
@@ -232,6 +236,7 @@ class Pipeline(FollowsDdl):
         self._written_marks = self._marks()
         self._tell_rebuilder()
         self._checkpoint, self._buffer = checkpoint, buffer
+        self._take_resync_requests(now=True)
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
         if self._done(checkpoint.lake_position, until):
             # Caught up already: only the position reached is recorded (see _flush).
@@ -267,6 +272,7 @@ class Pipeline(FollowsDdl):
                 yield from self._reload_stale()
             if isinstance(item, Commit):
                 yield from self._refresh_upto(item.position.value)
+                self._take_resync_requests()
                 if self._batch_full() or self._done(item.position, until):
                     yield from self._flush(None)
             if self._stop.is_set() or self._done(self._checkpoint.lake_position, until):
@@ -283,11 +289,25 @@ class Pipeline(FollowsDdl):
         the log are refreshed, and a held chunk the stream passed goes."""
         if idle.position is not None:
             self._take_added_tables(idle.position)
+            self._take_resync_requests()
             if self._pending_events:  # a table the check loads again goes to new lake tables
                 yield from self._flush(None)
             self._schemas_changed(idle, False)
             yield from self._refresh_upto(idle.position.value)
         yield from self._flush(idle.position)
+
+    def _take_resync_requests(self, *, now: bool = False) -> None:
+        """Re-sync requests the lake holds for tables captured here become keyed refreshes
+        (``cdc_core.resync_requests``): looked for every ``POLL_S``, or ``now``."""
+        lake = self.config.lake
+        if lake is None or (not now and time.monotonic() - self._resync_polled < POLL_S):
+            return
+        self._resync_polled = time.monotonic()
+        taken = {request.path for request in self._resync_taken}
+        for request in read_requests(lake, self.tables):
+            if request.path not in taken:
+                self._refresh_keys(request)
+                self._resync_taken.append(request)
 
     def _add_pending(
         self, txid: str, position: Position, table: str, events: list[LakeEvent]
@@ -309,8 +329,9 @@ class Pipeline(FollowsDdl):
         if not key or change.before is None or change.after is None:
             return
         new = tuple(change.after[column] for column in key)
-        if new != tuple(change.before[column] for column in key):
-            self._refresher.remember(change.table, new)
+        old = tuple(change.before[column] for column in key)
+        if new != old:
+            self._refresher.moved(change.table, old, new)
 
     def _not_loaded_yet(self, change: RowChange) -> None:
         """A loading refresh dropped ``change``; the key its row may have moved to, if the
@@ -571,6 +592,9 @@ class Pipeline(FollowsDdl):
             stale=dict(self._refresher.stale),
         )
         write_checkpoint(self.config.state_dir, checkpoint)
+        for request in self._resync_taken:  # the checkpoint holds their refreshes now
+            remove_request(request)
+        self._resync_taken.clear()
         self._buffer.release_checkpoint(state)
         self._checkpoint = checkpoint
         if isinstance(self.reader, AcknowledgesPositions):

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ContractError
@@ -70,6 +70,8 @@ class RefreshState:
         pending: Keys a dropped change may have moved a row to (a loading refresh drops a
             change of a row not read yet; its new key may lie in a range already read):
             read once more, by key, after the last range.
+        keyed: Only ``pending`` keys are read (a re-sync's: ``cdc_core.resync_requests``);
+            the rest of the table is exact. A key the source no longer has is buried.
     """
 
     table: str
@@ -80,10 +82,18 @@ class RefreshState:
     reason: str = ""
     scanned: bool = False
     pending: tuple[tuple[object, ...], ...] = ()
+    keyed: bool = False
 
     def __post_init__(self) -> None:
         if self.rows < 0:
             raise ContractError(f"a refresh's row count must be >= 0, not {self.rows}")
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        """Unpickled from a version-1 checkpoint: fields added since take their defaults."""
+        defaults = {field.name: field.default for field in fields(self)}
+        given = dict(zip(defaults, state, strict=False))
+        for name, value in {**defaults, **given}.items():
+            object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:
         """The refresh as a checkpoint holds it (key values in the tagged form)."""
@@ -96,6 +106,7 @@ class RefreshState:
             "reason": self.reason,
             "scanned": self.scanned,
             "pending": to_tagged(self.pending),
+            "keyed": self.keyed,
         }
 
     @classmethod
@@ -113,6 +124,7 @@ class RefreshState:
             data["reason"],
             bool(data["scanned"]),
             pending,
+            bool(data.get("keyed", False)),  # absent in checkpoints before re-sync requests
         )
 
 
@@ -193,6 +205,11 @@ class TableRefresher:
         # a key shift under refresh remembers every row, which must not cost a scan a key.
         self._later: dict[str, list[tuple[object, ...]]] = {}
         self._known: dict[str, tuple[tuple[object, ...], set[tuple[object, ...]]]] = {}
+        self.asked: tuple[tuple[object, ...], ...] = ()  # the keys the held chunk read
+        # Per keyed refresh, every key it reads: a row moving away from one is followed.
+        self._keyed: dict[str, set[tuple[object, ...]]] = {
+            s.table: set(s.pending) for s in states if s.keyed
+        }
 
     @property
     def states(self) -> list[RefreshState]:
@@ -210,6 +227,10 @@ class TableRefresher:
     def active(self) -> bool:
         """A refresh is under way."""
         return bool(self.states)
+
+    def rewriting(self) -> dict[str, Position]:
+        """Per table whose every row a refresh rewrites (not a keyed one), since when."""
+        return {state.table: state.since for state in self.states if not state.keyed}
 
     def loading(self) -> set[str]:
         """Tables whose lake started empty: a change of a row not read yet is dropped."""
@@ -231,12 +252,30 @@ class TableRefresher:
             self.states.remove(current)
         if self.held is not None and self.held.snapshot.description.table == state.table:
             self.held = None  # read before this DDL: its rows may be stale already
+        self._keyed.pop(state.table, None)
         self.states.append(state)
+
+    def start_keys(self, state: RefreshState) -> None:
+        """Read ``state.pending`` keys again (a keyed refresh). A refresh of the table under
+        way reads them too, after its ranges; a keyed one is exact from the earlier since."""
+        current = self.state_of(state.table)
+        if current is None:
+            self._keyed[state.table] = set(state.pending)
+            self.states.append(state)
+            return
+        if current.keyed:
+            index = self.states.index(current)
+            self._states[index] = replace(current, since=min(current.since, state.since))
+            self._keyed[state.table].update(state.pending)
+        for key in state.pending:
+            self.remember(state.table, key)
 
     def fetch(self, snapshots: SnapshotReader, limit: int = CHUNK_ROWS) -> None:
         """Read the next chunk of the first refresh, unless one is held."""
         if self.held is None and self.states:
-            self.held = read_chunk(snapshots, self.states[0], limit)
+            state = self.states[0]
+            self.asked = state.pending if state.scanned else ()
+            self.held = read_chunk(snapshots, state, limit)
 
     def due(self, upto: int) -> TableChunk | None:
         """The held chunk, once the stream has emitted everything committed up to its
@@ -252,8 +291,12 @@ class TableRefresher:
         (after the last range, or after the pending keys read once the ranges were)."""
         state = self.states[0]
         if state.scanned:
-            self.states[0] = replace(state, rows=state.rows + rows)
-            return self.states[0], True
+            # Keys remembered after the chunk was read are read in one more chunk.
+            asked = set(self.asked)
+            left = tuple(key for key in state.pending if key not in asked)
+            self.states[0] = replace(state, rows=state.rows + rows, pending=left)
+            self._known.pop(state.table, None)
+            return self.states[0], not left
         state = self.states[0] = advanced(state, chunk, rows)
         if chunk.last_key is not None:
             return state, False
@@ -261,6 +304,16 @@ class TableRefresher:
             self.states[0] = replace(state, scanned=True)
             return self.states[0], False
         return state, True
+
+    def moved(self, table: str, old: tuple[object, ...], new: tuple[object, ...]) -> None:
+        """A row of ``table`` moved from key ``old`` to ``new``: a refresh under way reads
+        ``new`` once more at its end (a keyed one only if it reads ``old``)."""
+        keys = self._keyed.get(table)
+        if keys is not None and old not in keys:
+            return
+        if keys is not None:
+            keys.add(new)
+        self.remember(table, new)
 
     def remember(self, table: str, key: tuple[object, ...]) -> None:
         """A change of a row not read yet was dropped; the row may now be at ``key``."""
@@ -277,6 +330,7 @@ class TableRefresher:
     def finish(self, state: RefreshState, end: Position) -> None:
         """The refresh is done: the table is exact again from ``end`` on."""
         self.states.remove(state)
+        self._keyed.pop(state.table, None)
         start = 0 if state.loading else state.since.value
         windows = (*self.stale.get(state.table, ()), (start, end.value))
         self.stale[state.table] = windows[-STALE_WINDOWS_KEPT:]

@@ -5,7 +5,9 @@ snapshot is the rows' ``POSITION_COLUMN``. A source without a log, or a read tha
 none of the keys (so carried no position), uses the lake's high-water mark as it was
 before the read: every change up to it was already at the source when the read ran, so
 the events do not claim a state the source had not reached. ``cdc_core.refresh`` writes
-them (see there for how they order against the running pipeline).
+them (see there for how they order against the running pipeline). The keys are then left
+for the pipeline feeding the table to read again (``cdc_core.resync_requests``): its row
+image store must learn the repaired rows, or a later partial change brings old values back.
 
 Every column the lake keeps and the source has is written -- excluded columns too, as the
 pipeline writes whole row images; lake columns the source lacks are NULL.
@@ -19,7 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, changelog_files, high_water_mark
+from cdc_core.position import Position
 from cdc_core.refresh import RefreshRequest, refresh
+from cdc_core.resync_requests import ResyncRequest, write_request
 from merkle.hashing import RowHasher
 from validator.resync.context import (
     ComparisonContext,
@@ -78,6 +82,7 @@ def resync_lake(
         request_id=request_id,
     )
     refresh(request)
+    _ask_pipeline(context, [*present, *gone], position, request_id)
     log.info(
         "comparison %s: %d keys refreshed, %d deleted in %s at %s",
         context.name,
@@ -87,6 +92,24 @@ def resync_lake(
         position,
     )
     return LakeRepair(tuple(present), tuple(gone), position, tuple(absent))
+
+
+def _ask_pipeline(
+    context: ComparisonContext, keys: Sequence[TypedKey], position: int, request_id: str
+) -> None:
+    """Leave the repaired keys for the pipeline feeding the table, which reads them again
+    so its row image store learns their rows (``cdc_core.resync_requests``)."""
+    if not keys:
+        return
+    lake_table = context.lake_table
+    names = context.target_key
+    request = ResyncRequest(
+        lake_table.table,
+        Position(position, str(position)),
+        tuple(dict(zip(names, key, strict=True)) for key in keys),
+        request_id,
+    )
+    write_request(lake_table.lake, request)
 
 
 def _source_columns(context: ComparisonContext, lake_schema: pa.Schema) -> list[str]:
