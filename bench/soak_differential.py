@@ -2,7 +2,10 @@
 server, one warm Spark session, a fresh database per seed.
 
     PYTHONPATH=. python bench/soak_differential.py --source mariadb-full --seeds 200 [--start 0]
-        [--size 24] [--no-validator] [--no-shrink] [--keep DIR]
+        [--size 24] [--no-validator] [--no-shrink] [--keep DIR] [--resync]
+
+``--resync`` (MariaDB sources): each seed drifts behind the binlog's back, is re-synced
+with ``validate`` and ``resync --apply`` mid-workload, and goes on (issue 37, item 1).
 
 Prints each failure (seed, problems, shrunk SQL) as it happens, then a summary: seeds run
 and failed, statements, transactions, DDL statements, kills, statements the server refused,
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-validator", action="store_true", help="independent judge only")
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--keep", type=Path, help="copy each failing run's directory here")
+    parser.add_argument("--resync", action="store_true", help="drift, re-sync, then go on")
     args = parser.parse_args(argv)
     failed: list[int] = []
     started = time.monotonic()
@@ -66,7 +70,12 @@ def main(argv: list[str] | None = None) -> int:
             for seed in seeds:
                 clock = time.monotonic()
                 failure = check_seed(
-                    seed, args.source, run, size=args.size, minimize=not args.no_shrink
+                    seed,
+                    args.source,
+                    run,
+                    size=args.size,
+                    minimize=not args.no_shrink,
+                    resync=args.resync,
                 )
                 outcome = "ok" if failure is None else "FAILED"
                 print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
@@ -75,13 +84,15 @@ def main(argv: list[str] | None = None) -> int:
                     print(failure.report(), flush=True)
         except KeyboardInterrupt:  # stopped early (Ctrl-C, SIGINT): the summary of those run
             seeds = range(args.start, seed)
-            run.totals -= tally(generate(seed, args.source, args.size))  # counted, not run
+            counted = generate(seed, args.source, args.size, resync=args.resync)
+            run.totals -= tally(counted)  # counted, not run
             print(f"interrupted in seed {seed}", flush=True)
     elapsed, totals = time.monotonic() - started, run.totals
     print(
         f"{args.source} seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of"
         f" {len(seeds)} passed; {totals['statements']} statements, {totals['transactions']}"
         f" transactions, {totals['ddl']} DDL statements, {totals['kills']} kills,"
+        f" {totals['drift_items']} drift items,"
         f" {totals['errors']} statements refused by the server; {elapsed:.0f} s in all,"
         f" {elapsed / max(1, len(seeds)):.1f} s per seed; failed seeds: {failed or 'none'}",
         flush=True,

@@ -127,7 +127,12 @@ def _lake_name(database: SeedDatabase, table: str) -> str:
 
 
 def validator_config(
-    database: SeedDatabase, url: str, lake: Path, path: Path, wait_s: float = 60.0
+    database: SeedDatabase,
+    url: str,
+    lake: Path,
+    path: Path,
+    wait_s: float = 60.0,
+    engine: str = "auto",
 ) -> Path:
     """A validator config comparing every table of the database with the lake."""
     comparisons = "".join(
@@ -142,7 +147,7 @@ def validator_config(
         f"  src: {{url: {json.dumps(url)}}}\n"
         f"  lake: {{lake: {json.dumps(str(lake))}}}\n"
         f"comparisons:\n{comparisons}"
-        f"validation: {{lake_wait_timeout_s: {wait_s}}}\n",
+        f"validation: {{lake_wait_timeout_s: {wait_s}, engine: {engine}}}\n",
         encoding="utf-8",
     )
     return path
@@ -191,3 +196,42 @@ def _sample(comparison: dict[str, Any]) -> str:
 
 
 Judge = Callable[[SeedDatabase, Path, Path], list[str]]
+
+
+def resync(database: SeedDatabase, work: Path) -> list[str]:
+    """``replcheck validate`` then ``replcheck resync --apply`` of what it found, as a user
+    runs them while ``cdc run`` follows the log (the runner's ``resync`` item). Problems:
+    either could not run, or the re-sync did not repair every difference (the later items
+    and the judges then tell whether the repair lasts)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    path = validator_config(
+        database, database.plain_url(), work / "lake", work / "resync.yaml", 600.0, "auto"
+    )
+    out = work / "resync-validate"
+    for _ in range(VALIDATE_ATTEMPTS):  # a refresh's inexact window: "validate again"
+        command = [sys.executable, "-m", "validator.cli", "validate", "--config", str(path)]
+        found = subprocess.run(
+            [*command, "--out", str(out)], cwd=root, capture_output=True, text=True
+        )
+        if "validate again" not in found.stderr + found.stdout:
+            break
+    if found.returncode == 0:
+        return []  # the drift was undone by the log (a logged delete, a table refresh)
+    if found.returncode != 1:
+        return [f"validate before the re-sync exited {found.returncode}: {_errors(found)}"]
+    command = [sys.executable, "-m", "validator.cli", "resync", "--config", str(path)]
+    command += ["--result", str(out / "result.json"), "--apply"]
+    repaired = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    if repaired.returncode != 0:
+        return [f"resync --apply exited {repaired.returncode}: {_errors(repaired)}"]
+    return []
+
+
+def _errors(finished: Any) -> str:
+    """A command's error lines (else the end of what it printed)."""
+    output = finished.stdout + finished.stderr
+    lines = [line for line in output.splitlines() if "error" in line.lower()]
+    return "\n".join(lines)[-1500:] if lines else output[-1500:]

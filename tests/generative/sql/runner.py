@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.names import format_table
-from tests.generative.sql.judge import compare_all, validate
+from tests.generative.sql.judge import compare_all, resync, validate
 from tests.generative.sql.pipeline import RUN_TIMEOUT_S, PipelineProcess, write_config
 from tests.generative.sql.source import SeedDatabase, open_database
 from tests.generative.sql.workload import SIZE, SOURCES, Item, Workload, generate
@@ -86,8 +86,11 @@ def _run(
     pipeline.start()
     loaded = [format_table(database.schema(), table) for table in database.tables()]
     pipeline.wait_ready(loaded)  # the items run while the pipeline follows the log
+    problems = []
     for item in workload.items:
-        if item.kind != "late":
+        if item.kind == "resync":
+            problems += resync(database, work)
+        elif item.kind != "late":
             _execute(item, database, pipeline)
     database.close()
     late = [item for item in workload.items if item.kind == "late"]
@@ -97,7 +100,6 @@ def _run(
             _execute(item, database, pipeline)
         database.close()
     lake = work / "lake"
-    problems = []
     if run.spark is not None:
         # The validator compares at its own snapshot's position, waiting for the running
         # pipeline to bring the lake there (as in production).
@@ -179,6 +181,9 @@ def to_script(workload: Workload) -> str:
         if item.kind == "kill":
             lines.append("-- SIGKILL `replcheck cdc run` here and start it again")
             continue
+        if item.kind == "resync":
+            lines.append("-- run `replcheck validate`, then `replcheck resync --apply` here")
+            continue
         sessions = {step.session for step in item.steps}
         for step in item.steps:
             marker = f"/* session {step.session} */ " if len(sessions) > 1 else ""
@@ -209,6 +214,7 @@ def tally(workload: Workload) -> Counter[str]:
     found: Counter[str] = Counter(statements=workload.statements())
     for item in workload.items:
         found["kill_items"] += item.kind == "kill"
+        found["drift_items"] += item.kind == "drift"
         found["ddl"] += item.kind in ("ddl", "create")
         found["transactions"] += sum(
             step.sql in OPENINGS or step.sql.startswith("XA START") for step in item.steps
@@ -217,10 +223,17 @@ def tally(workload: Workload) -> Counter[str]:
 
 
 def check_seed(
-    seed: int, source: str, run: Run, *, size: int = SIZE, minimize: bool = True
+    seed: int,
+    source: str,
+    run: Run,
+    *,
+    size: int = SIZE,
+    minimize: bool = True,
+    resync: bool = False,
 ) -> Failure | None:
-    """``None`` when seed ``seed`` passes on ``source``; else its (shrunk) failure."""
-    workload = generate(seed, source, size)
+    """``None`` when seed ``seed`` passes on ``source``; else its (shrunk) failure. With
+    ``resync``, the workload drifts behind the log and is re-synced (``generate``)."""
+    workload = generate(seed, source, size, resync=resync)
     run.totals += tally(workload)
     problems = check(workload, run)
     if not problems:

@@ -56,8 +56,13 @@ class Step:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Item:
-    kind: str  # txn, autocommit, interleaved, ddl, create, kill; late: after the pipeline
+    # txn, autocommit, interleaved, ddl, create, kill; late: after the pipeline; drift:
+    # changes the binlog never shows; resync: validate and ``resync --apply`` (see runner)
+    kind: str
     steps: tuple[Step, ...] = ()
+
+
+DRIFT_SESSION = 7  # the session of drift: the binlog is off in it while it writes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -242,6 +247,27 @@ class _Generator:
         _follow(table, chosen, column, name, self.kind.product)
         return Item("ddl", tuple(Step(0, sql, True) for sql in variants[chosen]))
 
+    def drift(self) -> Item:
+        """Changes of a keyed table behind the binlog's back (MariaDB ``sql_log_bin``): the
+        lake and the pipeline's row images fall out of step with the source until a
+        re-sync repairs them."""
+        tables = [table for table in self.tables if table.keyed]
+        if not tables:
+            return Item("drift", ())
+        table = self.rng.choice(tables)
+        ops = (self.update_one, self.update_one, self.delete_one, self.insert_one, self.key_change)
+        picked = [self.rng.choice(ops) for _ in range(self.rng.randint(1, 3))]
+        body = [sql for op in picked for sql in op(table, [])]
+        session = DRIFT_SESSION
+        return Item(
+            "drift",
+            (
+                Step(session, "SET SESSION sql_log_bin = 0", True),
+                *(Step(session, sql) for sql in body),
+                Step(session, "SET SESSION sql_log_bin = 1", True),
+            ),
+        )
+
     def item(self) -> Item:
         roll = self.rng.random()
         if roll < 0.12:
@@ -253,6 +279,24 @@ class _Generator:
             return Item("autocommit", tuple(Step(0, s) for s in self.insert_one(table, [])))
         others = self.tables[1:] if len(self.tables) > 1 else []
         return Item("txn", tuple(self.transaction(0, self.tables[:1] + others, others)))
+
+
+def _items(generator: _Generator, size: int, resync: bool) -> list[Item]:
+    """``size`` items; with ``resync``, drift items among the first half, then a re-sync."""
+    if not resync:
+        return [generator.item() for _ in range(size)]
+    if generator.kind.product != "mariadb":
+        raise ValueError(f"{generator.kind.name}: only MariaDB's binlog can be bypassed")
+    half = size // 2
+    drifts = set(generator.rng.sample(range(half), k=min(half, generator.rng.randint(1, 3))))
+    items: list[Item] = []
+    for index in range(size):
+        if index in drifts:
+            items.append(generator.drift())  # in the tables' shape at this point
+        if index == half:
+            items.append(Item("resync", (Step(0, "-- validate, then resync --apply", True),)))
+        items.append(generator.item())
+    return items
 
 
 def _wrap(session: int, opening: list[str], body: list[Step], closing: list[str]) -> list[Step]:
@@ -293,9 +337,13 @@ def _follow(table: Table, ddl: str, column: Column, name: str, product: str) -> 
         )
 
 
-def generate(seed: int, source: str, size: int = SIZE, kills: bool = True) -> Workload:
+def generate(
+    seed: int, source: str, size: int = SIZE, kills: bool = True, resync: bool = False
+) -> Workload:
     """The workload of ``seed`` for source kind ``source``: about ``size`` items; a SIGKILL
-    of the pipeline in about half the seeds when ``kills``."""
+    of the pipeline in about half the seeds when ``kills``. With ``resync`` (MariaDB: its
+    binlog can be turned off per session), drift in the first half, then a re-sync, then
+    the rest of the workload on the repaired rows."""
     generator = _Generator(seed, SOURCES[source])
     setup: list[str] = []
     for _ in range(generator.rng.randint(2, 3)):
@@ -303,7 +351,7 @@ def generate(seed: int, source: str, size: int = SIZE, kills: bool = True) -> Wo
         table = generator.tables[-1]
         rows = [generator.row(table) for _ in range(generator.rng.randint(2, 6))]
         setup.append(generator.sql.insert(table, rows))
-    items = [generator.item() for _ in range(size)]
+    items = _items(generator, size, resync)
     if kills and generator.rng.random() < 0.5:
         for _ in range(generator.rng.randint(1, 2)):
             items.insert(generator.rng.randrange(len(items) + 1), Item("kill"))
