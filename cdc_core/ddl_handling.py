@@ -118,14 +118,14 @@ class FollowsDdl:
     def _on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
         """Act on a DDL the connector classified (``TableChanged``), once."""
         table = change.table
+        seen = self._checkpoint.ddl_seen.get(table)
+        if not self.config.tables.captures(table) or (seen and change.position <= seen):
+            return  # not captured (the reader may see every table's DDL), or acted on before
         if change.action == "stop":
             raise TerminalError(
                 f"{change.reason} (table {table}, at {change.position}: {change.statement})",
                 {"table": table, "position": change.position.text},
             )
-        seen = self._checkpoint.ddl_seen.get(table)
-        if not self.config.tables.captures(table) or (seen and change.position <= seen):
-            return  # not captured, or acted on before a restart
         self._check_reads(table, (), change.position)
         yield from self._flush(None)  # what came before the DDL, under the old schema
         logger.info(

@@ -5,17 +5,23 @@ does not fit it: a row carries a column the description lacks (a column was adde
 value does not convert to the described type (a column was retyped). A column the new
 description lacks but older events of the batch still carry (dropped after them) keeps its
 old field, so no value of the batch is lost.
+
+Never a column left out in silence (issue 36): a column the connector cannot carry exactly
+(``TableDescription.refused``: no logical type, too many digits, a type its snapshot cannot
+read) refuses its table here, by name, whenever the table is described -- before its load,
+and again when a DDL gives it such a column -- unless the pipeline's ``ignore_columns``
+lists it; a target that cannot hold a carried column says so through ``Sink.refused``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc_core.copies import numbered
-from cdc_core.source import LogReader, TableDescription
+from cdc_core.source import LogReader, RefusedColumn, RefusedColumnsError, TableDescription
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,15 +88,42 @@ class TableDescriptions:
         return new
 
     def _strip(self, description: TableDescription) -> TableDescription:
-        """The lake's form of a description: ignored columns left out, and equal rows of
-        a table without a key numbered (``cdc_core.copies``)."""
+        """The lake's form of a description: ignored columns left out (refused ones too,
+        which must be ignored), and equal rows of a table without a key numbered
+        (``cdc_core.copies``).
+
+        Raises:
+            RefusedColumnsError: The source has columns the pipeline cannot carry and
+                ``ignore_columns`` does not list.
+        """
         import pyarrow as pa
 
         ignored = self._ignore.get(description.table, frozenset())
-        if ignored:
+        check_carried(description, ignored)
+        if ignored or description.refused:  # the refused columns are all ignored here
             kept = [f for f in description.schema if f.name not in ignored]
-            description = replace(description, schema=pa.schema(kept))
+            description = replace(description, schema=pa.schema(kept), refused=())
         return numbered(description)
+
+
+def check_carried(
+    description: TableDescription,
+    ignored: Collection[str],
+    unheld: Sequence[RefusedColumn] = (),
+) -> None:
+    """Refuse ``description``'s table unless each of its columns is carried or ignored.
+
+    Args:
+        description: The table as its connector describes it.
+        ignored: The columns the pipeline's ``ignore_columns`` lists for the table.
+        unheld: Carried columns the target cannot hold (``Sink.refused``).
+
+    Raises:
+        RefusedColumnsError: Names every such column, its type and the way out.
+    """
+    refused = [c for c in (*description.refused, *unheld) if c.name not in ignored]
+    if refused:
+        raise RefusedColumnsError.of(description.table, refused)
 
 
 def as_held(description: TableDescription, held: pa.Schema) -> TableDescription:

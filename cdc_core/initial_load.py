@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from cdc_core.checkpoint import Checkpoint, write_checkpoint
 from cdc_core.copies import has_copies, held_copies, numbered_event, with_copy
+from cdc_core.descriptions import check_carried
 from cdc_core.errors import TerminalError
 from cdc_core.image_store import RowImageStore
 from cdc_core.metrics import MetricsTracker
@@ -68,6 +69,7 @@ def load_tables(context: LoadContext, checkpoint: Checkpoint) -> Checkpoint:
     if not wanted:
         return checkpoint
     _refuse_foreign_tables(context, wanted)
+    _refuse_uncarried_columns(context, wanted)
     with context.snapshots.snapshot(wanted) as (position, snapshots):
         _check_not_behind(context, checkpoint, position)
         checkpoint = replace(checkpoint, loading=dict.fromkeys(wanted, position))
@@ -121,6 +123,16 @@ def _refuse_foreign_tables(context: LoadContext, tables: list[str]) -> None:
                 " another lake or schema",
                 {"table": table},
             )
+
+
+def _refuse_uncarried_columns(context: LoadContext, tables: list[str]) -> None:
+    """Every table is checked before any is loaded, so a column the source cannot carry or
+    the target cannot hold stops the pipeline before it writes anything, named in one
+    message with the table's other such columns."""
+    for table in tables:
+        described = context.reader.describe(table)
+        ignored = context.config.tables.ignore_columns.get(table, frozenset())
+        check_carried(described, ignored, context.sink.refused(described))
 
 
 def _load_table(

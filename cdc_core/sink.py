@@ -58,7 +58,7 @@ from cdc_core.lake import (
 from cdc_core.mirror_rebuild import merge_or_rebuild
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.position import Position
-from cdc_core.source import TableDescription
+from cdc_core.source import RefusedColumn, RefusedColumnsError, TableDescription
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -185,6 +185,10 @@ class Sink(Protocol):
         """Whether the table can hold every value of the described columns."""
         ...
 
+    def refused(self, description: TableDescription) -> tuple[RefusedColumn, ...]:
+        """The described columns this target has no exact type for (empty: none)."""
+        ...
+
     def held_schema(self, table: str) -> pa.Schema | None:
         """The columns the target holds for ``table`` as the sink types its batches (None:
         not known, or the sink converts values by the target's own column types)."""
@@ -282,6 +286,16 @@ class LakeSink:
         return all(
             field.name not in lake.names or holds_type(lake.field(field.name).type, field.type)
             for field in description.schema
+        )
+
+    def refused(self, description: TableDescription) -> tuple[RefusedColumn, ...]:
+        """The described columns a Delta table cannot hold: intervals (Arrow durations, in
+        arrays too), for which the Delta protocol has no type
+        (https://github.com/delta-io/delta/blob/master/PROTOCOL.md#schema-serialization-format)."""
+        return tuple(
+            RefusedColumn(field.name, _interval_text(field.type), _NO_LAKE_INTERVAL)
+            for field in description.schema
+            if _holds_interval(field.type)
         )
 
     def follow_schema(self, description: TableDescription, position: Position) -> None:
@@ -584,6 +598,9 @@ class LakeSink:
         """The records as Arrow, typed by the source description, fitted to the lake's types."""
         import pyarrow as pa
 
+        refused = self.refused(description)
+        if refused:  # a column a DDL added since the load: named, not a Delta error
+            raise RefusedColumnsError.of(description.table, refused)
         schema = pa.schema([*description.schema, *meta_fields()])
         failures = (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError)
         if _truncated(description.schema, records):
@@ -646,6 +663,28 @@ def net_effect(events: Sequence[LakeEvent], key: Sequence[str]) -> tuple[bool, l
 
 
 _NAN = object()  # every NaN of a key, in ``net_effect``
+
+
+_NO_LAKE_INTERVAL = (
+    "no type in a Delta lake, which holds no intervals (a PostgreSQL database target does)"
+)
+
+
+def _holds_interval(kind: pa.DataType) -> bool:
+    """Whether ``kind`` is a duration or a list of them (``merkle`` ``interval``)."""
+    import pyarrow.types as pat
+
+    if pat.is_list(kind) or pat.is_large_list(kind):
+        return _holds_interval(kind.value_type)
+    return bool(pat.is_duration(kind))
+
+
+def _interval_text(kind: pa.DataType) -> str:
+    import pyarrow.types as pat
+
+    if pat.is_list(kind) or pat.is_large_list(kind):
+        return f"{_interval_text(kind.value_type)}[]"
+    return "interval"
 
 
 def _has_naive_timestamp(kind: pa.DataType) -> bool:

@@ -11,7 +11,8 @@ them (STYLE.md, "One pipeline"). The pipeline never asks which product it reads.
   has ``commit_pos <= end_position()`` (``--until-caught-up`` stops there).
 - ``SnapshotReader.snapshot(tables)`` reads tables in one consistent snapshot at a position,
   for the initial load (``r`` events) and re-syncs.
-- ``LogReader.describe(table)`` gives the columns the lake stores for a table.
+- ``LogReader.describe(table)`` gives the columns the lake stores for a table, and those it
+  cannot carry exactly (``RefusedColumn``), which refuse the table by name unless ignored.
 - ``TableChanged`` is yielded, in log order, for DDL on a captured table: the connector
   classifies the statement (README, "Schema changes"), the pipeline acts on it.
 - ``ReadsChunks.read_chunk`` reads one key range of a table in its own consistent snapshot
@@ -25,7 +26,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from cdc_core.errors import ContractError
+from cdc_core.errors import ContractError, TerminalError
 from cdc_core.events import RawChange
 from cdc_core.lake import META_COLUMNS
 from cdc_core.position import Position
@@ -86,6 +87,50 @@ class TableChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class RefusedColumn:
+    """A column of a source table the pipeline cannot carry exactly, and why.
+
+    Never left out in silence: ``cdc_core.descriptions`` refuses its table by name unless
+    the pipeline's ``ignore_columns`` lists the column (``RefusedColumnsError``).
+
+    Args:
+        name: The column.
+        native_type: Its type as the source spells it (``inet6``, ``int4range``).
+        reason: Why it cannot be carried, read after "column NAME (TYPE):" in the message
+            ("no logical type in replcheck, ...").
+    """
+
+    name: str
+    native_type: str
+    reason: str
+
+
+class RefusedColumnsError(TerminalError):
+    """Columns of a captured table that the pipeline cannot carry exactly and does not
+    ignore: refused by name, with the way out, before anything of the table is written."""
+
+    @classmethod
+    def of(cls, table: str, columns: Sequence[RefusedColumn]) -> RefusedColumnsError:
+        """The error naming ``columns`` of ``table``."""
+        by_reason: dict[str, list[str]] = {}
+        for column in columns:
+            by_reason.setdefault(column.reason, []).append(f"{column.name} ({column.native_type})")
+        described = "; ".join(
+            f"column{'s' if len(named) > 1 else ''} {', '.join(named)}: {reason}"
+            for reason, named in by_reason.items()
+        )
+        names = ", ".join(column.name for column in columns)
+        them = "it" if len(columns) == 1 else "them"
+        return cls(
+            f"table {table}: {described}. The pipeline stops rather than leave {them} out in"
+            f" silence: list {them} in the pipeline's ignore_columns: {{{table}: [{names}]}}"
+            f" to replicate the table without {them} (and in its comparisons'"
+            " columns.exclude)",
+            {"table": table, "columns": names},
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TableDescription:
     """A source table as the lake stores it.
 
@@ -98,15 +143,21 @@ class TableDescription:
             a configured key or all the columns of a table without one, where two rows may
             share a key, which the lake cannot hold apart (``cdc_core.rebuild``
             ``EqualKeysError``).
+        refused: The source's columns the pipeline cannot carry exactly (not in
+            ``schema``): the table is refused by name unless ``ignore_columns`` lists them.
     """
 
     table: str
     schema: pa.Schema
     key: tuple[str, ...]
     unique: bool = True
+    refused: tuple[RefusedColumn, ...] = ()
 
     def __post_init__(self) -> None:
         names = set(self.schema.names)
+        both = [column.name for column in self.refused if column.name in names]
+        if both:
+            raise ContractError(f"columns {both} of table {self.table} are carried and refused")
         missing = [column for column in self.key if column not in names]
         if missing:
             raise ContractError(f"key columns {missing} are not columns of table {self.table}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.rebuild import FetchMissing, FetchUnavailable
-from cdc_core.source import KeyShapeError, LogReader, SnapshotReader
+from cdc_core.source import KeyShapeError, LogReader, RefusedColumn, SnapshotReader
 from merkle.options import TimeRounding
 from merkle.types import LogicalType, TimeType
 
@@ -53,6 +53,40 @@ class TableSchema:
             if column.name == name:
                 return column
         raise KeyError(name)
+
+
+NO_LOGICAL_TYPE = "no logical type in replcheck (nothing carries or compares such values)"
+
+Refusal = Callable[[SourceColumn], str | None]
+"""Why a pipeline cannot carry a column (``RefusedColumn.reason``); None: it can."""
+
+
+def without_logical_type(column: SourceColumn) -> str | None:
+    """The refusal every product shares: a column with no logical type (spatial, ranges,
+    network types, XMLTYPE, ...) cannot be hashed, so nothing can show it arrived intact."""
+    return NO_LOGICAL_TYPE if column.ltype is None else None
+
+
+def carried_columns(
+    schema: TableSchema, refusal: Refusal = without_logical_type
+) -> tuple[list[str], tuple[RefusedColumn, ...]]:
+    """The columns of ``schema`` a pipeline carries, in order, and those it refuses (never
+    left out in silence: ``cdc_core.descriptions`` refuses the table unless they are
+    ignored).
+
+    Args:
+        schema: The table as the connector reflected it.
+        refusal: The product's reasons (it should include ``without_logical_type``'s).
+    """
+    carried: list[str] = []
+    refused: list[RefusedColumn] = []
+    for column in schema.columns:
+        reason = refusal(column)
+        if reason is None:
+            carried.append(column.name)
+        else:
+            refused.append(RefusedColumn(column.name, column.native_type, reason))
+    return carried, tuple(refused)
 
 
 POSITION_COLUMN = "_source_pos"

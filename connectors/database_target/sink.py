@@ -35,7 +35,7 @@ from cdc_core.lake import RefreshMarks
 from cdc_core.pipeline_config import TargetOptions
 from cdc_core.position import Position
 from cdc_core.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch, Written, unwritten
-from cdc_core.source import TableDescription
+from cdc_core.source import RefusedColumn, TableDescription
 from connectors.base import key_text
 from connectors.database_target.progress import Progress, progress_table
 from connectors.database_target.tables import TargetTables
@@ -138,6 +138,10 @@ class DatabaseSink:
     def holds(self, description: TableDescription) -> bool:
         """Whether the target table's columns hold the described ones' values."""
         return self.tables.holds(description)
+
+    def refused(self, description: TableDescription) -> tuple[RefusedColumn, ...]:
+        """The described columns the target has no exact type for."""
+        return self.tables.refused(description)
 
     def follow_schema(self, description: TableDescription, position: Position) -> None:
         """Add columns new at the source (existing rows hold NULL there)."""

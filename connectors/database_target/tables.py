@@ -17,8 +17,8 @@ from cdc_core.copies import has_copies
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table, same_table
 from cdc_core.position import Position
-from cdc_core.source import TableDescription
-from connectors.database_target.types import MYSQL, column_type
+from cdc_core.source import RefusedColumn, TableDescription
+from connectors.database_target.types import MYSQL, column_type, holds_column, unheld
 from connectors.model import TableSchema
 from connectors.sql_target import unescaped_backticks
 
@@ -120,6 +120,16 @@ class TargetTables:
             if not same and not (isinstance(old, sa.Integer) and isinstance(new, sa.Integer)):
                 return False
         return True
+
+    def refused(self, description: TableDescription) -> tuple[RefusedColumn, ...]:
+        """The described columns this target has no exact type for."""
+        source = self.describe_source(description.table)
+        columns = [c for c in source.columns if c.name in description.schema.names]
+        return tuple(
+            unheld(column, self.dialect)
+            for column in columns
+            if not holds_column(column, self.dialect, column.name in description.key)
+        )
 
     def add_columns(self, description: TableDescription) -> None:
         """Add the described columns the target table lacks (nullable, no default)."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import ConfigError
+from cdc_core.source import RefusedColumn, RefusedColumnsError
 from connectors.model import SourceColumn
 from merkle import types as lt
 
@@ -46,19 +47,29 @@ def column_type(column: SourceColumn, table: str, dialect: str, key: bool) -> Ty
     """The target type of ``column`` of source table ``table`` on a ``dialect`` target.
 
     Raises:
-        TerminalError: The column has no logical type, or the target cannot hold it (names
-            the table, the column, its type and the fix).
+        RefusedColumnsError: The column has no logical type, or the target cannot hold it
+            (names the table, the column, its type and the way out).
     """
     ltype = column.ltype
     found = None if ltype is None else _mapped(ltype, column.native_type, dialect, key)
     if found is None:
-        raise TerminalError(
-            f"column {column.name} of table {table} ({column.native_type}) has no type in a"
-            f" {dialect} target that holds its values exactly; leave it out with"
-            " ignore_columns, or replicate the table into a lake",
-            {"table": table, "column": column.name},
-        )
+        raise RefusedColumnsError.of(table, [unheld(column, dialect)])
     return found
+
+
+def holds_column(column: SourceColumn, dialect: str, key: bool) -> bool:
+    """Whether a ``dialect`` target has a type that holds ``column``'s values exactly."""
+    ltype = column.ltype
+    return ltype is not None and _mapped(ltype, column.native_type, dialect, key) is not None
+
+
+def unheld(column: SourceColumn, dialect: str) -> RefusedColumn:
+    """``column`` refused by a ``dialect`` target that has no exact type for it."""
+    return RefusedColumn(
+        column.name,
+        column.native_type,
+        f"no type in a {dialect} target that holds its values exactly",
+    )
 
 
 def _mapped(ltype: lt.LogicalType, native: str, dialect: str, key: bool) -> Any:

@@ -24,7 +24,13 @@ from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import Connector, arrow_type_of, key_text, missing_table
 from connectors.mariadb.position import to_position
-from connectors.mariadb.types import is_wide_integer, logical_type, timestamp_rounding
+from connectors.mariadb.system_versioning import system_period, without_period_end
+from connectors.mariadb.types import (
+    MAX_LAKE_DIGITS,
+    is_wide_integer,
+    logical_type,
+    timestamp_rounding,
+)
 from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
 from connectors.mariadb.zero_dates import (
     NOT_A_DATE,
@@ -181,7 +187,9 @@ class MariaDBConnector(Connector):
                 " ORDER BY ORDINAL_POSITION",
                 (schema, name),
             )
+            # MariaDB appends a system-versioned table's row end to its primary key.
             key = tuple(row[0] for row in cursor.fetchall())
+            key = without_period_end(key, system_period(cursor, schema, name))
             json_columns = self._json_columns(cursor, schema, name)
         if not rows:
             raise missing_table(table, f"database {schema}")
@@ -239,10 +247,10 @@ class MariaDBConnector(Connector):
         if column.ltype is None:
             raise TerminalError(f"column {column.name} ({column.native_type}) cannot be read")
         ltype = column.ltype
-        if isinstance(ltype, lt.DecimalType) and (ltype.precision or 0) > 38:
+        if isinstance(ltype, lt.DecimalType) and (ltype.precision or 0) > MAX_LAKE_DIGITS:
             raise TerminalError(
-                f"column {column.name} is {column.native_type}: more than 38 digits do not fit"
-                " Spark's decimals; exclude it or cast it in a view"
+                f"column {column.name} is {column.native_type}: more than {MAX_LAKE_DIGITS}"
+                " digits do not fit Spark's decimals; exclude it or cast it in a view"
             )
         arrow_type: pa.DataType = arrow_type_of(ltype)
         return arrow_type

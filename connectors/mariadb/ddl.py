@@ -16,7 +16,11 @@ CHARACTER SET``) leaves the lake stale unless the pipeline reacts. Each clause o
   changes; ``DROP``/``TRUNCATE``/``EXCHANGE PARTITION``; ``ALTER IGNORE`` (it deletes
   duplicate rows); and every clause not recognised here.
 
-Nothing is refused: whatever the statement did, a refresh re-reads the table.
+Whatever else the statement did, a refresh re-reads the table. One kind of clause is
+refused (``stop``): a foreign key with a cascading action (``ON DELETE``/``ON UPDATE``
+``CASCADE``, ``SET NULL``, ``SET DEFAULT``), as a constraint or inline in a column's
+definition: InnoDB changes the child rows of a cascade without logging them, so the table
+could no longer be followed (``table_kinds``, which refuses such tables before loading).
 """
 
 from __future__ import annotations
@@ -52,6 +56,14 @@ _ADD_COLUMN = re.compile(r"^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?", re.I
 _FILLS_ROWS = re.compile(
     r"\bNOT\s+NULL\b|\bAUTO_INCREMENT\b|\bSERIAL\b|\bGENERATED\b|\bAS\s*\(|\bDEFAULT\b",
     re.I,
+)
+# A foreign key whose action changes child rows unlogged (``table_kinds.CASCADING``).
+_CASCADING_ACTION = re.compile(
+    r"\bON\s+(?:DELETE|UPDATE)\s+(?:CASCADE|SET\s+NULL|SET\s+DEFAULT)\b", re.I
+)
+_REFERENCES = re.compile(r"\bREFERENCES\s+([^\s(]+)", re.I)
+_CONSTRAINT = re.compile(
+    r"^ADD\s+CONSTRAINT\s+(?:IF\s+NOT\s+EXISTS\s+)?(?!FOREIGN\b)([^\s(]+)", re.I
 )
 _DEFAULT_NULL = re.compile(r"\bDEFAULT\s+NULL\b", re.I)
 _TIMESTAMP = re.compile(r"^\S+\s+TIMESTAMP\b", re.I)
@@ -114,6 +126,21 @@ def _clause_reason(clause: str) -> str | None:
     }.get(first, f"an ALTER TABLE clause replcheck does not know ({first or 'empty'})")
 
 
+def cascading_reference(clause: str) -> str | None:
+    """What a clause adding a cascading foreign key adds (its constraint, parent and
+    actions, as the statement writes them); None for any other clause."""
+    masked = _masked(clause)
+    references = _REFERENCES.search(masked)
+    actions = [match.span() for match in _CASCADING_ACTION.finditer(masked)]
+    if references is None or not actions:
+        return None
+    constraint = _CONSTRAINT.match(masked.strip())
+    named = f"{clause.strip()[slice(*constraint.span(1))]} " if constraint else ""
+    parent = clause[slice(*references.span(1))]
+    shown = " ".join(" ".join(clause[slice(*span)].split()) for span in actions)
+    return f"the foreign key {named}({shown}) referencing {parent}"
+
+
 def classify_alter(specification: str, *, ignore: bool = False) -> tuple[DdlAction, str]:
     """The action an ``ALTER TABLE`` needs, and why (see the module doc).
 
@@ -121,11 +148,23 @@ def classify_alter(specification: str, *, ignore: bool = False) -> tuple[DdlActi
         specification: What follows the table name (the clauses).
         ignore: ``ALTER IGNORE TABLE``: rows violating a new unique key are deleted.
     """
+    clauses = split_clauses(specification)
+    cascading = [added for clause in clauses if (added := cascading_reference(clause))]
+    if cascading:
+        return "stop", _cascade_refusal(cascading)
     if ignore:
         return "refresh", "ALTER IGNORE may delete rows"
-    reasons = [
-        reason for clause in split_clauses(specification) if (reason := _clause_reason(clause))
-    ]
+    reasons = [reason for clause in clauses if (reason := _clause_reason(clause))]
     if reasons:
         return "refresh", "; ".join(dict.fromkeys(reasons))
     return "schema", "value-preserving"
+
+
+def _cascade_refusal(added: list[str]) -> str:
+    return (
+        f"{' and '.join(added)} added to a captured table: InnoDB changes the child rows of"
+        " a cascade without writing them to the binlog, so the lake would keep deleted rows"
+        " and old values; leave the table out of the pipeline's tables (to capture it again,"
+        " drop the cascading action at the source, delete or update the child rows"
+        " explicitly in the application, and load the table with a new pipeline)"
+    )

@@ -49,6 +49,8 @@ from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
 from connectors.mariadb.source_config import MariaDBSourceConfig
+from connectors.mariadb.system_versioning import SystemPeriod, system_period
+from connectors.mariadb.table_kinds import check_capturable
 
 logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item", RawChange, TableChanged)
@@ -87,13 +89,21 @@ class MariaDBLogReader:
         self.keys = {qualify(t, database): tuple(k) for t, k in config.keys.items()}
         self._streams: list[BinlogStream] = []
         self._captured = set(self.tables)  # shared with every session's schema tracker
+        # Per table and table-map columns, its system period (the catalog's, asked once).
+        self._periods: dict[tuple[str, tuple[str, ...]], SystemPeriod | None] = {}
 
     def describe(self, table: str) -> TableDescription:
-        """The table's current columns (as the lake stores them) and key."""
+        """The table's current columns (as the lake stores them) and key.
+
+        Raises:
+            UncapturableTableError: The binlog does not carry all the table's changes
+                (``table_kinds``).
+        """
         from connectors.mariadb.snapshot import describe_table
 
         with lost_connections(self.settings.display):
             name = qualify(table, self.settings.database)
+            check_capturable(self._connector, [name])
             return describe_table(self._connector, name, self.keys)
 
     def end_position(self) -> Position:
@@ -118,7 +128,8 @@ class MariaDBLogReader:
         if start is None:
             start = position_of(facts.log_file, facts.offset)
         log_file, offset = split_position(start.value, facts.basename)
-        session = _Session(self, start, SchemaTracker(self._captured, self.keys))
+        tracker = SchemaTracker(self._captured, self.keys, self._period_of)
+        session = _Session(self, start, tracker)
         stream = BinlogStream(self.settings, self._schemas())
         self._streams.append(stream)
         try:
@@ -135,6 +146,19 @@ class MariaDBLogReader:
         self.tables = tuple(dict.fromkeys((*self.tables, *added)))
         for stream in self._streams:  # its schema filter is read for every table map
             stream.schemas.extend(s for s in self._schemas() if s not in stream.schemas)
+
+    def _period_of(self, table: str, columns: tuple[str, ...]) -> SystemPeriod | None:
+        """The period of a system-versioned table (``SchemaTracker.periods``)."""
+        cached = (table, columns)
+        if cached not in self._periods:
+            schema, name = split_table(table, self.settings.database)
+            with (
+                lost_connections(self.settings.display),
+                self._connector.connect() as connection,
+                connection.cursor() as cursor,
+            ):
+                self._periods[cached] = system_period(cursor, schema, name)
+        return self._periods[cached]
 
     def close(self) -> None:
         """Close every open binlog connection."""

@@ -41,6 +41,7 @@ from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
+from connectors.mariadb.system_versioning import SYSTEM_VERSIONED
 from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
 from connectors.model import LogSource
 from connectors.registry import register_log_source
@@ -101,7 +102,8 @@ def _number(name: str, value: str, kind: type[int] | type[float]) -> int | float
 
 
 def list_tables(config: MariaDBSourceConfig) -> list[str]:
-    """Every base table of the URL's database (of every user schema without one)."""
+    """Every table of the URL's database (of every user schema without one): base tables
+    and system-versioned ones (their current rows, ``system_versioning``), not views."""
     from connectors.mariadb.connector import MariaDBConnector
 
     password = config.password.reveal() if config.password is not None else None
@@ -109,7 +111,7 @@ def list_tables(config: MariaDBSourceConfig) -> list[str]:
     database = connector.database()
     sql = (
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES"
-        " WHERE TABLE_TYPE = 'BASE TABLE'"
+        f" WHERE TABLE_TYPE IN ('BASE TABLE', '{SYSTEM_VERSIONED}')"
     )
     if database:
         sql, params = sql + " AND TABLE_SCHEMA = %s", [database]

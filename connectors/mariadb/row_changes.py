@@ -5,12 +5,13 @@ Insert events carry an after-image, delete events a before-image, update events 
 only the columns the statement set, and with ``NOBLOB`` unchanged BLOB/TEXT columns are
 left out (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_image).
 Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them. A date that is
-neither zero nor a calendar date stops the reader (``zero_dates``).
+neither zero nor a calendar date stops the reader (``zero_dates``). The rows of a
+system-versioned table become changes of its current rows (``system_versioning``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
 from cdc_core.errors import TerminalError
@@ -19,6 +20,7 @@ from cdc_core.position import Position
 from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
 from connectors.mariadb.schema_tracker import TableLayout
+from connectors.mariadb.system_versioning import current_change
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError
 
 
@@ -35,6 +37,9 @@ def row_changes(
     bitmaps = [event.columns_present_bitmap]
     if kind == "UpdateRowsEvent":
         bitmaps.append(event.columns_present_bitmap2)
+    if layout.period is not None:
+        yield from _current_row_changes(kind, layout, txid, position, data, bitmaps)
+        return
     for images in iter_images(layout.codecs, bitmaps, data):
         # The first image locates the row: an insert's after-image, else the before-image.
         locator = _locator(layout, images[0], position)
@@ -49,6 +54,34 @@ def row_changes(
             yield RowChange(txid, position, "u", layout.table, locator, after, before)
         else:
             yield RowChange(txid, position, "d", layout.table, locator, None, images[0])
+
+
+def _current_row_changes(
+    kind: str,
+    layout: TableLayout,
+    txid: str,
+    position: Position,
+    data: bytes,
+    bitmaps: Sequence[bytes],
+) -> Iterator[RowChange]:
+    """The changes a rows event of a system-versioned table makes to its current rows."""
+    assert layout.period is not None
+    for images in iter_images(layout.codecs, bitmaps, data):
+        found = current_change(kind, images, layout.period)
+        if found is None:
+            continue  # a history row: written, ended or purged
+        op, shown = found
+        locator = _locator(layout, shown[0], position)
+        if layout.dated:
+            for image in shown:
+                if NOT_A_DATE in map(image.get, layout.dated):
+                    _refuse_date(layout, image, locator, position)
+        if op == "c":
+            yield RowChange(txid, position, "c", layout.table, locator, shown[0])
+        elif op == "u":
+            yield RowChange(txid, position, "u", layout.table, locator, shown[1], shown[0])
+        else:
+            yield RowChange(txid, position, "d", layout.table, locator, None, shown[0])
 
 
 def _refuse_date(

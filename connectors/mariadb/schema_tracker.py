@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,10 +23,17 @@ from typing import Any, Literal
 from cdc_core.names import format_table
 from connectors.mariadb.binlog_values import ColumnCodec, dated_type, decoder_of, kept_type
 from connectors.mariadb.errors import BinlogMetadataError, KeyConfigError
+from connectors.mariadb.system_versioning import SystemPeriod, without_period_end
 
 logger = logging.getLogger(__name__)
 
 KeySource = Literal["primary key", "configured key", "all columns"]
+PeriodLookup = Callable[[str, tuple[str, ...]], SystemPeriod | None]
+"""The period of a table (``schema.table``) whose table map has these columns, if any."""
+
+
+def _no_periods(table: str, columns: tuple[str, ...]) -> SystemPeriod | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +45,15 @@ class TableLayout:
         codecs: One per column of the table map, in column order.
         key: The columns whose values, in this order, form a row's locator.
         key_source: Where ``key`` came from.
+        period: The period columns of a system-versioned table (``system_versioning``):
+            its images are followed as changes of its current rows.
     """
 
     table: str
     codecs: tuple[ColumnCodec, ...]
     key: tuple[str, ...]
     key_source: KeySource
+    period: SystemPeriod | None = None
     dated: tuple[str, ...] = field(init=False)  # the columns that may hold NOT_A_DATE
 
     def __post_init__(self) -> None:
@@ -141,10 +151,12 @@ class SchemaTracker:
     Args:
         tables: The captured tables, ``schema.table`` (the reader may add to them).
         keys: Per table, a configured key for tables without a primary key.
+        periods: Where the period of a system-versioned table is looked up (the catalog).
     """
 
     tables: AbstractSet[str]
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    periods: PeriodLookup = _no_periods
     _layouts: dict[int, tuple[object, TableLayout]] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
 
@@ -184,12 +196,23 @@ class SchemaTracker:
         if any(not name for name in names):
             raise BinlogMetadataError.for_table(table)
         codecs = tuple(_codec(table, column) for column in event.columns)
-        kept = [codec.name for codec in codecs if codec.kept]
-        key, source = choose_key(table, kept, _primary_key(event, names), self.keys.get(table))
+        period = self._period(table, names)
+        hidden = (period.start, period.end) if period is not None and period.hidden else ()
+        kept = [codec.name for codec in codecs if codec.kept and codec.name not in hidden]
+        primary = without_period_end(_primary_key(event, names), period)
+        key, source = choose_key(table, kept, primary, self.keys.get(table))
         if source != "primary key" and table not in self._warned:
             self._warned.add(table)
             logger.warning(key_warning(table, key, source))
-        return TableLayout(table, codecs, key, source)
+        return TableLayout(table, codecs, key, source, period)
+
+    def _period(self, table: str, names: Sequence[str]) -> SystemPeriod | None:
+        """The table's period if this table map has its columns: the catalog holds today's
+        definition, and a table map from before ``ADD SYSTEM VERSIONING`` has none."""
+        period = self.periods(table, tuple(names))
+        if period is None or period.start not in names or period.end not in names:
+            return None
+        return period
 
 
 def choose_key(

@@ -24,7 +24,9 @@ from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
-from connectors.model import POSITION_COLUMN, Partition, TableSchema
+from connectors.mariadb.table_kinds import check_capturable
+from connectors.mariadb.types import refusal
+from connectors.model import POSITION_COLUMN, Partition, TableSchema, carried_columns
 from connectors.urls import parse_url
 
 if TYPE_CHECKING:
@@ -63,18 +65,6 @@ def _changes_of(table: str) -> Iterator[None]:
         raise
 
 
-def readable_columns(schema: TableSchema) -> list[str]:
-    """The columns replcheck can store: all but those without a logical type (spatial)."""
-    skipped = [column.name for column in schema.columns if column.ltype is None]
-    if skipped:
-        logger.warning(
-            "table %s: columns %s have no logical type and are not replicated",
-            schema.table,
-            skipped,
-        )
-    return [column.name for column in schema.columns if column.ltype is not None]
-
-
 def describe_table(
     connector: MariaDBConnector, table: str, keys: Mapping[str, Sequence[str]]
 ) -> TableDescription:
@@ -85,13 +75,13 @@ def describe_table(
         KeyConfigError: The configured key does not fit the table.
     """
     schema = connector.reflect(table)
-    columns = readable_columns(schema)
+    columns, refused = carried_columns(schema, refusal)  # refused by name, never dropped
     key, source = choose_key(table, columns, schema.primary_key, keys.get(table))
     if source != "primary key":
         logger.warning(key_warning(table, key, source))
     arrow = connector.arrow_schema(schema, columns)
     arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
-    return TableDescription(table, arrow, key, unique=source == "primary key")
+    return TableDescription(table, arrow, key, unique=source == "primary key", refused=refused)
 
 
 class MariaDBSnapshotReader:
@@ -122,6 +112,7 @@ class MariaDBSnapshotReader:
         names = [qualify(table, self.database) for table in tables]
         wanted = {qualify(t, self.database): rows for t, rows in (keys or {}).items()}
         with lost_connections(mask_url(self.connector.url)):
+            check_capturable(self.connector, names)  # refused before any row is read
             descriptions = [describe_table(self.connector, name, self.keys) for name in names]
             connection = self.connector.connect()
             with contextlib.closing(connection):
@@ -196,6 +187,7 @@ class MariaDBSnapshotReader:
             BinlogSetupError: The server writes no binlog, so the snapshot has no position.
         """
         name = qualify(table, self.database)
+        check_capturable(self.connector, [name])
         description = describe_table(self.connector, name, self.keys)
         schema = self.connector.reflect(name)
         ordered = bool(description.key) and tuple(schema.primary_key) == description.key

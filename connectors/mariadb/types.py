@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 
+from connectors.model import SourceColumn, without_logical_type
 from merkle import types as lt
 from merkle.options import TimeRounding
+
+MAX_LAKE_DIGITS = 38  # Arrow's decimal128 and Spark's DecimalType
 
 _PATTERN = re.compile(r"^([a-z]+)(?:\((\d+)(?:,(\d+))?\))?(.*)$")
 _INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
@@ -46,6 +49,18 @@ def is_wide_integer(column_type: str) -> bool:
     if words[:2] == ["bit", "64"]:
         return True
     return bool(words) and words[0] == "bigint" and "unsigned" in words
+
+
+def refusal(column: SourceColumn) -> str | None:
+    """Why a pipeline cannot carry a MariaDB column (``connectors.model.carried_columns``):
+    no logical type (spatial types, ``INET4``/``INET6``: the binlog holds their binary
+    form and a snapshot their text, which no rule here reconciles yet), or a ``DECIMAL``
+    wider than the lake's and Spark's 38 digits (MariaDB allows 65,
+    https://mariadb.com/kb/en/decimal/)."""
+    ltype = column.ltype
+    if isinstance(ltype, lt.DecimalType) and (ltype.precision or 0) > MAX_LAKE_DIGITS:
+        return f"more than {MAX_LAKE_DIGITS} digits, which no decimal of the lake holds"
+    return without_logical_type(column)
 
 
 def logical_type(column_type: str, is_json: bool = False) -> lt.LogicalType | None:

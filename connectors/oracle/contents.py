@@ -39,7 +39,7 @@ from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback,
 from cdc_core.names import format_table
 from cdc_core.source import TableChanged, TableDescription
 from connectors.base import arrow_type_of
-from connectors.model import SourceColumn, TableSchema
+from connectors.model import SourceColumn, TableSchema, carried_columns
 from connectors.oracle.ddl import classify_ddl
 from connectors.oracle.errors import (
     DictionaryMismatchError,
@@ -50,7 +50,7 @@ from connectors.oracle.errors import (
 from connectors.oracle.position import position_of
 from connectors.oracle.redo_parser import parse_redo
 from connectors.oracle.redo_values import row_images
-from connectors.oracle.types import OracleColumn, logical_type
+from connectors.oracle.types import OracleColumn, logical_type, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -317,15 +317,18 @@ def _unsupported(row: ContentsRow, what: str) -> UnsupportedRedoError:
 
 
 def description_of(schema: TableSchema) -> TableDescription:
-    """The lake's view of a captured table: its hashable columns and its primary key.
+    """The lake's view of a captured table, for the stream and the snapshot alike: the
+    columns both can carry, its primary key, and the columns it refuses by name (XMLTYPE,
+    whose redo shows no value, and INTERVAL: ``types.refusal``).
 
     Every field is nullable, NOT NULL columns too: a truncate's event carries no row, and
     events from before a column was added carry none for it (as the snapshot's fields)."""
     import pyarrow as pa
 
-    fields = [
-        pa.field(column.name, arrow_type_of(column.ltype))
-        for column in schema.columns
-        if column.ltype is not None
-    ]
-    return TableDescription(schema.table, pa.schema(fields), schema.primary_key)
+    columns, refused = carried_columns(schema, refusal)
+    fields = []
+    for name in columns:
+        ltype = schema.column(name).ltype
+        assert ltype is not None  # refused otherwise
+        fields.append(pa.field(name, arrow_type_of(ltype)))
+    return TableDescription(schema.table, pa.schema(fields), schema.primary_key, refused=refused)

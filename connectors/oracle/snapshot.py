@@ -26,23 +26,13 @@ from cdc_core.position import Position
 from cdc_core.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
+from connectors.oracle.contents import description_of
 from connectors.oracle.position import position_of
-from merkle import types as lt
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from connectors.oracle.connector import OracleConnector
-
-
-def readable_columns(schema: TableSchema) -> list[str]:
-    """The columns a flashback read returns: those with a logical type, intervals excepted
-    (``OracleConnector.arrow_schema`` cannot read them yet)."""
-    return [
-        column.name
-        for column in schema.columns
-        if column.ltype is not None and not isinstance(column.ltype, lt.IntervalType)
-    ]
 
 
 class OracleSnapshotReader:
@@ -90,13 +80,11 @@ class OracleSnapshotReader:
             return taken
 
     def _described(self, schema: TableSchema) -> tuple[TableDescription, list[str]]:
-        """The table's description and the columns read: LogMiner locates rows by ROWID, so
-        every read also carries it for the row image store."""
-        columns = readable_columns(schema)
-        arrow = self.connector.arrow_schema(schema, columns)
-        fields = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
-        located = [*columns, LOCATOR_COLUMN]
-        return TableDescription(schema.table, fields, schema.primary_key), located
+        """The table's description (the log reader's: the columns it refuses are read by
+        neither) and the columns read: LogMiner locates rows by ROWID, so every read also
+        carries it for the row image store."""
+        description = description_of(schema)
+        return description, [*description.schema.names, LOCATOR_COLUMN]
 
     def _tables(
         self,

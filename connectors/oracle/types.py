@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from connectors.model import SourceColumn, without_logical_type
 from merkle import types as lt
 from merkle.types import MAX_FRACTION_DIGITS
 
@@ -31,6 +32,16 @@ class OracleColumn:
         if self.data_type == "NUMBER" and self.precision is not None:
             return f"NUMBER({self.precision},{self.scale or 0})"
         return self.data_type
+
+
+def refusal(column: SourceColumn) -> str | None:
+    """Why a pipeline cannot carry an Oracle column (``connectors.model.carried_columns``):
+    no logical type (XMLTYPE, LONG RAW, SDO_GEOMETRY, object types: LogMiner shows their
+    values as ``Unsupported Type`` at best), or an INTERVAL, which the snapshot's flashback
+    read does not read yet (``OracleConnector.arrow_schema``), so a load could not fill it."""
+    if isinstance(column.ltype, lt.IntervalType):
+        return "not read by the Oracle snapshot yet, so no load could fill it"
+    return without_logical_type(column)
 
 
 def logical_type(column: OracleColumn) -> lt.LogicalType | None:

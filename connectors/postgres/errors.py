@@ -8,7 +8,7 @@ publications: https://www.postgresql.org/docs/current/sql-createpublication.html
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from cdc_core.drivers import driver_import
@@ -115,8 +115,36 @@ class PublicationMissingError(ConfigError):
         """Publication ``publication`` is not in the database."""
         return cls(
             f"publication {publication!r} does not exist; create it with CREATE PUBLICATION"
-            f" {publication} FOR TABLE <the captured tables>, or let replcheck create it"
-            " (create_publication=true)",
+            f" {publication} FOR TABLE <the captured tables> WITH (publish_via_partition_root"
+            " = true), or let replcheck create it (create_publication=true)",
+            {"source": source, "publication": publication},
+        )
+
+    @classmethod
+    def not_via_root(
+        cls, source: str, publication: str, partitioned: Sequence[str]
+    ) -> PublicationMissingError:
+        """The publication sends changes of captured partitioned tables as their leaves'."""
+        return cls(
+            f"publication {publication!r} publishes the changes of the partitioned tables"
+            f" {list(partitioned)} as changes of their partitions, so the captured root would"
+            f" never follow; run ALTER PUBLICATION {publication} SET"
+            " (publish_via_partition_root = true)",
+            {"source": source, "publication": publication},
+        )
+
+    @classmethod
+    def through_root(
+        cls, source: str, publication: str, partitions: Mapping[str, str]
+    ) -> PublicationMissingError:
+        """Captured partitions are published as an ancestor the pipeline does not capture."""
+        shown = ", ".join(f"{table} as {root}" for table, root in partitions.items())
+        roots = ", ".join(dict.fromkeys(partitions.values()))
+        return cls(
+            f"publication {publication!r} publishes the captured partitions {shown}"
+            " (publish_via_partition_root), so their changes would not reach their own tables;"
+            f" capture {roots} instead of the partitions, or use a publication without"
+            f" {roots} (the URL's publication parameter)",
             {"source": source, "publication": publication},
         )
 

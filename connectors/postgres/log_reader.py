@@ -83,6 +83,7 @@ from connectors.postgres.errors import (
     lost_connections,
 )
 from connectors.postgres.feedback import end_stream, send_status
+from connectors.postgres.partitions import partition_ancestors
 from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
 from connectors.postgres.replication import (
@@ -196,9 +197,14 @@ class PostgresLogReader:
 
     def source_tables(self) -> list[str]:
         """Every table the source has now: one created without rows shows nowhere in the
-        log (``OmitsDdl``)."""
+        log (``OmitsDdl``). Partitions not captured at the start are left out: a partition
+        created later is never a table of its own, its rows come through its root
+        (``partitions.py``)."""
+        with self._catalog() as connection:
+            ancestors = partition_ancestors(connection)
         with lost_connections(self.connector.where):
-            return self.connector.table_names()
+            tables = self.connector.table_names()
+        return [table for table in tables if table in self.tables or table not in ancestors]
 
     def resume_transactions(self, txids: Iterable[str]) -> None:
         """Name the transactions the caller's buffer holds open (restored from a checkpoint):

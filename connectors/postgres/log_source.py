@@ -22,7 +22,9 @@ parameter              meaning                                               def
 
 Other query parameters are libpq's (``sslmode``, ``options``...) and stay in the URL.
 Tables are ``schema.table`` (a bare name is in ``public``); glob patterns (``shop.*``) are
-resolved against the database's tables when the pipeline starts.
+resolved against the database's tables when the pipeline starts. A partition whose
+partitioned ancestor is captured too is captured through it, not on its own
+(``partitions.py``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,14 @@ from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
 from cdc_core.names import is_glob
 from connectors.model import LogSource
-from connectors.postgres.connector import qualified_name
+from connectors.postgres.connector import PostgresConnector, qualified_name
+from connectors.postgres.errors import lost_connections
 from connectors.postgres.log_reader import PostgresLogReader
+from connectors.postgres.partitions import (
+    leave_out_partitions,
+    listing_without_partitions,
+    partition_ancestors,
+)
 from connectors.postgres.replication import connector_of
 from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.postgres.source_config import PostgresSourceConfig
@@ -125,9 +133,21 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     captured = resolve_tables(tables, connector.table_names)
     if not captured:
         raise ConfigError(f"no table of {connector.where} matches {list(tables)}")
+    if len(captured) > 1:  # a partition and an ancestor of it are both captured, or none
+        named = {qualified_name(table) for table in tables}  # patterns and plain names
+        captured = leave_out_partitions(captured, _ancestors(connector), named)
     config = replace(probe, tables=tuple(captured))
     reader, snapshots = PostgresLogReader(config), PostgresSnapshotReader(config)
-    return LogSource(reader, snapshots, connector.table_names, tuple(captured))
+    listing = listing_without_partitions(
+        connector.table_names, lambda: _ancestors(connector), captured
+    )
+    return LogSource(reader, snapshots, listing, tuple(captured))
+
+
+def _ancestors(connector: PostgresConnector) -> dict[str, list[str]]:
+    """Every partition of the source with its ancestors (``partitions.py``)."""
+    with lost_connections(connector.where), connector.connect() as connection:
+        return partition_ancestors(connection)
 
 
 register_log_source(("postgresql", "postgres"), open_source, is_log_parameter)

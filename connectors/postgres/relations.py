@@ -15,7 +15,9 @@ Images (https://www.postgresql.org/docs/current/sql-altertable.html#SQL-ALTERTAB
   sent as NULL but were not logged, so they are ``ABSENT``, never NULL;
 - the old tuple of kind ``O`` (REPLICA IDENTITY FULL) carries the whole row.
 
-Columns without a logical type (arrays, ``timetz``, ...) are decoded but not stored.
+Columns without a logical type (ranges, ``money``, network and geometric types, ...) are
+not decoded: the table's description refuses them by name (``snapshot.describe_table``),
+so only a pipeline whose ``ignore_columns`` lists them reads such a table.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ class RelationTracker:
         keyed = old_kind == "K"
         for (name, key, decode, where), value in zip(relation.columns, values, strict=True):
             if decode is None:
-                continue  # not stored
+                continue  # refused by the table's description, so ignored
             if type(value) is bytes and not keyed:  # the common value first: runs per value
                 image[name] = decode(value, where)
             elif keyed and not key:

@@ -9,7 +9,7 @@ stream itself needs psycopg2 (psycopg 3 has no replication protocol).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.drivers import driver_import
@@ -23,6 +23,7 @@ from connectors.postgres.errors import (
     WalRemovedError,
 )
 from connectors.postgres.exported_snapshot import replication_connection
+from connectors.postgres.partitions import partition_ancestors
 from connectors.postgres.position import lsn_to_int
 from connectors.postgres.source_config import PostgresSourceConfig
 from connectors.postgres.types import quote
@@ -62,30 +63,81 @@ def check_wal_level(connection: psycopg.Connection[Any], where: str) -> None:
 def ensure_publication(
     connection: psycopg.Connection[Any], config: PostgresSourceConfig, where: str
 ) -> None:
-    """Create the publication of the captured tables, or check that it publishes them."""
+    """Create the publication of the captured tables, or check that it publishes them.
+
+    It publishes partitioned tables through their root (``publish_via_partition_root``,
+    ``partitions.py``).
+
+    Raises:
+        PublicationMissingError: The publication is missing (and may not be created), lacks
+            captured tables, or publishes them as other tables; the message names the fix.
+    """
     name = config.publication
     row = connection.execute(
-        "SELECT puballtables FROM pg_publication WHERE pubname = %s", (name,)
+        "SELECT puballtables, pubviaroot FROM pg_publication WHERE pubname = %s", (name,)
     ).fetchone()
     tables = config.qualified_tables()
     if row is None:
         if not config.create_publication:
             raise PublicationMissingError.named(where, name)
         listed = ", ".join(_qualified(table) for table in tables)
-        connection.execute(f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}")
+        connection.execute(
+            f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
+            " WITH (publish_via_partition_root = true)"
+        )
         logger.info("created publication %s of %s on %s", name, list(tables), where)
         return
-    if row[0]:
-        return  # FOR ALL TABLES
-    published = {
-        format_table(schema, table)
-        for schema, table in connection.execute(
-            "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s", (name,)
-        ).fetchall()
-    }
-    missing = [table for table in tables if table not in published]
+    all_tables, via_root = row
+    partitioned = sorted(_partitioned(connection).intersection(tables))
+    if partitioned and not via_root:
+        raise PublicationMissingError.not_via_root(where, name, partitioned)
+    published = None if all_tables else _published(connection, name)
+    if via_root:
+        _check_not_through_root(connection, tables, published, where, name)
+    missing = [table for table in tables if published is not None and table not in published]
     if missing:
         raise PublicationMissingError.lacks(where, name, missing)
+
+
+def _published(connection: psycopg.Connection[Any], publication: str) -> set[str]:
+    """The tables a publication publishes (the roots, for one publishing via its roots)."""
+    return {
+        format_table(schema, table)
+        for schema, table in connection.execute(
+            "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
+            (publication,),
+        ).fetchall()
+    }
+
+
+def _partitioned(connection: psycopg.Connection[Any]) -> set[str]:
+    """The partitioned tables of the database (``relkind`` p)."""
+    return {
+        format_table(schema, table)
+        for schema, table in connection.execute(
+            "SELECT n.nspname, c.relname FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'p'"
+        ).fetchall()
+    }
+
+
+def _check_not_through_root(
+    connection: psycopg.Connection[Any],
+    tables: Sequence[str],
+    published: set[str] | None,
+    where: str,
+    name: str,
+) -> None:
+    """A captured partition must not reach the stream as an ancestor (one the publication
+    holds, every one for ``FOR ALL TABLES``): the pipeline captures it under its own name."""
+    ancestors = partition_ancestors(connection)
+    through = {}
+    for table in tables:
+        held = [a for a in ancestors.get(table, ()) if published is None or a in published]
+        if held:
+            through[table] = held[-1]
+    if through:
+        raise PublicationMissingError.through_root(where, name, through)
 
 
 def ensure_slot(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
-from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
+from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema, carried_columns
 from connectors.postgres.connector import (
     PostgresConnector,
     partition_query,
@@ -154,7 +154,8 @@ def _refuse_deferrable(table: str, key: Sequence[str], deferrable: Sequence[str]
 def describe_table(
     connector: PostgresConnector, table: str, keys: Mapping[str, Sequence[str]]
 ) -> TableDescription:
-    """A table's stored columns (those with a logical type) as Arrow fields, and its key.
+    """A table's stored columns (those with a logical type) as Arrow fields, its key, and
+    the columns it refuses (ranges, money, network and geometric types, ...).
 
     Raises:
         TerminalError: The table does not exist, or its configured key does not fit.
@@ -165,16 +166,11 @@ def describe_table(
     identity, index = (row[0], row[1] or []) if row else ("d", [])
     key = choose_key(schema, identity, index, keys.get(table))
     _refuse_deferrable(table, key, row[2] if row else None)
-    skipped = [column.name for column in schema.columns if column.ltype is None]
-    if skipped:
-        logger.warning(
-            "table %s: columns %s have no logical type and are not stored", table, skipped
-        )
-    columns = [column.name for column in schema.columns if column.ltype is not None]
+    columns, refused = carried_columns(schema)  # refused by name, never dropped
     arrow = connector.arrow_schema(schema, columns)
     unique = key in (tuple(schema.primary_key), tuple(index) if identity == "i" else ())
     arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
-    return TableDescription(table, arrow, key, unique=bool(key) and unique)
+    return TableDescription(table, arrow, key, unique=bool(key) and unique, refused=refused)
 
 
 class PostgresSnapshotReader:

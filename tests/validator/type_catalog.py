@@ -33,8 +33,8 @@ How each server's list is obtained:
 A refused type says whether the connector carries it (its type map gives it a logical type,
 and replcheck reads, hashes and replicates it, only the matrix does not prove it yet) or
 not (no logical type: the validator reports such a column as a schema difference, and the
-pipeline leaves it out). The test checks that flag against the connector's own reflection of
-a column of each type.
+pipeline refuses its table by name unless ``ignore_columns`` lists it). The test checks that
+flag against the connector's own reflection of a column of each type.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 raw changes and full-width committed transactions the stream gives (a large TOASTed array
 left unchanged by an update included), the same values read by a snapshot, and clear
 errors for arrays that have no logical value (more than one dimension, another lower bound)
-or that would have to locate rows."""
+or that would have to locate rows, and arrays of a type without a logical type refused by
+name (never left out of the images in silence)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from typing import Any
 
 import pytest
 
+from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
-from connectors.model import Partition
+from cdc_core.source import RefusedColumn, RefusedColumnsError
+from connectors.model import NO_LOGICAL_TYPE, Partition
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.registry import connector_for
@@ -41,7 +44,7 @@ CREATE DOMAIN positive AS integer CHECK (VALUE > 0);
 CREATE TABLE a (
     id int PRIMARY KEY, ints int2[], nums numeric(10,2)[], moods mood[], pos positive[],
     chars char(3)[], clocks timetz(3)[], times time[], stamps timestamptz[], docs jsonb[],
-    refs uuid[], spans interval[], tz timetz(3), big bigint[], shapes point[]
+    refs uuid[], spans interval[], tz timetz(3), big bigint[]
 );
 -- Out of line and uncompressed: an update that leaves it alone logs it as unchanged TOAST.
 ALTER TABLE a ALTER COLUMN big SET STORAGE EXTERNAL;
@@ -52,7 +55,7 @@ INSERT INTO a VALUES (
     '{12:00+02,23:59:59.999-03:30}', '{24:00:00}', '{"2024-01-01 00:00+02"}',
     ARRAY['{"b": 1, "a": 2}']::jsonb[], '{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}',
     '{"1 day -00:00:01.5"}', '12:00:00.123+05:30',
-    (SELECT array_agg(g) FROM generate_series(1, 2000) AS g), '{"(1,2)"}'
+    (SELECT array_agg(g) FROM generate_series(1, 2000) AS g)
 )
 """
 ROW_1: dict[str, Any] = {
@@ -73,7 +76,7 @@ ROW_1: dict[str, Any] = {
     "spans": [dt.timedelta(days=1, seconds=-1.5)],
     "tz": {"micros": 43_200_123_000, "offset_seconds": 19_800},
     "big": list(range(1, 2001)),
-}  # shapes (point[]) has no logical type: not stored
+}
 ROW_2: dict[str, Any] = {"id": 2, **dict.fromkeys(ROW_1.keys() - {"id"}), "ints": []}
 KEYS = {"public.a": ("id",)}
 
@@ -103,8 +106,22 @@ def test_arrays_and_timetz_get_logical_types(case: PgCase) -> None:
         "spans": array(lt.IntervalType()),
         "tz": lt.TimeTzType(3),
         "big": array(lt.IntegerType()),
-        "shapes": None,
     }
+
+
+def test_arrays_without_a_logical_type_are_refused_by_name(case: PgCase) -> None:
+    """``point[]`` has no logical type: the stream and the snapshot cannot carry it, so the
+    pipeline refuses the table by name unless ``ignore_columns`` lists the column."""
+    case.sql("CREATE TABLE p (id int PRIMARY KEY, shapes point[], v text)")
+    reader = case.reader("p")
+    described = reader.describe("public.p")
+    assert described.schema.names == ["id", "v"]
+    assert described.refused == (RefusedColumn("shapes", "point[]", NO_LOGICAL_TYPE),)
+    with pytest.raises(RefusedColumnsError, match=r"column shapes \(point\[\]\)") as refused:
+        TableDescriptions(reader, {}).get("public.p")
+    assert "ignore_columns: {public.p: [shapes]}" in str(refused.value)
+    ignored = TableDescriptions(reader, {"public.p": frozenset({"shapes"})}).get("public.p")
+    assert ignored.schema.names == ["id", "v"]
 
 
 def test_stream_events_with_arrays_and_timetz(case: PgCase, tmp_path: Path) -> None:

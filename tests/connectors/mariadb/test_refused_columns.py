@@ -1,0 +1,181 @@
+"""Columns the pipeline cannot carry exactly are refused by name before anything is written
+(issue 36, "never drop in silence"), and ``ignore_columns`` lets a pipeline replicate the
+rest of such a table, which ``validate`` then reports unless ``columns.exclude`` names them.
+
+On the real MariaDB server (MINIMAL row images, so the rebuild fills the carried columns):
+an ``INET6`` and a ``POINT`` column (no logical type) and a ``DECIMAL(65,30)`` column (more
+digits than the lake's decimals hold)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cdc_core.kill_loop import ROOT
+from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows
+from tests.private_servers import MariaDBServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
+
+REFUSED = {"ip": "inet6", "spot": "point", "wide": "decimal(65,30)"}
+TABLE = (
+    "CREATE TABLE t (id INT PRIMARY KEY, ip INET6, spot POINT, wide DECIMAL(65,30), v VARCHAR(10))"
+)
+ROWS = (
+    "INSERT INTO t VALUES (1, '::1', ST_GeomFromText('POINT(1 2)'), 1.5, 'a'),"
+    " (2, NULL, NULL, NULL, 'b')"
+)
+
+
+def _config(work: Path, server: MariaDBServer, database: str, pipeline: str = "") -> Path:
+    config = work / "replcheck.yaml"
+    config.write_text(
+        "connections:\n"
+        f'  src: {{url: "{server.url(database)}?heartbeat_s=0.2&server_id=4343"}}\n'
+        f"  lake: {{lake: {work / 'lake'}}}\n"
+        "pipelines:\n"
+        "  - name: shop\n"
+        "    source: src\n"
+        "    target: lake\n"
+        f"    tables: [{database}.t]\n"
+        f"    state_dir: {work / 'state'}\n" + pipeline,
+        encoding="utf-8",
+    )
+    return config
+
+
+def _replcheck(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "validator.cli", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
+    return _replcheck(
+        "cdc", "run", "--config", str(config), "--pipeline", "shop", "--until-caught-up"
+    )
+
+
+@pytest.fixture
+def source(
+    mariadb_minimal: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+) -> tuple[MariaDBServer, str]:
+    database = mariadb_database(mariadb_minimal)
+    execute(mariadb_minimal, database, TABLE, ROWS)
+    return mariadb_minimal, database
+
+
+def test_columns_the_pipeline_cannot_carry_are_refused_by_name(
+    source: tuple[MariaDBServer, str], tmp_path: Path
+) -> None:
+    server, database = source
+    run = _cdc_run(_config(tmp_path, server, database))
+    assert run.returncode == 2, run.stderr[-3000:]
+    error = run.stderr.strip().splitlines()[-1]
+    assert f"table {database}.t: columns ip (inet6), spot (point): no logical type" in error
+    assert "column wide (decimal(65,30)): more than 38 digits" in error, error
+    assert f"ignore_columns: {{{database}.t: [ip, spot, wide]}}" in error, error
+    assert "replcheck bug" not in run.stderr
+    assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").iterdir())
+
+
+def test_ignored_columns_let_the_rest_of_the_table_replicate(
+    source: tuple[MariaDBServer, str], tmp_path: Path
+) -> None:
+    server, database = source
+    ignored = f"    ignore_columns: {{{database}.t: [ip, spot, wide]}}\n"
+    config = _config(tmp_path, server, database, ignored)
+    first = _cdc_run(config)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "WARNING" not in first.stderr  # ignored on purpose: nothing to warn about
+    assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
+        (1,): {"id": 1, "v": "a"},
+        (2,): {"id": 2, "v": "b"},
+    }
+    execute(
+        server,
+        database,
+        "INSERT INTO t VALUES (3, '::2', ST_GeomFromText('POINT(3 4)'), 2.25, 'c')",
+        "UPDATE t SET wide = 7, v = 'bb' WHERE id = 2",
+        "UPDATE t SET ip = '::3' WHERE id = 1",  # only an ignored column changes
+        "DELETE FROM t WHERE id = 3",
+        "INSERT INTO t (id, ip, v) VALUES (4, '::4', 'd')",
+    )
+    second = _cdc_run(config)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
+        (1,): {"id": 1, "v": "a"},
+        (2,): {"id": 2, "v": "bb"},
+        (4,): {"id": 4, "v": "d"},
+    }
+
+    # The validator compares every source column: the ignored ones are missing in the lake
+    # until the comparison excludes them too.
+    missing = _validate(config, tmp_path, database, exclude=())
+    assert missing["status"] == "differences"
+    differences = missing["comparisons"][0]["schema_differences"]
+    assert sorted((d["column"], d["kind"]) for d in differences) == [
+        (column, "missing_in_target") for column in sorted(REFUSED)
+    ]
+    assert _validate(config, tmp_path, database, exclude=sorted(REFUSED))["status"] == "in_sync"
+
+
+def _validate(
+    config: Path, work: Path, database: str, exclude: list[str] | tuple[()]
+) -> dict[str, object]:
+    columns = f", columns: {{exclude: [{', '.join(exclude)}]}}" if exclude else ""
+    judged = work / "validate.yaml"
+    judged.write_text(
+        config.read_text(encoding="utf-8") + "comparisons:\n"
+        f"  - {{name: t, source: {{connection: src, table: {database}.t}},"
+        f" target: {{connection: lake, table: {database}.t}}, engine: local{columns}}}\n",
+        encoding="utf-8",
+    )
+    out = work / f"out-{len(exclude)}"
+    done = _replcheck("validate", "-c", str(judged), "--out", str(out))
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    document: dict[str, object] = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    return document
+
+
+def test_a_column_added_later_is_refused_by_name_too(
+    mariadb_minimal: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+) -> None:
+    """An ``ALTER TABLE`` in the binlog gives a captured table an ``INET6`` column: the run
+    stops naming it (never a warning), and resumes once it is ignored."""
+    server = mariadb_minimal
+    database = mariadb_database(server)
+    execute(server, database, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+    execute(server, database, "INSERT INTO t VALUES (1, 'a')")
+    config = _config(tmp_path, server, database)
+    assert _cdc_run(config).returncode == 0
+    execute(
+        server,
+        database,
+        "ALTER TABLE t ADD COLUMN ip INET6",
+        "INSERT INTO t VALUES (2, 'b', '::2')",
+    )
+    stopped = _cdc_run(config)
+    assert stopped.returncode == 2, stopped.stderr[-3000:]
+    error = stopped.stderr.strip().splitlines()[-1]
+    assert f"table {database}.t: column ip (inet6): no logical type" in error, error
+    assert f"ignore_columns: {{{database}.t: [ip]}}" in error, error
+    ignored = f"    ignore_columns: {{{database}.t: [ip]}}\n"
+    resumed = _cdc_run(_config(tmp_path, server, database, ignored))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
+        (1,): {"id": 1, "v": "a"},
+        (2,): {"id": 2, "v": "b"},
+    }

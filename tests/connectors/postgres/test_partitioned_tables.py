@@ -1,0 +1,166 @@
+"""Issue 36, case 4b: a PostgreSQL partitioned table is captured once, through its root.
+
+A glob matching the root and its partitions used to load the rows twice (the root and each
+partition), then stop on a publication error whose suggested fix failed. Now the partitions
+are left out (named on the terminal), the publication publishes via the root, and the lake
+holds one table equal to the root's rows, through inserts into either partition, updates,
+an update moving a row to the other partition and deletes; ``validate`` says in_sync. A
+publication the user made without ``publish_via_partition_root`` is an error whose fix
+works."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc_core.lake import META_COLUMNS, LakeTable
+from tests.connectors.postgres.helpers import PgCase
+
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
+ROOT = Path(__file__).resolve().parents[3]
+
+SCHEMA = (
+    "CREATE TABLE events (id int, region text, payload text, PRIMARY KEY (id, region))"
+    " PARTITION BY LIST (region)",
+    "CREATE TABLE events_eu PARTITION OF events FOR VALUES IN ('eu')",
+    "CREATE TABLE events_us PARTITION OF events FOR VALUES IN ('us')",
+    "CREATE TABLE plain (id int PRIMARY KEY, note text)",
+    "INSERT INTO events VALUES (1, 'eu', 'a'), (2, 'us', 'b'), (3, 'eu', 'c')",
+    "INSERT INTO plain VALUES (1, 'x')",
+)
+WORKLOAD = (
+    "INSERT INTO events VALUES (4, 'us', 'd')",
+    "INSERT INTO events_eu VALUES (5, 'eu', 'e')",  # into a partition directly
+    "UPDATE events SET payload = 'a2' WHERE id = 1",
+    "UPDATE events SET region = 'us' WHERE id = 3",  # moves the row to the other partition
+    "UPDATE events_us SET payload = 'b2' WHERE id = 2",
+    "DELETE FROM events WHERE id = 4",
+    "UPDATE plain SET note = 'y'",
+)
+
+
+def _config(
+    case: PgCase, work: Path, url_options: str = "", tables: Sequence[str] = ("public.*",)
+) -> Path:
+    url = json.dumps(case.server.url(case.database) + "?idle_s=0.2" + url_options)
+    config = work / "replcheck.yaml"
+    config.write_text(
+        "connections:\n"
+        f"  src: {{url: {url}}}\n"
+        f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}\n"
+        "pipelines:\n"
+        f"  - {{name: pg, source: src, target: lake, tables: {json.dumps(list(tables))},"
+        f" state_dir: {json.dumps(str(work / 'state'))}}}\n"
+        "comparisons:\n"
+        "  - {name: events, source: {connection: src, table: public.events},"
+        " target: {connection: lake, table: public.events}}\n"
+        "validation: {engine: local, lake_wait_timeout_s: 60}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def _replcheck(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "validator.cli", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
+    return _replcheck(
+        "cdc", "run", "--config", str(config), "--pipeline", "pg", "--until-caught-up"
+    )
+
+
+def _lake(work: Path, table: str) -> list[tuple[Any, ...]]:
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(LakeTable(work / "lake", table).mirror)).to_pyarrow_table().to_pylist()
+    return sorted(tuple(v for k, v in row.items() if k not in META_COLUMNS) for row in rows)
+
+
+def _source(case: PgCase, table: str) -> list[tuple[Any, ...]]:
+    return sorted(case.connection.execute(f"SELECT * FROM {table}").fetchall())
+
+
+def test_a_partitioned_table_is_captured_once_through_its_root(
+    case: PgCase, tmp_path: Path
+) -> None:
+    case.sql(*SCHEMA)
+    config = _config(case, tmp_path)
+
+    first = _cdc_run(config)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert (
+        "tables public.events_eu, public.events_us are partitions, captured through their"
+        " root public.events"
+    ) in first.stderr
+    assert sorted(p.name for p in (tmp_path / "lake" / "public").iterdir()) == ["events", "plain"]
+    assert _lake(tmp_path, "public.events") == _source(case, "events")
+
+    case.sql(*WORKLOAD)
+    second = _cdc_run(config)
+    assert second.returncode == 0, second.stderr[-3000:]
+
+    assert sorted(p.name for p in (tmp_path / "lake" / "public").iterdir()) == ["events", "plain"]
+    assert _lake(tmp_path, "public.events") == _source(case, "events")
+    assert _lake(tmp_path, "public.events") == [
+        (1, "eu", "a2"),
+        (2, "us", "b2"),
+        (3, "us", "c"),
+        (5, "eu", "e"),
+    ]
+    assert _lake(tmp_path, "public.plain") == _source(case, "plain")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
+    following = subprocess.Popen(  # the validator waits for the lake to reach its snapshot
+        [*command, "--pipeline", "pg"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        done = _replcheck("validate", "--config", str(config), "--out", str(out))
+    finally:
+        following.send_signal(signal.SIGTERM)
+        following.communicate(timeout=120)
+    (comparison,) = json.loads((out / "result.json").read_text())["comparisons"]
+    assert (done.returncode, comparison["status"]) == (0, "in_sync"), done.stderr[-3000:]
+
+
+def test_a_publication_without_publish_via_partition_root_names_a_fix_that_works(
+    case: PgCase, tmp_path: Path
+) -> None:
+    case.sql(*SCHEMA, "CREATE PUBLICATION mine FOR TABLE events, plain")
+    config = _config(case, tmp_path, "&publication=mine")
+
+    refused = _cdc_run(config)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    fix = "ALTER PUBLICATION mine SET (publish_via_partition_root = true)"
+    assert (
+        "publication 'mine' publishes the changes of the partitioned tables ['public.events']"
+        f" as changes of their partitions, so the captured root would never follow; run {fix}"
+    ) in refused.stderr
+
+    case.sql(fix)
+    done = _cdc_run(config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    case.sql(*WORKLOAD)
+    done = _cdc_run(config)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _lake(tmp_path, "public.events") == _source(case, "events")
+
+
+def test_a_partition_named_with_its_root_is_refused(case: PgCase, tmp_path: Path) -> None:
+    case.sql(*SCHEMA)
+    done = _cdc_run(_config(case, tmp_path, tables=["events", "events_us", "plain"]))
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert (
+        "the pipeline's tables name partitions public.events_us (of public.events) and their"
+        " root too, so their rows would be loaded twice, and the partitions' changes reach the"
+        " log as the root's; remove public.events_us from the pipeline's tables: their rows"
+        " are captured through their root"
+    ) in done.stderr
