@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.source} seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of"
         f" {len(seeds)} passed; {totals['statements']} statements, {totals['transactions']}"
         f" transactions, {totals['ddl']} DDL statements, {totals['kills']} kills,"
-        f" {totals['drift_items']} drift items,"
+        f" {totals['drift_items']} drift items, {totals['resynced_keys']} keys re-synced,"
         f" {totals['errors']} statements refused by the server; {elapsed:.0f} s in all,"
         f" {elapsed / max(1, len(seeds)):.1f} s per seed; failed seeds: {failed or 'none'}",
         flush=True,

@@ -198,7 +198,7 @@ def _sample(comparison: dict[str, Any]) -> str:
 Judge = Callable[[SeedDatabase, Path, Path], list[str]]
 
 
-def resync(database: SeedDatabase, work: Path) -> list[str]:
+def resync(database: SeedDatabase, work: Path, totals: Counter[str]) -> list[str]:
     """``replcheck validate`` then ``replcheck resync --apply`` of what it found, as a user
     runs them while ``cdc run`` follows the log (the runner's ``resync`` item). Problems:
     either could not run, or the re-sync did not repair every difference (the later items
@@ -220,6 +220,11 @@ def resync(database: SeedDatabase, work: Path) -> list[str]:
             break
     if found.returncode == 0:
         return []  # the drift was undone by the log (a logged delete, a table refresh)
+    if found.returncode == 1:
+        result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+        totals["resynced_keys"] += sum(
+            len(c.get("differences") or []) for c in result["comparisons"]
+        )
     if found.returncode != 1:
         return [f"validate before the re-sync exited {found.returncode}: {_errors(found)}"]
     command = [sys.executable, "-m", "validator.cli", "resync", "--config", str(path)]

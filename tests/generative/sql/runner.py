@@ -89,7 +89,7 @@ def _run(
     problems = []
     for item in workload.items:
         if item.kind == "resync":
-            problems += resync(database, work)
+            problems += resync(database, work, run.totals)
         elif item.kind != "late":
             _execute(item, database, pipeline)
     database.close()

@@ -36,6 +36,7 @@ class Table:
     keyed: bool = True  # False: no primary key, and equal rows (README, "Tables without a key")
     next_key: int = 1
     keys: set[int] = dataclasses.field(default_factory=set)  # keys inserted (some may be gone)
+    hot: list[int] = dataclasses.field(default_factory=list)  # drifted: picked most of the time
 
     def fresh_key(self) -> int:
         key = self.next_key * KEY_BASE
@@ -43,7 +44,10 @@ class Table:
         self.keys.add(key)
         return key
 
-    def known_key(self, rng: random.Random) -> int:
+    def known_key(self, rng: random.Random, hot: bool = True) -> int:
+        """A key inserted before (``hot``: most often a drifted one, if any)."""
+        if hot and self.hot and rng.random() < 0.7:
+            return rng.choice(self.hot)
         return rng.choice(sorted(self.keys)) if self.keys else self.fresh_key()
 
     def value_columns(self) -> list[Column]:

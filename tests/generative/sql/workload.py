@@ -85,6 +85,9 @@ class _Generator:
         self.tables: list[Table] = []
         self.seed = seed
         self.gids = 0
+        # Around a re-sync no DDL (its table refresh would re-read the drifted rows and so
+        # hide whether the re-sync itself lasts), nor range deletes: partial changes.
+        self.ddl_ok = True
 
     # -- tables ------------------------------------------------------------------------
 
@@ -124,6 +127,8 @@ class _Generator:
             self.delete_reinsert, self.join, self.big_insert,
         ]  # fmt: skip
         weights = (6, 3, 6, 2, 2, 1, 2, 1, 2, 2, 2 if others else 0, 1)
+        if not self.ddl_ok:  # around a re-sync: drifted rows live on, changed in part
+            weights = (3, 1, 8, 2, 1, 0, 3, 1, 2, 0, 0, 0)
         if not table.keyed:  # equal rows: copies made, and one copy changed or deleted
             ops += [self.copy_rows, self.update_one_copy, self.delete_one_copy]
             weights = (*weights[:8], 0, *weights[9:], 4, 4, 3)
@@ -161,7 +166,8 @@ class _Generator:
         return [self.sql.update(table, self.some_values(table), where)]
 
     def delete_one(self, table: Table, _: list[Table]) -> list[str]:
-        return [self.sql.delete(table, self.sql.where_key(table, table.known_key(self.rng)))]
+        key = table.known_key(self.rng, hot=False)  # a drifted row stays to be changed
+        return [self.sql.delete(table, self.sql.where_key(table, key))]
 
     def delete_range(self, table: Table, _: list[Table]) -> list[str]:
         return [self.sql.delete(table, self.sql.where_key(table, *self.key_range(table)))]
@@ -255,9 +261,7 @@ class _Generator:
         if not tables:
             return Item("drift", ())
         table = self.rng.choice(tables)
-        ops = (self.update_one, self.update_one, self.delete_one, self.insert_one, self.key_change)
-        picked = [self.rng.choice(ops) for _ in range(self.rng.randint(1, 3))]
-        body = [sql for op in picked for sql in op(table, [])]
+        body = [self.drift_one(table) for _ in range(self.rng.randint(2, 4))]
         session = DRIFT_SESSION
         return Item(
             "drift",
@@ -268,9 +272,27 @@ class _Generator:
             ),
         )
 
+    def drift_one(self, table: Table) -> str:
+        """One drifting statement; the row it leaves is hot: later items pick it often."""
+        key = table.known_key(self.rng, hot=False)  # each drifts another row
+        where = self.sql.where_key(table, key)
+        kind = self.rng.choice(("update", "update", "update", "update", "delete", "insert", "key"))
+        if kind == "update" and table.value_columns():
+            table.hot.append(key)
+            return self.sql.update(table, self.some_values(table), where)
+        if kind == "key":
+            moved = table.fresh_key()
+            table.hot.append(moved)
+            return self.sql.change_key(table, key, moved)
+        if kind == "delete":
+            return self.sql.delete(table, where)
+        row = self.row(table)
+        table.hot.append(int(row[table.key]))  # type: ignore[call-overload]
+        return self.sql.insert(table, [row])
+
     def item(self) -> Item:
         roll = self.rng.random()
-        if roll < 0.12:
+        if roll < 0.12 and self.ddl_ok:
             return self.ddl()
         if roll < 0.3 and len(self.tables) > 1:
             return self.interleaved()
@@ -282,13 +304,15 @@ class _Generator:
 
 
 def _items(generator: _Generator, size: int, resync: bool) -> list[Item]:
-    """``size`` items; with ``resync``, drift items among the first half, then a re-sync."""
+    """``size`` items; with ``resync``, drift items ending the first half, then a re-sync."""
     if not resync:
         return [generator.item() for _ in range(size)]
     if generator.kind.product != "mariadb":
         raise ValueError(f"{generator.kind.name}: only MariaDB's binlog can be bypassed")
     half = size // 2
-    drifts = set(generator.rng.sample(range(half), k=min(half, generator.rng.randint(1, 3))))
+    generator.ddl_ok = False
+    # Drift just before the re-sync, so that the log does not overwrite it all first.
+    drifts = set(range(max(0, half - generator.rng.randint(2, 4)), half))
     items: list[Item] = []
     for index in range(size):
         if index in drifts:
@@ -352,6 +376,9 @@ def generate(
         rows = [generator.row(table) for _ in range(generator.rng.randint(2, 6))]
         setup.append(generator.sql.insert(table, rows))
     items = _items(generator, size, resync)
+    if resync and kills:  # one kill after the re-sync at least: its request outlives it
+        late = next(i for i, item in enumerate(items) if item.kind == "resync") + 1
+        items.insert(generator.rng.randint(late, len(items)), Item("kill"))
     if kills and generator.rng.random() < 0.5:
         for _ in range(generator.rng.randint(1, 2)):
             items.insert(generator.rng.randrange(len(items) + 1), Item("kill"))
