@@ -35,7 +35,8 @@ def _run(request: pytest.FixtureRequest, source: str, spark: Any, tmp_path: Path
     return Run(server, spark, tmp_path)
 
 
-@pytest.mark.parametrize("source", sorted(SOURCES))
+# mariadb-minimal's seed is the re-sync test's below, a superset (drift, re-sync, kills).
+@pytest.mark.parametrize("source", sorted(set(SOURCES) - {"mariadb-minimal"}))
 def test_random_workloads_replicate_exactly(
     request: pytest.FixtureRequest, source: str, spark: Any, tmp_path: Path
 ) -> None:
@@ -46,7 +47,9 @@ def test_random_workloads_replicate_exactly(
     assert run.totals["errors"] <= run.totals["statements"] // 10, run.totals
 
 
-RESYNC_SEEDS = (0,)  # drift in 1-3 items, a re-sync, then the rest; the soak runs more
+# Drift, a re-sync, then the rest, with a kill after it; seed 1 fails on the code before the
+# re-sync's request (a repaired row's old values came back). The soak runs more.
+RESYNC_SEEDS = (1,)
 
 
 def test_a_resync_lasts_under_random_later_workloads(
