@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +34,9 @@ from cdc_core.position import Position
 from cdc_core.spill import TransactionSpill
 from connectors.synthetic.log_reader import spec_of_url
 from connectors.synthetic.workload import Workload
-from tests.cdc_core.kill_loop import ROOT, compare_lake, write_config
+from tests.cdc_core.kill_loop import compare_lake, write_config
 from tests.cdc_core.lake_model import read_delta
+from tests.cli_runs import catch_up
 
 # 2,000 rows loaded, then 3,500 log entries: a tmpfs of 512 KB (the lake) or 448 KB (the
 # state directory) fills after the initial load, while the log is streamed; 64 MB is room.
@@ -93,20 +93,13 @@ def tmpfs() -> Iterator[Callable[[Path, str], Tmpfs]]:
             subprocess.run(["umount", "-l", str(directory)], check=False)  # still busy
 
 
-def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    command += ["--pipeline", "soak", "--until-caught-up"]
-    return subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-def _assert_says_disk_full(run: subprocess.CompletedProcess[str], under: Path) -> None:
-    """Exit 2 with one line naming a file under ``under``, and no Python traceback.
+def _assert_says_disk_full(config: Path, under: Path) -> None:
+    """``cdc run`` exits 2 with one line naming a file under ``under``, and no Python
+    traceback.
 
     (delta-rs may print a panic of one of its Rust threads before that line: its runtime
     writes it to stderr, where replcheck cannot word it.)"""
-    assert run.returncode == 2, run.stderr
+    run = catch_up(config, "soak", expect=2)
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: no space left on device writing {under}/"), run.stderr
     assert "resumes from the last checkpoint" in last
@@ -125,6 +118,13 @@ def _assert_no_temporary_files(directory: Path) -> None:
     assert [p for p in directory.rglob("*") if p.name.endswith(".tmp")] == []
 
 
+def _assert_resumes_once_freed(disk: Tmpfs, config: Path, lake: Path) -> None:
+    """Once ``disk`` has room, ``cdc run`` resumes and the lake holds every change once."""
+    disk.grow(ROOMY)
+    catch_up(config, "soak")
+    assert compare_lake(lake, Workload(spec_of_url(URL))) == []
+
+
 @pytest.mark.integration
 def test_full_lake_exits_2_naming_the_table_and_resumes_once_space_is_freed(
     tmp_path: Path, tmpfs: Callable[[Path, str], Tmpfs]
@@ -132,17 +132,14 @@ def test_full_lake_exits_2_naming_the_table_and_resumes_once_space_is_freed(
     lake = tmpfs(tmp_path / "lake", "512k")
     config = write_config(tmp_path, URL)
 
-    _assert_says_disk_full(_cdc_run(config), lake.directory)
+    _assert_says_disk_full(config, lake.directory)
     _assert_loaded(tmp_path / "state")
 
     for log in lake.directory.rglob("_delta_log"):
         read_delta(log.parent)  # every Delta table reads whole: no half-written commit
     read_progress(lake.directory)  # the progress file too
     _assert_no_temporary_files(lake.directory)
-    lake.grow(ROOMY)
-    resumed = _cdc_run(config)
-    assert resumed.returncode == 0, resumed.stderr
-    assert compare_lake(lake.directory, Workload(spec_of_url(URL))) == []
+    _assert_resumes_once_freed(lake, config, lake.directory)
 
 
 @pytest.mark.integration
@@ -152,7 +149,7 @@ def test_full_state_directory_exits_2_naming_the_file_and_resumes_once_space_is_
     state = tmpfs(tmp_path / "state", "448k")
     config = write_config(tmp_path, URL)
 
-    _assert_says_disk_full(_cdc_run(config), state.directory)
+    _assert_says_disk_full(config, state.directory)
 
     checkpoint = _assert_loaded(state.directory)
     for transaction in checkpoint.buffer.transactions if checkpoint.buffer else ():
@@ -160,10 +157,7 @@ def test_full_state_directory_exits_2_naming_the_file_and_resumes_once_space_is_
             assert (state.directory / "spill" / segment.name).stat().st_size == segment.size_bytes
     check_data_file(state.directory / "images" / "data.mdb")
     _assert_no_temporary_files(state.directory)
-    state.grow(ROOMY)
-    resumed = _cdc_run(config)
-    assert resumed.returncode == 0, resumed.stderr
-    assert compare_lake(tmp_path / "lake", Workload(spec_of_url(URL))) == []
+    _assert_resumes_once_freed(state, config, tmp_path / "lake")
 
 
 # -- each writer of the lake and the state directory, on a disk filled by the test ----------

@@ -45,6 +45,19 @@ def _config(work: Path, source: str, target: str, schema: str, extra: str = "") 
     return config
 
 
+def _source(postgres: PostgresServer, database: str) -> str:
+    """The pipeline URL of ``database`` on ``postgres``, once it holds ``TABLES``."""
+    with contextlib.closing(postgres.connect(database)) as connection:
+        for statement in TABLES:
+            connection.execute(statement)
+    return f"{postgres.url(database)}?idle_s=0.2&slot=copy_{database}"
+
+
+def _catch_up(config: Path) -> None:
+    with open_pipeline(config, "copy") as pipeline:
+        pipeline.run_until_caught_up()
+
+
 def _rows(url: str, schema: str | None, table: str) -> list[tuple[object, ...]]:
     engine = sa.create_engine(url)
     try:
@@ -70,11 +83,8 @@ def test_a_mariadb_target_refuses_an_interval_and_a_timetz_before_writing(
     postgres: PostgresServer,
     postgres_database: Callable[[PostgresServer], str],
 ) -> None:
-    source, target = postgres_database(postgres), mariadb_database(mariadb_full)
-    with contextlib.closing(postgres.connect(source)) as connection:
-        for statement in TABLES:
-            connection.execute(statement)
-    url = f"{postgres.url(source)}?idle_s=0.2&slot=copy_{source}"
+    url = _source(postgres, postgres_database(postgres))
+    target = mariadb_database(mariadb_full)
     target_url = mariadb_full.url(target)
     with (
         pytest.raises(RefusedColumnsError) as refused,
@@ -90,8 +100,7 @@ def test_a_mariadb_target_refuses_an_interval_and_a_timetz_before_writing(
     assert _tables(target_url) <= {"replcheck_progress"}  # public.a is not loaded either
 
     ignored = "    ignore_columns: {public.b: [span, tz]}\n"
-    with open_pipeline(_config(tmp_path, url, target_url, target, ignored), "copy") as pipeline:
-        pipeline.run_until_caught_up()
+    _catch_up(_config(tmp_path, url, target_url, target, ignored))
     assert _rows(target_url, None, "a") == [(1, "x")]
     assert _rows(target_url, None, "b") == [(1, "y")]
 
@@ -102,18 +111,12 @@ def test_a_postgres_target_holds_an_interval_exactly(
     postgres_database: Callable[[PostgresServer], str],
 ) -> None:
     source, target = postgres_database(postgres), postgres_database(postgres)
-    with contextlib.closing(postgres.connect(source)) as connection:
-        for statement in TABLES:
-            connection.execute(statement)
-    url = f"{postgres.url(source)}?idle_s=0.2&slot=copy_{source}"
     target_url = postgres.url(target)
     ignored = "    ignore_columns: {public.b: [tz]}\n"  # a PostgreSQL target has no timetz
-    config = _config(tmp_path, url, target_url, "public", ignored)
-    with open_pipeline(config, "copy") as pipeline:
-        pipeline.run_until_caught_up()
+    config = _config(tmp_path, _source(postgres, source), target_url, "public", ignored)
+    _catch_up(config)
     with contextlib.closing(postgres.connect(source)) as connection:
         connection.execute("UPDATE b SET span = span * 2 WHERE id = 1")
-    with open_pipeline(config, "copy") as pipeline:
-        pipeline.run_until_caught_up()
+    _catch_up(config)
     span = dt.timedelta(days=2, hours=4, minutes=6, seconds=9)
     assert _rows(target_url, "public", "b") == [(1, span, "y")]

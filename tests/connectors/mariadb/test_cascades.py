@@ -6,10 +6,6 @@ adds one to a captured table. Keys without a cascading action are captured as be
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -17,10 +13,9 @@ import pytest
 
 from cdc_core.lake import LakeTable, high_water_mark
 from connectors.mariadb.ddl import classify_alter
+from tests.cli_runs import WAIT_S, catch_up, cdc_running, wait_for, write_config
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows
 from tests.private_servers import MariaDBServer
-
-ROOT = Path(__file__).resolve().parents[3]
 
 PARENT = "CREATE TABLE orders (id INT PRIMARY KEY, placed VARCHAR(20))"
 CHILDREN = (
@@ -39,29 +34,7 @@ ROWS = (
 
 
 def _config(work: Path, url: str, tables: Sequence[str]) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    config = work / "replcheck.yaml"
-    config.write_text(
-        "connections:\n"
-        f"  src: {{url: {json.dumps(url + '?heartbeat_s=0.2')}}}\n"
-        f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}\n"
-        "pipelines:\n"
-        f"  - {{name: p, source: src, target: lake, tables: {json.dumps(list(tables))},"
-        f" state_dir: {json.dumps(str(work / 'state'))}}}\n",
-        encoding="utf-8",
-    )
-    return config
-
-
-def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    return subprocess.run(
-        [*command, "--pipeline", "p", "--until-caught-up"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return write_config(work, url + "?heartbeat_s=0.2", tables)
 
 
 @pytest.mark.integration
@@ -83,8 +56,8 @@ def test_captured_children_with_cascades_are_refused_before_loading(
         f" ON UPDATE CASCADE) referencing {database}.orders:"
     )
     # A glob: a child is refused before anything is loaded, with the way out.
-    done = _cdc_run(_config(tmp_path / "glob", mariadb_full.url(database), [f"{database}.*"]))
-    assert done.returncode == 2, done.stderr[-3000:]
+    glob = _config(tmp_path / "glob", mariadb_full.url(database), [f"{database}.*"])
+    done = catch_up(glob, expect=2)
     assert lines in done.stderr or notes in done.stderr, done.stderr[-3000:]
     assert "leave the table out of the pipeline's tables" in done.stderr
     assert "make them RESTRICT and delete or update the child rows explicitly" in done.stderr
@@ -92,13 +65,11 @@ def test_captured_children_with_cascades_are_refused_before_loading(
 
     # Each child by name, without its parent.
     for table, sentence in (("order_lines", lines), ("notes", notes)):
-        done = _cdc_run(_config(tmp_path / table, mariadb_full.url(database), [table]))
-        assert done.returncode == 2, done.stderr[-3000:]
+        done = catch_up(_config(tmp_path / table, mariadb_full.url(database), [table]), expect=2)
         assert sentence in done.stderr, done.stderr[-3000:]
 
     # A foreign key without a cascading action is captured (its parent too).
-    done = _cdc_run(_config(tmp_path / "plain", mariadb_full.url(database), ["orders", "audits"]))
-    assert done.returncode == 0, done.stderr[-3000:]
+    catch_up(_config(tmp_path / "plain", mariadb_full.url(database), ["orders", "audits"]))
     for table in ("orders", "audits"):
         lake = lake_rows(tmp_path / "plain" / "lake", f"{database}.{table}", ["id"])
         assert lake == source_rows(mariadb_full, database, table, ["id"])
@@ -125,21 +96,13 @@ def test_a_ddl_adding_a_cascade_to_a_captured_table_stops_the_pipeline(
         "ALTER TABLE shipments ADD CONSTRAINT fk_shipments_order FOREIGN KEY (order_id)"
         " REFERENCES orders (id) ON DELETE CASCADE"
     )
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    process = subprocess.Popen(
-        [*command, "--pipeline", "p"], cwd=ROOT, stderr=subprocess.PIPE, text=True
-    )
-    try:  # the DDL while the pipeline runs (one started after it refuses the table at once)
-        lake = LakeTable(tmp_path / "lake", f"{database}.shipments")
-        deadline = time.monotonic() + 120
-        while (high_water_mark(lake) or 0) == 0 and process.poll() is None:
-            assert time.monotonic() < deadline, "cdc run did not load the tables"
-            time.sleep(0.2)
+    lake, log = LakeTable(tmp_path / "lake", f"{database}.shipments"), tmp_path / "cdc.log"
+    # The DDL while the pipeline runs (one started after it refuses the table at once).
+    with cdc_running(config, log) as process:
+        wait_for(lambda: (high_water_mark(lake) or 0) > 0, process, log)  # the tables loaded
         execute(mariadb_full, database, statement, "DELETE FROM orders WHERE id = 1")
-        _, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+        process.communicate(timeout=WAIT_S)
+    err = log.read_text()
 
     assert process.returncode == 2, err[-3000:]
     assert (
@@ -150,8 +113,7 @@ def test_a_ddl_adding_a_cascade_to_a_captured_table_stops_the_pipeline(
     ) in err
     assert f"table {database}.shipments" in err and statement in err
 
-    done = _cdc_run(config)  # started again: refused before it reads the log
-    assert done.returncode == 2
+    done = catch_up(config, expect=2)  # started again: refused before it reads the log
     assert f"table {database}.shipments has the cascading foreign key fk_shipments_order" in (
         done.stderr
     )

@@ -9,14 +9,12 @@ digits than the lake's decimals hold)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.cdc_core.kill_loop import ROOT
+from tests.cli_runs import catch_up, replcheck, write_config
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows
 from tests.private_servers import MariaDBServer
 
@@ -32,38 +30,9 @@ ROWS = (
 )
 
 
-def _config(work: Path, server: MariaDBServer, database: str, pipeline: str = "") -> Path:
-    config = work / "replcheck.yaml"
-    config.write_text(
-        "connections:\n"
-        f'  src: {{url: "{server.url(database)}?heartbeat_s=0.2&server_id=4343"}}\n'
-        f"  lake: {{lake: {work / 'lake'}}}\n"
-        "pipelines:\n"
-        "  - name: shop\n"
-        "    source: src\n"
-        "    target: lake\n"
-        f"    tables: [{database}.t]\n"
-        f"    state_dir: {work / 'state'}\n" + pipeline,
-        encoding="utf-8",
-    )
-    return config
-
-
-def _replcheck(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "validator.cli", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
-    return _replcheck(
-        "cdc", "run", "--config", str(config), "--pipeline", "shop", "--until-caught-up"
-    )
+def _config(work: Path, server: MariaDBServer, database: str, options: str = "") -> Path:
+    url = f"{server.url(database)}?heartbeat_s=0.2&server_id=4343"
+    return write_config(work, url, [f"{database}.t"], options=options)
 
 
 @pytest.fixture
@@ -79,8 +48,7 @@ def test_columns_the_pipeline_cannot_carry_are_refused_by_name(
     source: tuple[MariaDBServer, str], tmp_path: Path
 ) -> None:
     server, database = source
-    run = _cdc_run(_config(tmp_path, server, database))
-    assert run.returncode == 2, run.stderr[-3000:]
+    run = catch_up(_config(tmp_path, server, database), expect=2)
     error = run.stderr.strip().splitlines()[-1]
     assert f"table {database}.t: columns ip (inet6), spot (point): no logical type" in error
     assert "column wide (decimal(65,30)): more than 38 digits" in error, error
@@ -93,10 +61,9 @@ def test_ignored_columns_let_the_rest_of_the_table_replicate(
     source: tuple[MariaDBServer, str], tmp_path: Path
 ) -> None:
     server, database = source
-    ignored = f"    ignore_columns: {{{database}.t: [ip, spot, wide]}}\n"
+    ignored = f"ignore_columns: {{{database}.t: [ip, spot, wide]}}"
     config = _config(tmp_path, server, database, ignored)
-    first = _cdc_run(config)
-    assert first.returncode == 0, first.stderr[-3000:]
+    first = catch_up(config)
     assert "WARNING" not in first.stderr  # ignored on purpose: nothing to warn about
     assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
         (1,): {"id": 1, "v": "a"},
@@ -111,8 +78,7 @@ def test_ignored_columns_let_the_rest_of_the_table_replicate(
         "DELETE FROM t WHERE id = 3",
         "INSERT INTO t (id, ip, v) VALUES (4, '::4', 'd')",
     )
-    second = _cdc_run(config)
-    assert second.returncode == 0, second.stderr[-3000:]
+    catch_up(config)
     assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
         (1,): {"id": 1, "v": "a"},
         (2,): {"id": 2, "v": "bb"},
@@ -142,7 +108,7 @@ def _validate(
         encoding="utf-8",
     )
     out = work / f"out-{len(exclude)}"
-    done = _replcheck("validate", "-c", str(judged), "--out", str(out))
+    done = replcheck("validate", "-c", str(judged), "--out", str(out))
     assert done.returncode in (0, 1), done.stderr[-3000:]
     document: dict[str, object] = json.loads((out / "result.json").read_text(encoding="utf-8"))
     return document
@@ -160,21 +126,18 @@ def test_a_column_added_later_is_refused_by_name_too(
     execute(server, database, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
     execute(server, database, "INSERT INTO t VALUES (1, 'a')")
     config = _config(tmp_path, server, database)
-    assert _cdc_run(config).returncode == 0
+    catch_up(config)
     execute(
         server,
         database,
         "ALTER TABLE t ADD COLUMN ip INET6",
         "INSERT INTO t VALUES (2, 'b', '::2')",
     )
-    stopped = _cdc_run(config)
-    assert stopped.returncode == 2, stopped.stderr[-3000:]
+    stopped = catch_up(config, expect=2)
     error = stopped.stderr.strip().splitlines()[-1]
     assert f"table {database}.t: column ip (inet6): no logical type" in error, error
     assert f"ignore_columns: {{{database}.t: [ip]}}" in error, error
-    ignored = f"    ignore_columns: {{{database}.t: [ip]}}\n"
-    resumed = _cdc_run(_config(tmp_path, server, database, ignored))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    catch_up(_config(tmp_path, server, database, f"ignore_columns: {{{database}.t: [ip]}}"))
     assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == {
         (1,): {"id": 1, "v": "a"},
         (2,): {"id": 2, "v": "b"},

@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,11 +22,11 @@ import pytest
 
 from cdc_core.lake import COPY
 from cdc_core.names import format_table
+from tests.cli_runs import catch_up, replcheck
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows
 from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
-ROOT = Path(__file__).resolve().parents[3]
 
 SCHEMA = (
     # Implicit (hidden) period columns.
@@ -96,18 +94,6 @@ def _config(work: Path, server: MariaDBServer, database: str) -> Path:
     return config
 
 
-def _replcheck(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-def _catch_up(config: Path, pipeline: str) -> None:
-    done = _replcheck(
-        "cdc", "run", "--config", str(config), "--pipeline", pipeline, "--until-caught-up"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def _current_rows(server: MariaDBServer, database: str, table: str) -> dict[Any, dict[str, Any]]:
     """``SELECT * FROM table`` (its current rows), by key, times as UTC instants."""
     connection = server.connect(database)
@@ -148,13 +134,13 @@ def test_system_versioned_tables_are_captured_as_their_current_rows(
     execute(server, database, *SCHEMA, *ROWS)
     config = _config(tmp_path, server, database)
     for pipeline in ("glob", "named"):
-        _catch_up(config, pipeline)
+        catch_up(config, pipeline)
     _assert_lake_is_current(tmp_path / "glob", server, database, list(KEYS))
     _assert_lake_is_current(tmp_path / "named", server, database, ["accounts", "prices", "tags"])
 
     execute(server, database, *WORKLOAD)
     for pipeline in ("glob", "named"):
-        _catch_up(config, pipeline)
+        catch_up(config, pipeline)
 
     _assert_lake_is_current(tmp_path / "glob", server, database, list(KEYS))
     _assert_lake_is_current(tmp_path / "named", server, database, ["accounts", "prices", "tags"])
@@ -162,7 +148,7 @@ def test_system_versioned_tables_are_captured_as_their_current_rows(
     assert sorted(accounts) == [(1,), (5,), (40,)]
     assert set(accounts[(1,)]) == {"id", "owner", "balance"}  # hidden periods not carried
     out = tmp_path / "out"
-    done = _replcheck("validate", "--config", str(config), "--out", str(out))
+    done = replcheck("validate", "--config", str(config), "--out", str(out))
     result = json.loads((out / "result.json").read_text())
     statuses = {c["name"]: c["status"] for c in result["comparisons"]}
     assert done.returncode == 0, (statuses, done.stderr[-3000:])
@@ -183,10 +169,7 @@ def test_a_table_versioned_by_transaction_ids_is_refused(
         "INSERT INTO ledger VALUES (1, 10)",
     )
     config = _config(tmp_path, mariadb_full, database)
-    done = _replcheck(
-        "cdc", "run", "--config", str(config), "--pipeline", "glob", "--until-caught-up"
-    )
-    assert done.returncode == 2, done.stderr[-3000:]
+    done = catch_up(config, "glob", expect=2)
     assert (
         f"table {database}.ledger is system-versioned by transaction ids (its period columns"
         " are BIGINT UNSIGNED), and MariaDB logs its changes as statements, not row images;"

@@ -10,10 +10,6 @@ works."""
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,10 +17,10 @@ from typing import Any
 import pytest
 
 from cdc_core.lake import META_COLUMNS, LakeTable
+from tests.cli_runs import catch_up, cdc_running, stop, validate, write_config
 from tests.connectors.postgres.helpers import PgCase
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
-ROOT = Path(__file__).resolve().parents[3]
 
 SCHEMA = (
     "CREATE TABLE events (id int, region text, payload text, PRIMARY KEY (id, region))"
@@ -49,33 +45,8 @@ WORKLOAD = (
 def _config(
     case: PgCase, work: Path, url_options: str = "", tables: Sequence[str] = ("public.*",)
 ) -> Path:
-    url = json.dumps(case.server.url(case.database) + "?idle_s=0.2" + url_options)
-    config = work / "replcheck.yaml"
-    config.write_text(
-        "connections:\n"
-        f"  src: {{url: {url}}}\n"
-        f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}\n"
-        "pipelines:\n"
-        f"  - {{name: pg, source: src, target: lake, tables: {json.dumps(list(tables))},"
-        f" state_dir: {json.dumps(str(work / 'state'))}}}\n"
-        "comparisons:\n"
-        "  - {name: events, source: {connection: src, table: public.events},"
-        " target: {connection: lake, table: public.events}}\n"
-        "validation: {engine: local, lake_wait_timeout_s: 60}\n",
-        encoding="utf-8",
-    )
-    return config
-
-
-def _replcheck(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-def _cdc_run(config: Path) -> subprocess.CompletedProcess[str]:
-    return _replcheck(
-        "cdc", "run", "--config", str(config), "--pipeline", "pg", "--until-caught-up"
-    )
+    url = case.server.url(case.database) + "?idle_s=0.2" + url_options
+    return write_config(work, url, tables, compared=("public.events", "public.events"))
 
 
 def _lake(work: Path, table: str) -> list[tuple[Any, ...]]:
@@ -95,8 +66,7 @@ def test_a_partitioned_table_is_captured_once_through_its_root(
     case.sql(*SCHEMA)
     config = _config(case, tmp_path)
 
-    first = _cdc_run(config)
-    assert first.returncode == 0, first.stderr[-3000:]
+    first = catch_up(config)
     assert (
         "tables public.events_eu, public.events_us are partitions, captured through their"
         " root public.events"
@@ -105,8 +75,7 @@ def test_a_partitioned_table_is_captured_once_through_its_root(
     assert _lake(tmp_path, "public.events") == _source(case, "events")
 
     case.sql(*WORKLOAD)
-    second = _cdc_run(config)
-    assert second.returncode == 0, second.stderr[-3000:]
+    catch_up(config)
 
     assert sorted(p.name for p in (tmp_path / "lake" / "public").iterdir()) == ["events", "plain"]
     assert _lake(tmp_path, "public.events") == _source(case, "events")
@@ -117,18 +86,11 @@ def test_a_partitioned_table_is_captured_once_through_its_root(
         (5, "eu", "e"),
     ]
     assert _lake(tmp_path, "public.plain") == _source(case, "plain")
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    following = subprocess.Popen(  # the validator waits for the lake to reach its snapshot
-        [*command, "--pipeline", "pg"], cwd=ROOT, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        done = _replcheck("validate", "--config", str(config), "--out", str(out))
-    finally:
-        following.send_signal(signal.SIGTERM)
-        following.communicate(timeout=120)
-    (comparison,) = json.loads((out / "result.json").read_text())["comparisons"]
-    assert (done.returncode, comparison["status"]) == (0, "in_sync"), done.stderr[-3000:]
+    # The validator waits for the lake to reach its snapshot: a pipeline follows meanwhile.
+    with cdc_running(config, tmp_path / "following.log") as following:
+        code, comparison = validate(config, tmp_path / "out")
+        stop(following)
+    assert (code, comparison["status"]) == (0, "in_sync"), comparison.get("differences")
 
 
 def test_a_publication_without_publish_via_partition_root_names_a_fix_that_works(
@@ -137,8 +99,7 @@ def test_a_publication_without_publish_via_partition_root_names_a_fix_that_works
     case.sql(*SCHEMA, "CREATE PUBLICATION mine FOR TABLE events, plain")
     config = _config(case, tmp_path, "&publication=mine")
 
-    refused = _cdc_run(config)
-    assert refused.returncode == 2, refused.stderr[-3000:]
+    refused = catch_up(config, expect=2)
     fix = "ALTER PUBLICATION mine SET (publish_via_partition_root = true)"
     assert (
         "publication 'mine' publishes the changes of the partitioned tables ['public.events']"
@@ -146,18 +107,15 @@ def test_a_publication_without_publish_via_partition_root_names_a_fix_that_works
     ) in refused.stderr
 
     case.sql(fix)
-    done = _cdc_run(config)
-    assert done.returncode == 0, done.stderr[-3000:]
+    catch_up(config)
     case.sql(*WORKLOAD)
-    done = _cdc_run(config)
-    assert done.returncode == 0, done.stderr[-3000:]
+    catch_up(config)
     assert _lake(tmp_path, "public.events") == _source(case, "events")
 
 
 def test_a_partition_named_with_its_root_is_refused(case: PgCase, tmp_path: Path) -> None:
     case.sql(*SCHEMA)
-    done = _cdc_run(_config(case, tmp_path, tables=["events", "events_us", "plain"]))
-    assert done.returncode == 2, done.stderr[-3000:]
+    done = catch_up(_config(case, tmp_path, tables=["events", "events_us", "plain"]), expect=2)
     assert (
         "the pipeline's tables name partitions public.events_us (of public.events) and their"
         " root too, so their rows would be loaded twice, and the partitions' changes reach the"

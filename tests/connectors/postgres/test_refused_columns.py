@@ -8,15 +8,13 @@ with a warning, and ``interval``, which a Delta lake has no type for (the writer
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cdc_core.lake import META_COLUMNS, LakeTable
-from tests.cdc_core.kill_loop import ROOT
+from tests.cli_runs import catch_up, write_config
 from tests.connectors.postgres.helpers import PgCase
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -40,33 +38,9 @@ ROW = (
 )
 
 
-def _config(case: PgCase, work: Path, pipeline: str = "") -> Path:
-    config = work / "pipeline.yaml"
-    config.write_text(
-        "connections:\n"
-        f'  src: {{url: "{case.server.url(case.database)}?idle_s=0.2"}}\n'
-        f"  lake: {{lake: {work / 'lake'}}}\n"
-        "pipelines:\n"
-        "  - name: pg\n"
-        "    source: src\n"
-        "    target: lake\n"
-        "    tables: [public.r]\n"
-        f"    state_dir: {work / 'state'}\n" + pipeline,
-        encoding="utf-8",
-    )
-    return config
-
-
-def _run(config: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    return subprocess.run(
-        [*command, "--pipeline", "pg", "--until-caught-up"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _config(case: PgCase, work: Path, options: str = "") -> Path:
+    url = f"{case.server.url(case.database)}?idle_s=0.2"
+    return write_config(work, url, ["public.r"], options=options)
 
 
 def _lake(work: Path) -> dict[int, dict[str, Any]]:
@@ -81,8 +55,7 @@ def test_columns_the_pipeline_cannot_carry_are_refused_by_name(
     case: PgCase, tmp_path: Path
 ) -> None:
     case.sql(TABLE, ROW.format(id=1))
-    run = _run(_config(case, tmp_path))
-    assert run.returncode == 2, run.stderr[-3000:]
+    run = catch_up(_config(case, tmp_path), expect=2)
     error = run.stderr.strip().splitlines()[-1]
     untyped = ", ".join(f"{c} ({native})" for c, native in REFUSED.items() if c != "span")
     assert error.startswith(f"error: table public.r: columns {untyped}: no logical type"), error
@@ -95,10 +68,9 @@ def test_columns_the_pipeline_cannot_carry_are_refused_by_name(
 
 def test_ignored_columns_let_the_rest_of_the_table_replicate(case: PgCase, tmp_path: Path) -> None:
     case.sql(TABLE, ROW.format(id=1), ROW.format(id=2))
-    ignored = f"    ignore_columns: {{public.r: [{', '.join(REFUSED)}]}}\n"
+    ignored = f"ignore_columns: {{public.r: [{', '.join(REFUSED)}]}}"
     config = _config(case, tmp_path, ignored)
-    first = _run(config)
-    assert first.returncode == 0, first.stderr[-3000:]
+    first = catch_up(config)
     assert "WARNING" not in first.stderr  # ignored on purpose: nothing to warn about
     assert _lake(tmp_path) == {1: {"id": 1, "v": "v1"}, 2: {"id": 2, "v": "v2"}}
     case.sql(
@@ -108,8 +80,7 @@ def test_ignored_columns_let_the_rest_of_the_table_replicate(case: PgCase, tmp_p
         "DELETE FROM r WHERE id = 3",
         "INSERT INTO r (id, span, v) VALUES (4, '1 hour', 'v4')",
     )
-    second = _run(config)
-    assert second.returncode == 0, second.stderr[-3000:]
+    catch_up(config)
     assert _lake(tmp_path) == {
         1: {"id": 1, "v": "v1"},
         2: {"id": 2, "v": "w2"},
@@ -122,14 +93,12 @@ def test_a_column_added_later_is_refused_by_name_too(case: PgCase, tmp_path: Pat
     (never a warning, never a Delta error), and resumes once it is ignored."""
     case.sql("CREATE TABLE r (id int PRIMARY KEY, v text)", "INSERT INTO r VALUES (1, 'a')")
     config = _config(case, tmp_path)
-    assert _run(config).returncode == 0
+    catch_up(config)
     case.sql("ALTER TABLE r ADD COLUMN span interval", "INSERT INTO r VALUES (2, 'b', '1 day')")
-    stopped = _run(config)
-    assert stopped.returncode == 2, stopped.stderr[-3000:]
+    stopped = catch_up(config, expect=2)
     error = stopped.stderr.strip().splitlines()[-1]
     assert "table public.r: column span (interval): no type in a Delta lake" in error, error
     assert "ignore_columns: {public.r: [span]}" in error, error
     assert "replcheck bug" not in stopped.stderr
-    resumed = _run(_config(case, tmp_path, "    ignore_columns: {public.r: [span]}\n"))
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    catch_up(_config(case, tmp_path, "ignore_columns: {public.r: [span]}"))
     assert _lake(tmp_path) == {1: {"id": 1, "v": "a"}, 2: {"id": 2, "v": "b"}}

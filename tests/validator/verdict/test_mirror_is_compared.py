@@ -7,12 +7,8 @@ changelog) instead of stopping at every batch."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,47 +17,15 @@ from deltalake import DeltaTable
 
 from cdc_core.lake import LakeTable
 from cdc_core.names import format_table
+from tests.cli_runs import catch_up, validate, write_config
 from tests.connectors.mariadb.pipeline_helpers import execute
 from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _config(work: Path, url: str, database: str) -> Path:
-    config = work / "replcheck.yaml"
-    config.write_text(
-        "connections:\n"
-        f"  src: {{url: {json.dumps(url)}}}\n"
-        f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}\n"
-        "pipelines:\n"
-        "  - {name: p, source: src, target: lake, tables: [items],"
-        f" state_dir: {json.dumps(str(work / 'state'))}}}\n"
-        "comparisons:\n"
-        "  - {name: items, source: {connection: src, table: items},"
-        f" target: {{connection: lake, table: {json.dumps(format_table(database, 'items'))}}}}}\n"
-        "validation: {engine: local, lake_wait_timeout_s: 60}\n",
-        encoding="utf-8",
-    )
-    return config
-
-
-def _replcheck(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "validator.cli", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-def _validate(config: Path, out: Path) -> tuple[int, dict[str, Any]]:
-    finished = _replcheck("validate", "--config", str(config), "--out", str(out))
-    (comparison,) = json.loads((out / "result.json").read_text())["comparisons"]
-    return finished.returncode, comparison
-
-
-def _catch_up(config: Path) -> None:
-    finished = _replcheck(
-        "cdc", "run", "--config", str(config), "--pipeline", "p", "--until-caught-up"
-    )
-    assert finished.returncode == 0, finished.stderr
+    return write_config(work, url, ["items"], compared=("items", format_table(database, "items")))
 
 
 def test_another_writers_commit_and_a_replaced_file_are_found_and_named(
@@ -74,12 +38,12 @@ def test_another_writers_commit_and_a_replaced_file_are_found_and_named(
     execute(mariadb_full, database, "CREATE TABLE items (id INT PRIMARY KEY, v VARCHAR(20))")
     execute(mariadb_full, database, f"INSERT INTO items VALUES {rows}")
     config = _config(tmp_path, mariadb_full.url(database), database)
-    _catch_up(config)
-    assert _validate(config, tmp_path / "out0")[0] == 0
+    catch_up(config)
+    assert validate(config, tmp_path / "out0")[0] == 0
     mirror = LakeTable(tmp_path / "lake", format_table(database, "items")).mirror
 
     DeltaTable(str(mirror)).update(updates={"v": "'tampered'"}, predicate="id = 7")
-    code, comparison = _validate(config, tmp_path / "out1")
+    code, comparison = validate(config, tmp_path / "out1")
 
     assert code == 1 and comparison["status"] == "differences"
     assert [(d["kind"], d["key"]) for d in comparison["differences"]] == [("changed", ["7"])]
@@ -92,7 +56,7 @@ def test_another_writers_commit_and_a_replaced_file_are_found_and_named(
     plain = [f.with_type(pa.string()) if f.type == pa.string_view() else f for f in data.schema]
     data = data.cast(pa.schema(plain))  # another writer's UPDATE wrote string views
     pq.write_table(data.filter(pa.compute.not_equal(data["id"], 9)), uri)  # row 9 gone
-    code, comparison = _validate(config, tmp_path / "out2")
+    code, comparison = validate(config, tmp_path / "out2")
 
     assert code == 1
     assert ("missing_in_target", ["9"]) in [
@@ -102,8 +66,8 @@ def test_another_writers_commit_and_a_replaced_file_are_found_and_named(
     assert len(named) == 1 and Path(uri).name in named[0]
 
     execute(mariadb_full, database, "UPDATE items SET v = 'new' WHERE id = 20")
-    _catch_up(config)  # the MERGE meets the replaced file: the mirror is rebuilt
-    code, comparison = _validate(config, tmp_path / "out3")
+    catch_up(config)  # the MERGE meets the replaced file: the mirror is rebuilt
+    code, comparison = validate(config, tmp_path / "out3")
 
     assert (code, comparison["status"]) == (0, "in_sync"), comparison["differences"]
     assert comparison["lake_findings"] == []  # the rebuild left neither in the mirror
