@@ -78,7 +78,7 @@ def _config(
         "resync: {audit: file}\n"
         "pipelines:\n"
         f"  - {{name: p, source: src, target: lake, tables: [{source}.t],"
-        f" state_dir: '{work / 'state'}'}}\n",
+        f" state_dir: '{work / 'state'}', retry: {{attempts: 0}}}}\n",  # the wrong port: at once
         encoding="utf-8",
     )
     return path

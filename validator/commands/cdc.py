@@ -6,8 +6,8 @@ pending batch is written, a checkpoint recorded, and the command exits 0. With
 ``until_caught_up`` it stops by itself once everything committed at the source when it
 started is in the lake.
 
-A lost source -- any ``TransientError`` while the pipeline runs: the server closed the
-connection, cannot be reached, or still holds the replication slot -- is retried as
+A lost source -- any ``TransientError`` once the pipeline has a checkpoint: the server
+closed the connection, cannot be reached, or still holds the replication slot -- is retried as
 Debezium retries retriable errors (``errors.max.retries``, ``retriable.restart.connector
 .wait.ms``, https://debezium.io/documentation/reference/3.1/connectors/postgresql.html),
 with waits that double as its reconnections' do (``connect.backoff.initial.delay.ms`` /
@@ -139,6 +139,8 @@ def _run_retrying(run: _Run, setup: PipelineSetup) -> Position | None:
         except TransientError as exc:
             if run.stop_requested:
                 raise
+            if _held(setup) is None:  # never reached (a wrong URL?): said at once
+                raise _never_reached(exc) from exc
             if outage is None or _held(setup) != before:
                 outage = _Outage(exc, time.monotonic(), exc)
             outage.latest = exc
@@ -156,6 +158,15 @@ def _run_retrying(run: _Run, setup: PipelineSetup) -> Position | None:
             )
             if run.wait(wait):
                 return _held(setup)  # stopped while waiting: the target holds that far
+
+
+def _never_reached(exc: TransientError) -> TransientError:
+    """A pipeline that never reached its source (no checkpoint yet) is not waited for: a
+    wrong URL would otherwise cost minutes of retries before its error."""
+    message = f"{exc.message}; not retried: the pipeline has never reached its source (no"
+    message += " checkpoint yet; check its URL and that it is up; once it has, a lost source"
+    message += " is retried as pipelines[].retry says)"
+    return TransientError(message, exc.context)
 
 
 def _held(setup: PipelineSetup) -> Position | None:
