@@ -343,23 +343,34 @@ def confirm_exact(table: LakeTable, at: LakeAt) -> None:
     check_exact(table, at.at.values)
 
 
+class InexactStateError(TransientError):
+    """A source position lies in a window a table refresh left inexact; from ``end`` on the
+    lake is exact again."""
+
+    def __init__(self, message: str, context: dict[str, object], end: int) -> None:
+        super().__init__(message, context)
+        self.end = end
+
+
 def check_exact(table: LakeTable, positions: Sequence[int]) -> None:
     """Refuse positions at which a table refresh left the lake's state of ``table`` inexact
     (between a DDL that rewrote rows, or a table's addition, and the refresh's last chunk:
     ``cdc_core.table_refresh``); every other position is exact.
 
     Raises:
-        TransientError: A position lies in such a window (the message names it and says to
-            validate again: a new source snapshot lies after the window).
+        InexactStateError: A position lies in such a window (the message names it and says
+            to validate again: a new source snapshot lies after the window).
     """
     marks = read_marks(table.lake)
     for position in positions:
         window = marks.window_at(table.table, position)
         if window is not None:
             start, end = window
-            raise TransientError(
-                f"lake table {table.table} was refreshed from the source after a DDL or its"
-                f" addition: its state at the source snapshot's position {position} (between"
-                f" {start} and {end}) is not exact; validate again (from {end} on it is)",
+            raise InexactStateError(
+                f"lake table {table.table} was refreshed from the source after a DDL, its"
+                f" addition or a re-sync: its state at the source snapshot's position"
+                f" {position} (between {start} and {end}) is not exact; validate again (from"
+                f" {end} on it is)",
                 {"table": table.table, "position": position},
+                end,
             )

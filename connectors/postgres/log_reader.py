@@ -187,6 +187,7 @@ class PostgresLogReader:
         self._acknowledged = 0
         self._streams: list[Any] = []
         self._held: tuple[str, ...] | None = None
+        self._session: _Session | None = None  # the stream being read, if any
 
     def table_shape(self, table: str) -> str:
         """The table's columns, types and defaults as the catalog has them now: logical
@@ -202,7 +203,7 @@ class PostgresLogReader:
         (``partitions.py``)."""
         with self._catalog() as connection:
             ancestors = partition_ancestors(connection)
-        with lost_connections(self.connector.where):
+        with self._lost_connections():
             tables = self.connector.table_names()
         return [table for table in tables if table in self.tables or table not in ancestors]
 
@@ -213,7 +214,7 @@ class PostgresLogReader:
 
     def describe(self, table: str) -> TableDescription:
         """The table's stored columns and key (see ``snapshot.describe_table``)."""
-        with lost_connections(self.connector.where):
+        with self._lost_connections():
             return describe_table(self.connector, table, self.keys)
 
     def end_position(self) -> Position:
@@ -272,9 +273,11 @@ class PostgresLogReader:
         held, self._held = self._held or (), None
         stream = open_stream_connection(self.config, self.connector)
         self._streams.append(stream)
+        self._session = session
         try:
             yield from session.run(stream, held)
         finally:
+            self._session = None
             if stream in self._streams:  # else close() ended it already
                 self._streams.remove(stream)
                 self._end(stream)
@@ -305,8 +308,21 @@ class PostgresLogReader:
     @contextlib.contextmanager
     def _catalog(self) -> Iterator[Any]:
         """A connection for catalog queries; one the server closes is a TransientError."""
-        with lost_connections(self.connector.where), self.connector.connect() as connection:
+        with self._lost_connections(), self.connector.connect() as connection:
             yield connection
+
+    @contextlib.contextmanager
+    def _lost_connections(self) -> Iterator[None]:
+        """``lost_connections``, saying how far the stream got when one is open (the
+        pipeline asks the catalog between the stream's messages: a server lost then is lost
+        to the stream too)."""
+        try:
+            with lost_connections(self.connector.where):
+                yield
+        except TransientError as exc:
+            if self._session is None or "slot" in exc.context:
+                raise
+            raise self._session.lost(exc) from exc
 
     def key_of(self, table: str) -> tuple[str, ...]:
         """The key that locates rows of ``table`` (asked again at every relation message)."""
@@ -350,15 +366,16 @@ class _Session:
             yield Rollback(txid, self._after())
         try:
             yield from self._loop(connection, cursor)  # its last confirmation: reader._end
-        except ReplicationClosedError:
-            raise
         except TransientError as exc:  # e.g. a catalog read while the server shuts down
-            raise self._lost(exc) from exc
+            if "slot" in exc.context:  # says how far the stream got already
+                raise
+            raise self.lost(exc) from exc
 
-    def _lost(self, exc: TransientError) -> TransientError:
+    def lost(self, exc: TransientError) -> TransientError:
         """A failure of another connection while streaming, with how far the stream got."""
         slot, reached = self.reader.config.slot, position_of(self.positions.boundary).text
-        message = f"{exc.message} (while streaming slot {slot!r}, which had reached LSN {reached})"
+        message = f"{exc.message}, while streaming slot {slot!r}; the stream had reached LSN"
+        message += f" {reached}"
         return TransientError(message, {**exc.context, "slot": slot, "position": reached})
 
     def _loop(self, connection: Any, cursor: Any) -> Iterator[RawChange | TableChanged | Idle]:

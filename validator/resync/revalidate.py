@@ -17,6 +17,8 @@ rules the Spark job applies to whole tables:
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,7 @@ from cdc_core.lake import high_water_mark
 from merkle.canonical import to_canonical_field
 from merkle.hashing import RowHasher
 from validator.config import ValidatorConfig
-from validator.positions import check_exact, wait_for_lake
+from validator.positions import InexactStateError, check_exact, wait_for_lake
 from validator.recheck import LiveTable
 from validator.replicas import confirm_live
 from validator.result import (
@@ -55,6 +57,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 KeyPair = tuple[Key, TypedKey]  # a key as the result shows it, and its typed values
+RETRY_WAIT_S = 0.5  # between source reads while the pipeline re-reads repaired keys
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,26 @@ class KeyCheck:
 def revalidate_lake(
     context: ComparisonContext, keys: Sequence[KeyPair], timeout_s: float
 ) -> KeyCheck:
-    """Compare ``keys`` of the source with the lake as of the source's read position."""
+    """Compare ``keys`` of the source with the lake as of the source's read position.
+
+    The pipeline reads the repaired keys again (``cdc_core.resync_requests``), which leaves
+    the lake inexact while it does; a source read that lands there is made again once the
+    lake has passed that window, within ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _revalidate_lake_once(context, keys, max(deadline - time.monotonic(), 0.0))
+        except InexactStateError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.info("%s; reading the repaired keys again once it is", exc.message)
+            time.sleep(RETRY_WAIT_S)
+
+
+def _revalidate_lake_once(
+    context: ComparisonContext, keys: Sequence[KeyPair], timeout_s: float
+) -> KeyCheck:
     lake_table = context.lake_table
     mark_before = high_water_mark(lake_table)
     source = read_source(context, [typed for _, typed in keys])

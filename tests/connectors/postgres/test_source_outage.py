@@ -17,6 +17,10 @@ from typing import Any
 
 import pytest
 
+from cdc_core.errors import TransientError
+from cdc_core.source import Idle
+from connectors.postgres.log_reader import PostgresLogReader
+from connectors.postgres.source_config import PostgresSourceConfig
 from tests.cli_runs import WAIT_S, cdc_running, stop, wait_for
 from tests.connectors.source_outage import (
     RETRIES,
@@ -80,8 +84,10 @@ def test_no_retry_exits_2_naming_the_closed_connection_and_the_position(
     err = log.read_text()
 
     assert process.returncode == 2, err[-3000:]
-    assert "closed the replication connection of slot 'replcheck'" in err
-    assert re.search(r"the stream had reached LSN [0-9A-F]+/[0-9A-F]+;", err), err
+    # the stream's own connection, or a catalog query between its messages, finds it gone
+    closed = "closed the replication connection of slot 'replcheck'"
+    assert closed in err or "while streaming slot 'replcheck'" in err, err[-3000:]
+    assert re.search(r"the stream had reached LSN [0-9A-F]+/[0-9A-F]+;", err), err[-3000:]
     assert_not_retried(err, tmp_path)
     assert "PGRES_COPY_BOTH" not in err and "no COPY in progress" not in err
 
@@ -125,3 +131,21 @@ def test_sigterm_while_waiting_for_the_server_stops_cleanly(
     assert process.returncode == 0, err[-3000:]
     assert "stopped cleanly" in err and "attempt 2 of 30" not in err
     assert f"the lake holds everything up to position {lake_position(tmp_path)}" in out
+
+
+def test_a_catalog_query_that_finds_the_server_gone_says_how_far_the_stream_got(
+    cluster: _PostgresProcess,
+) -> None:
+    reader = PostgresLogReader(PostgresSourceConfig(cluster.handle().url("test"), [TABLE]))
+    with contextlib.closing(reader.iter_changes(None)) as changes:
+        next(item for item in changes if isinstance(item, Idle))  # streaming, between messages
+        cluster.halt()
+        with pytest.raises(TransientError) as caught:
+            reader.table_shape(TABLE)  # as the pipeline asks at a quiet moment
+    message = str(caught.value)
+
+    assert "cannot connect to Postgres" in message, message
+    assert re.search(
+        r"while streaming slot 'replcheck'; the stream had reached LSN 0/[0-9A-F]+", message
+    )
+    assert caught.value.context["slot"] == "replcheck"
