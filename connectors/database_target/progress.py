@@ -3,10 +3,11 @@ in the same target transaction as the rows, so a crash at any point neither lose
 repeats a change.
 
 One row per pipeline and table (``table_name`` = the source table): the position and the
-last seq written there, and the part of a transaction too big for one batch written so
-far. One more row per pipeline (``table_name`` = ``''``) holds the position the whole
-pipeline reached, its tables, its refresh marks and the conflicts counted: the target's
-own high-water mark, which the validator reads (``replication: replcheck``).
+last seq written there, the part of a transaction too big for one batch written so far,
+and (``detail``) whether its target table is being loaded (``record``). One more row per
+pipeline (``table_name`` = ``''``) holds the position the whole pipeline reached, its
+tables, its refresh marks and the conflicts counted: the target's own high-water mark,
+which the validator reads (``replication: replcheck``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 PROGRESS_TABLE = "replcheck_progress"
 PIPELINE_ROW = ""  # the table_name of a pipeline's own row
+LOADING = '{"loading": true}'  # the detail of a table's row while its table is loaded
+NOTHING_WRITTEN = Written(None, -1, None, -1)
 
 
 def progress_table(metadata: sa.MetaData, schema: str | None) -> sa.Table:
@@ -53,20 +56,31 @@ class Progress:
         self.table = table
         self.pipeline = pipeline
 
-    def read(self, connection: Any, table: str) -> Written:
-        """How far the pipeline's writes to ``table`` reached."""
+    def read(self, connection: Any, table: str) -> tuple[Written, bool]:
+        """How far the pipeline's writes to ``table`` reached, and whether its target table
+        is being loaded (``record``)."""
         import sqlalchemy as sa
 
         row = connection.execute(
             sa.select(self.table).where(*self._row(table))
         ).mappings().first()  # fmt: skip
         if row is None:
-            return Written(None, -1, None, -1)
-        return Written(row["position"], row["seq"], row["part_pos"], row["part_seq"])
+            return NOTHING_WRITTEN, False
+        done = row["position"] if row["position"] >= 0 else None  # -1: None (``_upsert``)
+        mark = Written(done, row["seq"], row["part_pos"], row["part_seq"])
+        return mark, row["detail"] == LOADING
 
-    def record(self, connection: Any, table: str, mark: Written, text: str) -> None:
-        """Set ``table``'s row to ``mark`` (in the caller's transaction)."""
-        self._upsert(connection, table, mark, text, None)
+    def record(
+        self, connection: Any, table: str, mark: Written, text: str, loading: bool = False
+    ) -> None:
+        """Set ``table``'s row to ``mark`` (in the caller's transaction). ``loading``: the
+        target table was created empty while the source's table has rows a load writes
+        later, so a change may meet a row not loaded yet (``sink.py``)."""
+        self._upsert(connection, table, mark, text, LOADING if loading else None)
+
+    def loaded(self, connection: Any, table: str) -> None:
+        """Clear ``table``'s loading flag (``record``), its mark unchanged."""
+        connection.execute(self.table.update().where(*self._row(table)).values(detail=None))
 
     def record_pipeline(
         self,

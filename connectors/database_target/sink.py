@@ -19,6 +19,16 @@ present (refresh and load rows may be either). A key that is not is a conflict: 
 ``conflicts: stop`` the batch is rolled back and the pipeline stops naming table and key;
 with ``overwrite`` the change is applied anyway and counted (the progress table's pipeline
 row and the log).
+
+A table being loaded is not checked: a target table created empty while the source's table
+has rows (a table added to a running pipeline, or one moved aside to be loaded again, e.g.
+for a new primary key) gets them from a table refresh's chunks, and a change may come before
+the chunk holding its row. Its changes apply as refresh rows do (delete by key, insert),
+which the later chunks and changes make exact. Its progress row says so (``progress.py``)
+from before the table is created until a batch's refresh marks show its load done. A crash
+between the pipeline's checkpoint of a key change and the move finds the old table keyed
+otherwise than the source's: it is moved aside then; one after the move finds no table,
+which is flagged and created.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from cdc_core.copies import has_copies
 from cdc_core.errors import TerminalError
 from cdc_core.lake import RefreshMarks
 from cdc_core.pipeline_config import TargetOptions
@@ -37,7 +48,7 @@ from cdc_core.position import Position
 from cdc_core.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch, Written, unwritten
 from cdc_core.source import RefusedColumn, TableDescription
 from connectors.base import key_text
-from connectors.database_target.progress import Progress, progress_table
+from connectors.database_target.progress import NOTHING_WRITTEN, Progress, progress_table
 from connectors.database_target.tables import TargetTables
 from connectors.model import RepairDialect, TableSchema
 from connectors.sql_target import to_target_value
@@ -108,6 +119,7 @@ class DatabaseSink:
         table.create(engine, checkfirst=True)
         self.progress = Progress(table, pipeline)
         self._marks: dict[str, Written] = {}
+        self._loading: set[str] = set()  # tables whose load is not done (module doc)
 
     # -- the tables ----------------------------------------------------------------------
 
@@ -129,6 +141,7 @@ class DatabaseSink:
         with self.engine.begin() as connection:
             self.progress.forget(connection, table)
         self._marks.pop(table, None)
+        self._loading.discard(table)
 
     def held_schema(self, table: str) -> pa.Schema | None:
         """None: rows are converted by the target columns' own types, never by a
@@ -148,11 +161,9 @@ class DatabaseSink:
         self.tables.add_columns(description)
 
     def retire_table(self, name: str, position: Position) -> str | None:
-        """Rename the table aside to load it again with another schema."""
+        """Rename the table aside to load it again with another schema (or key)."""
         moved = self.tables.retire(name, position)
-        with self.engine.begin() as connection:
-            self.progress.forget(connection, name)
-        self._marks.pop(name, None)
+        self._start_load(name)  # after: a crash between finds no table (``_prepare``)
         return moved
 
     # -- writing -------------------------------------------------------------------------
@@ -190,7 +201,10 @@ class DatabaseSink:
                 yield batch.description.table, mark
             self.progress.record_pipeline(connection, position, tables, marks, self.conflicts)
 
-        return self._transaction(batches, apply, position.text)
+        def loaded(table: str) -> bool:  # a loading refresh's table is exact at no position
+            return marks is None or (marks.refreshing.get(table) != 0)
+
+        return self._transaction(batches, apply, position, loaded)
 
     def write_part(self, batches: Iterable[TableBatch], commit_pos: Position) -> int:
         """Apply part of one transaction too big for a batch, recording the part written."""
@@ -202,18 +216,20 @@ class DatabaseSink:
                 last = batch.events[-1].seq if batch.events else mark.part_seq
                 yield batch.description.table, Written(mark.done, mark.seq, commit_pos.value, last)
 
-        return self._transaction(batches, apply, commit_pos.text)
+        return self._transaction(batches, apply, commit_pos, lambda table: False)
 
     def _transaction(
         self,
         batches: list[TableBatch],
         marks_of: Callable[[Any], Iterator[tuple[str, Written]]],
-        text: str,
+        position: Position,
+        loaded: Callable[[str], bool],
     ) -> int:
-        """Apply the unwritten events of ``batches`` and record the new marks, atomically."""
+        """Apply the unwritten events of ``batches`` and record the new marks, atomically;
+        a table ``loaded`` says is done loading loses its flag with them."""
         written, new_marks = 0, {}
         conflicts = self.conflicts
-        tables = [self.tables.ensure(batch.description) for batch in batches]  # DDL first
+        tables = [self._prepare(batch.description, position) for batch in batches]  # DDL first
         try:
             with self.engine.begin() as connection:
                 for batch, table in zip(batches, tables, strict=True):
@@ -224,8 +240,13 @@ class DatabaseSink:
                     if _behind(mark, self._mark(name)):
                         continue  # re-read after a restart: the target holds more already
                     done = mark.done if mark.done is not None else self._mark(name).done
-                    self.progress.record(connection, name, mark, text if done else "")
+                    loading = name in self._loading and not loaded(name)
+                    text = position.text if done else ""
+                    self.progress.record(connection, name, mark, text, loading)
                     new_marks[name] = mark
+                done_loading = {name for name in self._loading if loaded(name)}
+                for name in done_loading - set(new_marks):
+                    self.progress.loaded(connection, name)
         except _Conflict as conflict:
             self.conflicts = conflicts
             raise self._named(conflict) from None
@@ -233,7 +254,28 @@ class DatabaseSink:
             self.conflicts = conflicts
             raise
         self._marks.update(new_marks)
+        self._loading -= done_loading
         return written
+
+    def _prepare(self, description: TableDescription, position: Position) -> sa.Table:
+        """The batch's target table, ready: one created now starts loading, and one keyed
+        otherwise than the source's table (a crash came between the checkpoint of a key
+        change's refresh and ``retire_table``) is moved aside first."""
+        name, key = description.table, description.key
+        if not self.tables.exists(name):
+            self._start_load(name)
+        elif key and not has_copies(key) and self.tables.keyed_otherwise(description):
+            moved = self.retire_table(name, position)
+            logger.warning("table %s: its key changed; its target table moved to %s", name, moved)
+        return self.tables.ensure(description)
+
+    def _start_load(self, table: str) -> None:
+        """Flag ``table`` as loading with nothing written, before its target table is
+        created (a crash in between leaves the flag and no table: module doc)."""
+        with self.engine.begin() as connection:
+            self.progress.record(connection, table, NOTHING_WRITTEN, "", loading=True)
+        self._marks[table] = NOTHING_WRITTEN
+        self._loading.add(table)
 
     def _apply(
         self,
@@ -249,7 +291,10 @@ class DatabaseSink:
             connection.execute(table.delete())
         inserted = [e for e in latest.values() if e.op != "d"]
         unchecked = None
-        for expected in _expectations(first, latest, self.options.conflicts == "stop"):
+        loading = description.table in self._loading
+        for expected in _expectations(
+            first, latest, self.options.conflicts == "stop", loading=loading
+        ):
             if expected.present is False and expected.by_insert:
                 unchecked = expected  # the insert's unique key finds a row already there
                 continue
@@ -316,7 +361,10 @@ class DatabaseSink:
         mark = self._marks.get(table)
         if mark is None:
             with self.engine.connect() as connection:
-                mark = self._marks[table] = self.progress.read(connection, table)
+                mark, loading = self.progress.read(connection, table)
+            self._marks[table] = mark
+            if loading:
+                self._loading.add(table)
         return mark
 
     def _named(self, conflict: _Conflict) -> ConflictError:
@@ -384,15 +432,18 @@ def _expectations(
     first: dict[tuple[object, ...], LakeEvent],
     latest: dict[tuple[object, ...], LakeEvent],
     by_insert: bool,
+    *,
+    loading: bool = False,
 ) -> list[_Expected]:
     """The keys to delete before the inserts, grouped by what the target must hold: a key
-    first inserted absent, first updated or deleted present, a refresh's or load's either.
-    With ``by_insert``, keys first and last inserted form a group of their own that is not
-    deleted: the insert itself fails on a row already there (one statement fewer)."""
+    first inserted absent, first updated or deleted present, a refresh's or load's either
+    (every key of a table being loaded: module doc). With ``by_insert``, keys first and last
+    inserted form a group of their own that is not deleted: the insert itself fails on a row
+    already there (one statement fewer)."""
     groups: dict[tuple[bool | None, bool], list[tuple[object, ...]]] = {}
     for locator, event in first.items():
         group: tuple[bool | None, bool]
-        if event.seq >= REFRESH_SEQ_BASE or event.op == "r":
+        if loading or event.seq >= REFRESH_SEQ_BASE or event.op == "r":
             group = (None, False)
         elif event.op == "c":
             group = (False, by_insert and latest[locator].op != "d")

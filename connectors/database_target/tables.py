@@ -90,6 +90,12 @@ class TargetTables:
             found = self._tables[table] = self._reflect(table)
         return found
 
+    def keyed_otherwise(self, description: TableDescription) -> bool:
+        """Whether the existing target table's primary key is not the described key (in
+        any order: the same columns hold the same rows apart)."""
+        key = {column.name for column in self.get(description.table).primary_key.columns}
+        return key != set(description.key)
+
     def ensure(self, description: TableDescription) -> sa.Table:
         """The target table, created with mapped types if missing, with every described
         column (columns new at the source added)."""

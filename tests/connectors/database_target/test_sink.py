@@ -10,10 +10,12 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
+from cdc_core.lake import RefreshMarks
 from cdc_core.pipeline_config import TargetOptions
 from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, TableBatch
+from cdc_core.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch
 from cdc_core.source import TableDescription
 from connectors.database_target.sink import ConflictError, DatabaseSink
 from connectors.model import SourceColumn, TableSchema
@@ -113,3 +115,59 @@ def test_an_insert_of_a_row_the_target_has_stops_naming_its_key(
     with pytest.raises(ConflictError, match="key id=1 is already in the target"):
         _sink(url).write([inserted_again], Position.of(7), ["shop.t"])
     assert _rows(postgres, database) == {1: 0}  # the batch was rolled back whole
+
+
+KEYED_BY_V = TableDescription(DESCRIPTION.table, DESCRIPTION.schema, ("v",))
+LOADING = RefreshMarks({"shop.t": 0})  # a loading refresh of shop.t under way
+LOADED = RefreshMarks()
+
+
+def _key(url: str) -> list[str]:
+    engine = sa.create_engine(url)
+    try:
+        return list(sa.inspect(engine).get_pk_constraint("t", schema="shop")["constrained_columns"])
+    finally:
+        engine.dispose()
+
+
+def test_a_new_key_moves_the_table_aside_even_after_a_crash_before_the_move(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    """The pipeline checkpointed a key change's reload and died before ``retire_table``: the
+    next batch finds the target keyed otherwise, moves it aside and loads a table keyed anew,
+    where a change may come before its row's chunk, until the marks show the load done."""
+    database = postgres_database(postgres)
+    url = postgres.url(database)
+    loaded = [_event("c", 1, 5, 0), _event("c", 2, 5, 1, v=20)]
+    _sink(url).write([TableBatch(DESCRIPTION, loaded)], Position.of(5), ["shop.t"])
+
+    before_chunk = TableBatch(KEYED_BY_V, [_event("u", 3, 7, 0, v=30)])  # a row not loaded yet
+    _sink(url).write([before_chunk], Position.of(7), ["shop.t"], LOADING)
+    assert _key(url) == ["v"] and _rows(postgres, database) == {3: 30}
+    delete = TableBatch(KEYED_BY_V, [_event("d", 2, 8, 0, v=20)])  # a restart: still loading
+    _sink(url).write([delete], Position.of(8), ["shop.t"], LOADING)
+    chunk = [_event("r", 1, 9, REFRESH_SEQ_BASE), _event("r", 3, 9, REFRESH_SEQ_BASE + 1, v=30)]
+    _sink(url).write([TableBatch(KEYED_BY_V, chunk)], Position.of(9), ["shop.t"], LOADED)
+
+    assert _rows(postgres, database) == {1: 0, 3: 30}
+    with contextlib.closing(postgres.connect(database)) as conn:
+        assert conn.execute("SELECT count(*) FROM shop.t__retired_7").fetchone() == (2,)
+    absent = TableBatch(KEYED_BY_V, [_event("u", 4, 10, 0, v=40)])
+    with pytest.raises(ConflictError, match="key v=40 is absent"):  # loaded: checked again
+        _sink(url).write([absent], Position.of(10), ["shop.t"], LOADED)
+
+
+def test_a_table_moved_aside_before_its_flag_is_loaded_anew(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str]
+) -> None:
+    """A crash between ``retire_table``'s rename and its progress row: no target table, and
+    a progress row of the old table's writes. The next batch creates it, loading."""
+    database = postgres_database(postgres)
+    url = postgres.url(database)
+    sink = _sink(url)
+    sink.write([TableBatch(DESCRIPTION, [_event("c", 1, 5, 0)])], Position.of(5), ["shop.t"])
+    sink.tables.retire("shop.t", Position.of(6))  # the rename alone
+
+    changes = [_event("u", 2, 7, 0, v=20), _event("d", 1, 7, 1)]  # rows not loaded yet
+    _sink(url).write([TableBatch(KEYED_BY_V, changes)], Position.of(7), ["shop.t"], LOADING)
+    assert _key(url) == ["v"] and _rows(postgres, database) == {2: 20}
