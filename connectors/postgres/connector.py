@@ -31,6 +31,7 @@ from connectors.model import (
 from connectors.postgres.exported_snapshot import exported_snapshot, use_snapshot
 from connectors.postgres.position import lsn_to_int
 from connectors.postgres.types import (
+    SESSION_OPTIONS,
     TIMESTAMP_ROUNDING,
     arrow_type,
     logical_type,
@@ -148,7 +149,7 @@ class PostgresConnector(Connector):
             for k, v in url.query.items()
             if not is_log_parameter(k) and k != CAPTURE_PARAMETER
         }
-        options = " ".join(filter(None, [extra.pop("options", ""), "-c TimeZone=UTC"]))
+        options = " ".join(filter(None, [extra.pop("options", ""), SESSION_OPTIONS]))
         params = {
             "host": url.host,
             "port": url.port,

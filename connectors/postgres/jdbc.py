@@ -68,6 +68,8 @@ def column_transport(column: SourceColumn) -> tuple[str, Transport] | None:
     ltype = column.ltype
     if ltype is None:
         return None
+    if column.native_type == "money":
+        return select_expression(column), Transport.AS_IS  # numeric(19,2)
     if isinstance(ltype, lt.DecimalType) and not _plain_numeric(column.native_type, ltype):
         return _checked_numeric(column), Transport.AS_IS
     for kinds, transport in _TRANSPORTS:
@@ -107,10 +109,12 @@ def _checked_numeric(column: SourceColumn) -> str:
 def session_setup(snapshot: Snapshot | None) -> str:
     """The statement opening each partition's transaction (in ``snapshot`` when given)."""
     setup = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
-    if snapshot is None or snapshot.token is None:
-        return setup
-    token = snapshot.token.replace("'", "''")
-    return f"{setup}; SET TRANSACTION SNAPSHOT '{token}'"
+    if snapshot is not None and snapshot.token is not None:
+        token = snapshot.token.replace("'", "''")
+        setup += f"; SET TRANSACTION SNAPSHOT '{token}'"
+    # The text of a tstzrange names the session's zone, as in the Python reader's sessions
+    # (``types.SESSION_OPTIONS``; pgjdbc itself fixes DateStyle ISO and extra_float_digits 3).
+    return f"{setup}; SET TIME ZONE 'UTC'"
 
 
 def jdbc_read(

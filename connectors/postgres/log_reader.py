@@ -83,6 +83,7 @@ from connectors.postgres.errors import (
     lost_connections,
 )
 from connectors.postgres.feedback import end_stream, send_status
+from connectors.postgres.generated import GeneratedColumn, GeneratedValues, generated_columns
 from connectors.postgres.partitions import partition_ancestors
 from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
@@ -277,6 +278,7 @@ class PostgresLogReader:
         try:
             yield from session.run(stream, held)
         finally:
+            session.generated.close()
             self._session = None
             if stream in self._streams:  # else close() ended it already
                 self._streams.remove(stream)
@@ -304,6 +306,11 @@ class PostgresLogReader:
         """What a non-builtin type is (from the catalog)."""
         with self._catalog() as connection:
             return lookup_type(connection, type_oid)
+
+    def generated_columns(self, table: str) -> tuple[GeneratedColumn, ...]:
+        """The table's generated columns (``generated.py``: the stream may leave them out)."""
+        with self._catalog() as connection:
+            return generated_columns(connection, self.connector.qualified(table))
 
     @contextlib.contextmanager
     def _catalog(self) -> Iterator[Any]:
@@ -348,6 +355,12 @@ class _Session:
         self.horizon = horizon  # xids assigned before this session (None: fresh start)
         self.relations = RelationTracker(
             ValueDecoder(reader.lookup_type), reader.key_of, reader.tables
+        )
+        self.generated = GeneratedValues(
+            reader.generated_columns,
+            reader.connector.connect,
+            reader._lost_connections,
+            self.relations.decoder,
         )
         self.txid: str | None = None  # the transaction being sent at its commit
         self.begun = False
@@ -502,7 +515,13 @@ class _Session:
         message = pg.parse_message(payload, self.stream_xid is not None)
         handler = _HANDLERS.get(type(message))
         if handler is not None:
-            yield from handler(self, message, data_start)
+            items = handler(self, message, data_start)
+            yield from self.generated.through(items, message, lambda: self._shape(message))
+        if self._between_transactions():  # a batch holds changes of one transaction at most
+            yield from self.generated.flush()
+
+    def _shape(self, message: Any) -> tuple[tuple[str, int, int], ...]:
+        return self.relations.shape_of(message.relation_id, self.stream_xid)
 
     def _first_sight(self, xid: int) -> Iterator[RawChange]:
         """Roll back what the buffer may hold of a transaction older than this session."""

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.model import Partition, Snapshot, TableSchema
-from connectors.postgres.types import quote
+from connectors.postgres.types import money_numeric, quote
 from connectors.pushdown import (
     DigestColumn,
     DigestDialect,
@@ -63,6 +63,7 @@ _BUILTINS = frozenset(
     {
         *_INTEGERS,
         "numeric",
+        "money",
         "real",
         "double precision",
         "text",
@@ -136,6 +137,8 @@ def _decimal(ref: str, column: DigestColumn, *_: Any) -> Payload:
     base = _base(column)
     if base in _INTEGERS:
         return Payload(f"{ref}::text", null_when=_null_when(column))
+    if base == "money":
+        return Payload(f"trim_scale({money_numeric(ref)})::text", null_when=_null_when(column))
     if base != "numeric":
         raise NotPushable(f"column {column.name}: {column.column.native_type} as decimal")
     # numeric text is plain notation with the value's own scale; trim_scale (PostgreSQL 13,

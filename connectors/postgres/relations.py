@@ -15,7 +15,10 @@ Images (https://www.postgresql.org/docs/current/sql-altertable.html#SQL-ALTERTAB
   sent as NULL but were not logged, so they are ``ABSENT``, never NULL;
 - the old tuple of kind ``O`` (REPLICA IDENTITY FULL) carries the whole row.
 
-Columns without a logical type (ranges, ``money``, network and geometric types, ...) are
+Generated columns are in no tuple before PostgreSQL 18 (nor in the Relation message):
+``generated.py`` computes them from the tuple the stream sent.
+
+Columns without a logical type (user-defined ranges, composites, text search types, ...) are
 not decoded: the table's description refuses them by name (``snapshot.describe_table``),
 so only a pipeline whose ``ignore_columns`` lists them reads such a table.
 """
@@ -128,6 +131,10 @@ class RelationTracker:
         """The captured table of a relation id, or None if it is not captured."""
         relation = self._relation(relation_id, context)
         return relation.table if relation.table in self.captured else None
+
+    def shape_of(self, relation_id: int, context: int | None) -> tuple[tuple[str, int, int], ...]:
+        """A relation's columns as the stream sends them: (name, type OID, type modifier)."""
+        return self._relation(relation_id, context).shape
 
     def row_change(
         self, message: RowMessage, txid: str, position: Position, context: int | None

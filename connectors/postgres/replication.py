@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+PUBLISHES_GENERATED = 180_000  # server_version_num of publish_generated_columns
+
 
 def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
     """The SQL connector of the source."""
@@ -66,7 +68,9 @@ def ensure_publication(
     """Create the publication of the captured tables, or check that it publishes them.
 
     It publishes partitioned tables through their root (``publish_via_partition_root``,
-    ``partitions.py``).
+    ``partitions.py``), and from PostgreSQL 18 on stored generated columns too
+    (``publish_generated_columns``; older servers' stream leaves them out: ``generated.py``
+    computes them).
 
     Raises:
         PublicationMissingError: The publication is missing (and may not be created), lacks
@@ -83,7 +87,7 @@ def ensure_publication(
         listed = ", ".join(_qualified(table) for table in tables)
         connection.execute(
             f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
-            " WITH (publish_via_partition_root = true)"
+            f" WITH ({_publication_options(connection)})"
         )
         logger.info("created publication %s of %s on %s", name, list(tables), where)
         return
@@ -97,6 +101,16 @@ def ensure_publication(
     missing = [table for table in tables if published is not None and table not in published]
     if missing:
         raise PublicationMissingError.lacks(where, name, missing)
+
+
+def _publication_options(connection: psycopg.Connection[Any]) -> str:
+    """The options of a new publication: ``publish_generated_columns`` exists from 18 on
+    (https://www.postgresql.org/docs/18/sql-createpublication.html)."""
+    row = connection.execute("SELECT current_setting('server_version_num')::int").fetchone()
+    options = "publish_via_partition_root = true"
+    if row is not None and row[0] >= PUBLISHES_GENERATED:
+        options += ", publish_generated_columns = stored"
+    return options
 
 
 def _published(connection: psycopg.Connection[Any], publication: str) -> set[str]:

@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
-from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema, carried_columns
+from connectors.model import (
+    POSITION_COLUMN,
+    Partition,
+    Refusal,
+    Snapshot,
+    SourceColumn,
+    TableSchema,
+    carried_columns,
+)
 from connectors.postgres.connector import (
     PostgresConnector,
     partition_query,
@@ -34,6 +42,7 @@ from connectors.postgres.connector import (
 )
 from connectors.postgres.errors import SlotAheadError, SlotMissingError, lost_connections
 from connectors.postgres.exported_snapshot import exported_snapshot
+from connectors.postgres.generated import generated_columns, generated_refusal
 from connectors.postgres.position import position_of
 from connectors.postgres.replication import (
     PostgresSourceConfig,
@@ -45,6 +54,7 @@ from connectors.postgres.replication import (
     slot_state,
 )
 from connectors.postgres.rewrites import ensure_rewrite_triggers
+from connectors.postgres.types import MONEY_DIGITS
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -151,11 +161,36 @@ def _refuse_deferrable(table: str, key: Sequence[str], deferrable: Sequence[str]
         )
 
 
+def _money_digits(connection: Any, schema: TableSchema) -> int:
+    """The fractional digits lc_monetary gives ``money`` (2 unless a table has a money
+    column: asked only then)."""
+    if not any(column.native_type == "money" for column in schema.columns):
+        return MONEY_DIGITS
+    row = connection.execute("SELECT scale('1'::money::numeric)").fetchone()
+    return int(row[0])
+
+
+def _money_refusal(refusal: Refusal, digits: int) -> Refusal:
+    """``refusal``, and ``money`` columns when lc_monetary gives money other than
+    ``MONEY_DIGITS`` fractional digits (their cents would be read as another amount)."""
+
+    def refused(column: SourceColumn) -> str | None:
+        if column.native_type == "money" and digits != MONEY_DIGITS:
+            return (
+                f"lc_monetary gives money {digits} fractional digits, replcheck carries it with"
+                f" {MONEY_DIGITS} (set lc_monetary to a locale with {MONEY_DIGITS}, or store"
+                " the amounts as numeric)"
+            )
+        return refusal(column)
+
+    return refused
+
+
 def describe_table(
     connector: PostgresConnector, table: str, keys: Mapping[str, Sequence[str]]
 ) -> TableDescription:
     """A table's stored columns (those with a logical type) as Arrow fields, its key, and
-    the columns it refuses (ranges, money, network and geometric types, ...).
+    the columns it refuses (user-defined ranges, composites, text search types, ...).
 
     Raises:
         TerminalError: The table does not exist, or its configured key does not fit.
@@ -163,10 +198,13 @@ def describe_table(
     schema = connector.reflect(table)
     with connector.connect() as connection:
         row = connection.execute(_IDENTITY_SQL, split_table(table)).fetchone()
+        generated = generated_columns(connection, connector.qualified(table))
+        money_digits = _money_digits(connection, schema)
     identity, index = (row[0], row[1] or []) if row else ("d", [])
     key = choose_key(schema, identity, index, keys.get(table))
     _refuse_deferrable(table, key, row[2] if row else None)
-    columns, refused = carried_columns(schema)  # refused by name, never dropped
+    refusal = _money_refusal(generated_refusal(generated), money_digits)
+    columns, refused = carried_columns(schema, refusal)  # refused by name, never dropped
     arrow = connector.arrow_schema(schema, columns)
     unique = key in (tuple(schema.primary_key), tuple(index) if identity == "i" else ())
     arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))

@@ -43,6 +43,21 @@ MAX_ARROW_PRECISION = 38  # decimal128, and Spark's DecimalType
 UNCONSTRAINED_SCALE = 18
 
 _INTEGERS = {"smallint", "integer", "bigint"}
+_RANGES = ("int4", "int8", "num", "date", "ts", "tstz")  # the builtin range types
+# Network, geometric, range and multirange values are carried as the text their output
+# function prints, which reads back as the same value (issue 36). That text depends only on
+# DateStyle, TimeZone and extra_float_digits (dates and timestamps in ranges, floats in
+# geometric types), which every session of the connector fixes (``SESSION_OPTIONS``); the
+# stream prints their binary form the same way (``wal_values``, ``text_values``).
+SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1"
+"""libpq ``options`` of every session that reads values (extra_float_digits above zero:
+the shortest float text that reads back exactly, https://www.postgresql.org/docs/current/
+runtime-config-client.html)."""
+# money is int64 cents: its text and its numeric cast follow lc_monetary (currency symbol,
+# fractional digits), so it is read from cash_send as an exact decimal(19,2) instead; a
+# database whose lc_monetary gives another number of digits has its money refused
+# (``snapshot.describe_table``).
+MONEY_DIGITS = 2
 _SIMPLE: dict[str, lt.LogicalType] = {
     "real": lt.FloatType(32),
     "double precision": lt.FloatType(64),
@@ -58,6 +73,15 @@ _SIMPLE: dict[str, lt.LogicalType] = {
     "uuid": lt.UuidType(),
     "interval": lt.IntervalType(),
     "numeric": lt.DecimalType(),
+    "money": lt.DecimalType(19, MONEY_DIGITS),  # read by money_numeric
+    **dict.fromkeys(
+        (
+            *("inet", "cidr", "macaddr", "macaddr8"),
+            *("point", "line", "lseg", "box", "path", "polygon", "circle"),
+            *(f"{kind}{range_}" for kind in _RANGES for range_ in ("range", "multirange")),
+        ),
+        lt.StringType(),  # the text the type's output function prints: see below
+    ),
 }
 _FRACTIONAL: dict[str, Callable[[int], lt.LogicalType]] = {
     "time without time zone": lt.TimeType,
@@ -74,7 +98,7 @@ def logical_type(
     native_type: str, is_enum: bool = False, element: tuple[str, bool] | None = None
 ) -> lt.LogicalType | None:
     """The logical type of a column spelled by ``format_type``, or None if replcheck cannot
-    hash it (ranges, geometric and network types, ...).
+    hash it (text search types, bit strings, user-defined ranges, composites, ...).
 
     Args:
         native_type: The type, or a domain's base type (``numeric(10,2)``, ``integer[]``).
@@ -84,6 +108,8 @@ def logical_type(
     """
     if native_type.endswith("]"):
         named = (native_type[: native_type.index("[")], False)
+        if (element or named)[0] == "money":
+            return None  # array_send would need money[]::numeric[], which lc_monetary sets
         inner = logical_type(*(element or named))
         return None if inner is None else lt.ArrayType(inner)
     if is_enum:
@@ -168,10 +194,20 @@ def _array_cast(element: lt.LogicalType) -> str:
     return _ARRAY_CASTS[type(element)]
 
 
+def money_numeric(value: str) -> str:
+    """The exact decimal(19,2) of a ``money`` expression, whatever lc_monetary says: its
+    int64 cents from cash_send (as the stream gets them) times 0.01 (a division would
+    round: its scale keeps only 16 significant digits)."""
+    cents = f"('x' || encode(cash_send({value}), 'hex'))::bit(64)::bigint"
+    return f"({cents}::numeric * 0.01)::numeric(19,2)"
+
+
 def select_expression(column: SourceColumn) -> str:
     """The SQL expression that reads ``column`` in the shape ``to_arrow`` expects."""
     quoted = quote(column.name)
     ltype = column.ltype
+    if column.native_type == "money":
+        return money_numeric(quoted)
     if isinstance(ltype, lt.ArrayType):
         return f"array_send({quoted}::{_array_cast(ltype.element)}[])"
     if isinstance(ltype, lt.TimeTzType):

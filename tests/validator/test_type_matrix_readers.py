@@ -45,11 +45,12 @@ def servers(mariadb_full: MariaDBServer, postgres: PostgresServer) -> Iterator[d
 
 
 def _sql_fields(
-    server: Any, database: str, dialect: DigestDialect, columns: Sequence[SourceColumn]
+    connector: Connector, dialect: DigestDialect, columns: Sequence[SourceColumn]
 ) -> Fields:
     """Each (row id, column)'s framed field as the dialect's SQL hashes it: the bytes a row
     hash reads (a bare payload would come back through the driver, which reads a YEAR as a
-    number whatever the SQL's text of it)."""
+    number whatever the SQL's text of it), in a session of the connector, as digests run
+    (its settings fix the text of a tstzrange, for one)."""
     selected = []
     for column in columns:
         assert column.ltype is not None
@@ -57,7 +58,7 @@ def _sql_fields(
         field = dialect.field(payload.sql, payload)
         selected.append(dialect.key_bytes([(field, payload.binary)]))
     sql = f"SELECT id, {', '.join(selected)} FROM matrix"
-    with contextlib.closing(server.connect(database)) as connection:
+    with contextlib.closing(connector.connect()) as connection:
         cursor = connection.cursor()
         cursor.execute(sql)
         rows = cursor.fetchall()
@@ -98,7 +99,7 @@ def test_the_digest_sql_hashes_each_value_as_the_reader_reads_it(
     assert dialect is not None
     columns = [c for c in connector.reflect("matrix").columns if c.name in IN_SQL]
     assert len(columns) > 20
-    in_sql = _sql_fields(server, database, dialect, columns)
+    in_sql = _sql_fields(connector, dialect, columns)
     read = _reader_fields(connector, columns)
     disagree = sorted(
         f"{name} row {row}: SQL {_shown(in_sql[(row, name)])}, reader {_shown(read[(row, name)])}"

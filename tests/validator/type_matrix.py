@@ -424,7 +424,7 @@ ARRAY_OF = (
     "c_bit1_bool", "c_char10", "c_varchar_utf8mb4", "c_text", "c_varbinary", "c_date",
     "c_time6", "c_datetime6", "c_timestamp_tz", "c_uuid", "c_json", "c_json_text", "c_enum",
     "c_domain", "c_cardinal_number", "c_character_data", "c_time_stamp", "c_yes_or_no",
-    "c_interval", "c_timetz",
+    "c_interval", "c_timetz", "c_point",
 )  # fmt: skip
 _SCALARS = {case.name: case for case in (*FIRST_CASES, *CATALOG_CASES)}
 # The first cases, then those added to cover the servers' catalogs, then the arrays.

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tests.validator.type_matrix_text_cases import TEXT_CASES
 from tests.validator.type_matrix_values import (
     EMOJI,
     JSON_DOCUMENTS,
@@ -309,4 +310,5 @@ CATALOG_CASES: tuple[Case, ...] = (
     *STRING_CASES,
     *POSTGRES_SCALAR_CASES,
     *POSTGRES_ONLY_CASES,
+    *TEXT_CASES,
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-ROWS = 96
+ROWS = 144  # more than the cases: each needs a row of its own to change
 UTC = dt.UTC
 ONE_MICRO = dt.timedelta(microseconds=1)
 ONE_MILLI = dt.timedelta(milliseconds=1)

@@ -2,8 +2,8 @@
 raw changes and full-width committed transactions the stream gives (a large TOASTed array
 left unchanged by an update included), the same values read by a snapshot, and clear
 errors for arrays that have no logical value (more than one dimension, another lower bound)
-or that would have to locate rows, and arrays of a type without a logical type refused by
-name (never left out of the images in silence)."""
+or that would have to locate rows, and arrays of geometric types carried (issue 36: never
+left out of the images in silence)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from cdc_core.descriptions import TableDescriptions
 from cdc_core.errors import TerminalError
 from cdc_core.events import ABSENT, RowChange
 from cdc_core.position import Position
-from cdc_core.source import RefusedColumn, RefusedColumnsError
-from connectors.model import NO_LOGICAL_TYPE, Partition
+from connectors.model import Partition
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.registry import connector_for
@@ -109,19 +108,22 @@ def test_arrays_and_timetz_get_logical_types(case: PgCase) -> None:
     }
 
 
-def test_arrays_without_a_logical_type_are_refused_by_name(case: PgCase) -> None:
-    """``point[]`` has no logical type: the stream and the snapshot cannot carry it, so the
-    pipeline refuses the table by name unless ``ignore_columns`` lists the column."""
+def test_arrays_of_geometric_types_are_carried(case: PgCase) -> None:
+    """``point[]`` (which the stream and the snapshot used to leave out, then refused) is
+    carried as the text of each point, the same from the stream and from a snapshot."""
     case.sql("CREATE TABLE p (id int PRIMARY KEY, shapes point[], v text)")
-    reader = case.reader("p")
+    reader, start = _started(case, "p")
     described = reader.describe("public.p")
-    assert described.schema.names == ["id", "v"]
-    assert described.refused == (RefusedColumn("shapes", "point[]", NO_LOGICAL_TYPE),)
-    with pytest.raises(RefusedColumnsError, match=r"column shapes \(point\[\]\)") as refused:
-        TableDescriptions(reader, {}).get("public.p")
-    assert "ignore_columns: {public.p: [shapes]}" in str(refused.value)
-    ignored = TableDescriptions(reader, {"public.p": frozenset({"shapes"})}).get("public.p")
-    assert ignored.schema.names == ["id", "v"]
+    assert described.schema.names == ["id", "shapes", "v"]
+    assert described.refused == ()
+    assert TableDescriptions(reader, {}).get("public.p").schema.names == ["id", "shapes", "v"]
+    case.sql("INSERT INTO p VALUES (1, ARRAY[point(1, -0.5), NULL, point(1e20, 0)], 'a')")
+    (change,) = [c for c in read_until_end(reader, start) if isinstance(c, RowChange)]
+    row = {"id": 1, "shapes": ["(1,-0.5)", None, "(1e+20,0)"], "v": "a"}
+    assert change.after == row
+    with PostgresSnapshotReader(case.config("p")).snapshot(["p"]) as (_, tables):
+        rows = [row for table in tables for batch in table.batches for row in batch.to_pylist()]
+    assert rows == [row]
 
 
 def test_stream_events_with_arrays_and_timetz(case: PgCase, tmp_path: Path) -> None:

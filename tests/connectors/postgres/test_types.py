@@ -180,7 +180,8 @@ def test_enum_domain_and_their_arrays(case: PgCase) -> None:
     assert decoder.storable(oids["mood"]) and decoder.storable(oids["positive"])
     assert decoder.storable(oids["_mood"]) and decoder.storable(1266)  # mood[], timetz
     assert decoder.storable(1270) and decoder.storable(1007)  # timetz[], integer[]
-    assert not decoder.storable(600) and not decoder.storable(1017)  # point, point[]
+    assert decoder.storable(600) and decoder.storable(1017)  # point, point[] (issue 36)
+    assert not decoder.storable(3643) and not decoder.storable(791)  # tsvector, money[]
 
 
 @pytest.mark.parametrize(
