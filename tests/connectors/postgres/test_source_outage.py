@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,11 @@ def test_a_catalog_query_that_finds_the_server_gone_says_how_far_the_stream_got(
     reader = PostgresLogReader(PostgresSourceConfig(cluster.handle().url("test"), [TABLE]))
     with contextlib.closing(reader.iter_changes(None)) as changes:
         next(item for item in changes if isinstance(item, Idle))  # streaming, between messages
-        cluster.halt()
+        # An immediate shutdown (a crash): a fast one would wait for the walsender, whose
+        # client is not reading here.
+        assert cluster.process is not None
+        cluster.process.send_signal(signal.SIGQUIT)
+        cluster.process.wait(WAIT_S)
         with pytest.raises(TransientError) as caught:
             reader.table_shape(TABLE)  # as the pipeline asks at a quiet moment
     message = str(caught.value)
