@@ -84,6 +84,21 @@ def catch_up(
     return done
 
 
+def start_catching_up(config: Path, log: Path, pipeline: str) -> subprocess.Popen[bytes]:
+    """``cdc run --until-caught-up`` of ``pipeline`` in the background (to be killed), its
+    output appended to ``log``."""
+    command = [*CLI, "cdc", "run", "--config", str(config), "--pipeline", pipeline]
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [*command, "--until-caught-up"], cwd=ROOT, stdout=output, stderr=output
+        )
+
+
+def catch_up_logged(config: Path, log: Path, pipeline: str) -> None:
+    """``start_catching_up`` run to its end; fails with the log's tail unless it exits 0."""
+    assert start_catching_up(config, log, pipeline).wait(timeout=600) == 0, log.read_text()[-3000:]
+
+
 def validate(config: Path, out: Path) -> tuple[int, dict[str, Any]]:
     """``validate`` of a config with one comparison: its exit code and that comparison."""
     finished = replcheck("validate", "--config", str(config), "--out", str(out))

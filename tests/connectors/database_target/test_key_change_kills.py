@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_core.checkpoint import read_checkpoint
+from tests.cli_runs import catch_up_logged, start_catching_up
 from tests.connectors.database_target.conftest import Databases
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]
 
-ROOT = Path(__file__).resolve().parents[3]
 ROWS = 3000
 KILLS = 6
 
@@ -39,18 +36,6 @@ def _config(work: Path, source: str, target: str) -> Path:
         encoding="utf-8",
     )
     return config
-
-
-def _start(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    command += ["--pipeline", "kills", "--until-caught-up"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("ab") as output:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
-
-
-def _run_to_end(config: Path, log: Path) -> None:
-    assert _start(config, log).wait(timeout=600) == 0, log.read_text()[-3000:]
 
 
 def _target(url: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
@@ -77,11 +62,11 @@ def test_kills_during_a_key_change_reload_leave_the_target_equal_to_the_source(
         conn.commit()
         url = f"{server.url(source)}?server_id=7791&heartbeat_s=0.2"
         config, log = _config(tmp_path, url, postgres.url(target)), tmp_path / "cdc.log"
-        _run_to_end(config, log)  # the initial load
+        catch_up_logged(config, log, "kills")  # the initial load
         cur.execute("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (code)")
         kills = during = 0
         for number in range(KILLS):
-            process = _start(config, log)
+            process = start_catching_up(config, log, "kills")
             # Changes by the new key, most of them of rows a chunk has not read yet.
             row = rng.randrange(ROWS)
             cur.execute("UPDATE t SET v = -v, id = 0 WHERE code = %s", (f"c{row}",))
@@ -97,7 +82,7 @@ def test_kills_during_a_key_change_reload_leave_the_target_equal_to_the_source(
             kills += 1
             checkpoint = read_checkpoint(tmp_path / "state")
             during += bool(checkpoint is not None and checkpoint.refreshes)
-        _run_to_end(config, log)
+        catch_up_logged(config, log, "kills")
         cur.execute("SELECT code, id, v FROM t")
         expected = {row[0]: (row[1], row[2]) for row in cur.fetchall()}
 

@@ -8,11 +8,8 @@ the last run stops by itself once caught up.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,12 +19,12 @@ import pytest
 from cdc_core.checkpoint import read_checkpoint
 from cdc_core.lake import read_marks
 from tests.cdc_core.lake_model import changelog_state
+from tests.cli_runs import catch_up_logged, start_catching_up
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows
 from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
 
-ROOT = Path(__file__).resolve().parents[3]
 ROWS = 3000
 KILLS = 6
 
@@ -51,19 +48,6 @@ def _config(work: Path, server: MariaDBServer, database: str) -> Path:
     return config
 
 
-def _start(config: Path, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
-    command += ["--pipeline", "kills", "--until-caught-up"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("ab") as output:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
-
-
-def _run_to_end(config: Path, log: Path) -> None:
-    process = _start(config, log)
-    assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
-
-
 def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
     mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str], tmp_path: Path
 ) -> None:
@@ -74,7 +58,7 @@ def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
         values = ", ".join(f"({i}, {i}, 'row {i}')" for i in range(first, first + 500))
         execute(server, database, f"INSERT INTO t VALUES {values}")
     config, log = _config(tmp_path, server, database), tmp_path / "cdc.log"
-    _run_to_end(config, log)  # the initial load
+    catch_up_logged(config, log, "kills")  # the initial load
     execute(
         server,
         database,
@@ -84,7 +68,7 @@ def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
     )
     kills = during = 0
     for _ in range(KILLS):
-        process = _start(config, log)
+        process = start_catching_up(config, log, "kills")
         time.sleep(rng.uniform(0.5, 3.0))
         if process.poll() is not None:
             break  # it finished before this kill
@@ -94,7 +78,7 @@ def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
         checkpoint = read_checkpoint(tmp_path / "state")
         during += bool(checkpoint is not None and checkpoint.refreshes)
         execute(server, database, f"UPDATE t SET v = v + 1 WHERE id = {rng.randrange(1, ROWS)}")
-    _run_to_end(config, log)
+    catch_up_logged(config, log, "kills")
 
     assert during > 0, f"none of {kills} kills hit the refresh: nothing was tested"
     table = f"{database}.t"
