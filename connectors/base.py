@@ -75,8 +75,14 @@ class Connector(ABC):
         return None
 
     @contextmanager
-    def shared_snapshot(self) -> Iterator[Snapshot | None]:
-        """Hold a snapshot all partitions can read in (None: the product cannot share one)."""
+    def shared_snapshot(self, at_log_position: bool = True) -> Iterator[Snapshot | None]:
+        """Hold a snapshot all partitions can read in (None: the product cannot share one).
+
+        Args:
+            at_log_position: The snapshot must sit at an exact log position (a copy fed
+                from the log is read as of it); False lets a product take a cheaper
+                snapshot whose position may be None.
+        """
         yield None
 
     def jdbc_read(

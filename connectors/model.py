@@ -101,12 +101,15 @@ class Snapshot:
 
     ``token`` is product-specific (a PostgreSQL exported snapshot name); a connector whose
     snapshots cannot be shared yields None from ``shared_snapshot`` and each partition
-    opens its own snapshot and reports its own position.
+    opens its own snapshot and reports its own position. ``position`` is None when the
+    snapshot was taken without an exact log position (none was asked for). ``mechanism``
+    names how it was taken, for progress lines.
     """
 
     position: int | None
     position_text: str | None
     token: str | None
+    mechanism: str = "a shared snapshot"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +234,14 @@ class LogSource:
 
 LogSourceFactory = Callable[[str, "str | None", Sequence[str]], LogSource]
 """Builds a log source from a URL, a password and the tables to capture."""
+
+QuietLog = Callable[[str, int, int], "str | None"]
+"""``check(table, start, end)``: None when the source's log provably holds no committed
+change (rows or DDL) of ``table`` at a position in ``(start, end]``, else why it cannot say
+so (the change it found, or what kept it from reading the log)."""
+
+QuietLogFactory = Callable[[str, "str | None"], QuietLog]
+"""Builds a source's ``QuietLog`` from a pipeline's URL and password."""
 
 
 def _standard_bytes(value: bytes) -> str:

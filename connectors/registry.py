@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import ConfigError
-from connectors.model import LogSource, LogSourceFactory
+from connectors.model import LogSource, LogSourceFactory, QuietLog, QuietLogFactory
 
 if TYPE_CHECKING:
     from connectors.base import Connector
@@ -30,6 +30,7 @@ _CONNECTORS: dict[str, type[Connector]] = {}
 _LOG_SOURCES: dict[str, LogSourceFactory] = {}
 _LOG_PARAMETERS: dict[str, Callable[[str], bool]] = {}
 _CAPTURE_DIALECTS: dict[str, CaptureDialectFactory] = {}
+_QUIET_LOGS: dict[str, QuietLogFactory] = {}
 _TRIGGER_ONLY: set[str] = set()  # schemes whose products have no log: triggers by default
 CAPTURE_PARAMETER = "capture"
 """The URL query parameter choosing how changes are captured: ``log`` (the product's log, the
@@ -60,6 +61,13 @@ def register_log_source(
         _LOG_SOURCES[scheme] = factory
         if is_log_parameter is not None:
             _LOG_PARAMETERS[scheme] = is_log_parameter
+
+
+def register_quiet_log(schemes: Sequence[str], factory: QuietLogFactory) -> None:
+    """Make ``factory`` the ``QuietLog`` of URLs with these schemes (a product whose log a
+    validator can read between two positions without disturbing a pipeline)."""
+    for scheme in schemes:
+        _QUIET_LOGS[scheme] = factory
 
 
 def register_capture_dialect(
@@ -149,6 +157,15 @@ def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> Log
     return _LOG_SOURCES[scheme](url, password, tables)
 
 
+def quiet_log_for(url: str, password: str | None) -> QuietLog | None:
+    """The ``QuietLog`` of ``url``'s log (None: its product, or trigger capture, has none)."""
+    if captures_by_trigger(url):
+        return None
+    _load_products("quiet_log")
+    factory = _QUIET_LOGS.get(scheme_of(url))
+    return None if factory is None else factory(url, password)
+
+
 def without_log_parameters(url: str) -> str:
     """``url`` without the query parameters its product's log source takes, for a consumer
     that hands the rest to a driver (one connection serves the pipeline and the validator)."""
@@ -181,7 +198,7 @@ def jdbc_drivers() -> list[JdbcDriver]:
 
 def _load_products(role: str) -> None:
     """Import every product's ``role`` module (``connector``, ``log_source``,
-    ``trigger_dialect``), which
+    ``trigger_dialect``, ``quiet_log``), which
     registers it; a log source's module is imported only when a log is asked for."""
     for product in PRODUCTS:
         module = f"connectors.{product}.{role}"

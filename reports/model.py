@@ -239,7 +239,7 @@ def describe_observed(expectation: dict[str, Any]) -> str:
 RESYNC_MODE_LABELS = {
     "refreshed": "rows re-read from the source and written to the lake",
     "applied": "repair SQL applied",
-    "dry_run": "repair SQL proposed (dry run)",
+    "dry_run": "repairs proposed, nothing written (dry run)",
     "nothing": "nothing to repair",
     "failed": "failed",
 }

@@ -540,6 +540,15 @@ _POSTGRES_SETTINGS = {
     "shared_buffers": "16MB",
 }
 
+# What a cluster started "with default settings" leaves at the server's own defaults
+# (wal_level = replica: no logical decoding), as many installations and managed services run.
+_POSTGRES_FEATURE_SETTINGS = (
+    "wal_level",
+    "max_replication_slots",
+    "max_wal_senders",
+    "max_prepared_transactions",
+)
+
 _POSTGRES_HBA = """\
 local all all trust
 host all all 127.0.0.1/32 trust
@@ -566,10 +575,11 @@ class _PostgresProcess(_PrivateServer):
     kind = "postgres"
     stop_signal = signal.SIGINT  # fast shutdown: roll back open transactions, then exit
 
-    def __init__(self) -> None:
+    def __init__(self, server_defaults: bool = False) -> None:
         self.bindir = _postgres_bindir()
         super().__init__(run_as=_postgres_run_user())
         self.datadir = self.root / "data"
+        self.server_defaults = server_defaults
 
     def _initialize(self) -> None:
         _run(
@@ -596,6 +606,8 @@ class _PostgresProcess(_PrivateServer):
             "port": str(self.port),
             "unix_socket_directories": str(self.root),
         }
+        if self.server_defaults:
+            settings = {k: v for k, v in settings.items() if k not in _POSTGRES_FEATURE_SETTINGS}
         options = [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
         return [str(self.bindir / "postgres"), "-D", str(self.datadir), *options]
 
@@ -670,6 +682,18 @@ def running_postgres_standby(primary: PostgresServer) -> Iterator[PostgresServer
 def running_postgres() -> Iterator[PostgresServer]:
     """Run a private PostgreSQL cluster for the duration of the ``with`` block."""
     server = _start_on_free_port(_PostgresProcess)
+    assert isinstance(server, _PostgresProcess)
+    try:
+        yield server.handle()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def running_default_postgres() -> Iterator[PostgresServer]:
+    """Run a private PostgreSQL cluster with the server's default ``wal_level`` (replica),
+    replication slots and prepared transactions, for the duration of the ``with`` block."""
+    server = _start_on_free_port(functools.partial(_PostgresProcess, server_defaults=True))
     assert isinstance(server, _PostgresProcess)
     try:
         yield server.handle()

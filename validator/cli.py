@@ -335,7 +335,7 @@ def _demo_repairs(config: Path, result: Path) -> None:
     from validator.commands.outputs import write_outputs
     from validator.commands.resync import ResyncArguments, run_resync, summary_lines
 
-    outcome, files = run_resync(ResyncArguments(config, result, verbose=_VERBOSE))
+    outcome, files = run_resync(ResyncArguments(config, result, apply=True, verbose=_VERBOSE))
     for line in summary_lines(outcome):
         typer.echo(f"resync: {line}")
     document, masker, lake = _run_validation(config, [], [])
@@ -354,7 +354,7 @@ def resync(
     result: Annotated[Path, typer.Option(help="The result.json whose differences to repair.")],
     comparison: NamesOption = [],  # noqa: B006 - typer reads the default, never mutates it
     apply: Annotated[
-        bool, typer.Option("--apply", help="Database targets: execute the repair SQL.")
+        bool, typer.Option("--apply", help="Write the repairs (default: a dry run).")
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Go beyond resync.max_rows / max_result_age_h.")

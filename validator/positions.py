@@ -28,10 +28,13 @@ from cdc_core.lake import (
 )
 from connectors.model import POSITION_COLUMN, Partition
 from connectors.registry import captures_by_trigger
+from validator.quiet_log import whole_mark
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
+
+    from connectors.model import QuietLog
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,7 @@ def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> Source
 
 
 PROGRESS_EVERY_S = 5.0  # how often a wait for the lake says what it waits for
+QUIET_FOR_S = 2.0  # a wait says nothing before this: most end at their first polls
 
 
 def wait_for_lake(
@@ -169,7 +173,7 @@ def wait_for_position(
         TransientError: Not within ``timeout_s`` (names what, where it is, what it needs).
     """
     deadline = time.monotonic() + timeout_s
-    said = -PROGRESS_EVERY_S
+    said = time.monotonic() + QUIET_FOR_S - PROGRESS_EVERY_S  # first said after QUIET_FOR_S
     while True:
         now = reached()
         if now is not None and now >= position:
@@ -221,7 +225,7 @@ def wait_for_lake_table(
             {"table": table.table},
         )
     deadline = time.monotonic() + timeout_s
-    said = -PROGRESS_EVERY_S
+    said = time.monotonic() + QUIET_FOR_S - PROGRESS_EVERY_S  # first said after QUIET_FOR_S
     while not table.exists():
         if time.monotonic() >= deadline:
             raise TransientError(
@@ -248,10 +252,12 @@ def lake_columns(
     timeout_s: float,
     poll_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    quiet: QuietLog | None = None,
 ) -> pa.Schema:
     """The lake table's columns once the lake has reached ``position`` (the source's when
-    its columns were read: every DDL they show has reached the lake), read again when a
-    reload moves the changelog aside under the read.
+    its columns were read: every DDL they show has reached the lake, or the source's log
+    ``quiet`` shows none of the table since the lake's mark), read again when a reload moves
+    the changelog aside under the read.
 
     Raises:
         TerminalError: No pipeline writes to the lake and the table is not in it, or its
@@ -262,7 +268,7 @@ def lake_columns(
     while True:
         left = max(0.0, deadline - time.monotonic())
         wait_for_lake_table(table, left, poll_s, sleep)
-        if position is not None:
+        if position is not None and whole_mark(table, position, quiet) is None:
             wait_for_lake(
                 lambda: high_water_mark(table), position, left, table.table, poll_s, sleep
             )
@@ -300,6 +306,7 @@ class LakeAt:
 
     at: int | SourcePositions | None
     text: str | None
+    whole_from: int | None = None  # the lake's mark when whole at ``at`` below it (quiet log)
 
 
 def read_at_own_mark(source_url: str) -> bool:
@@ -309,16 +316,24 @@ def read_at_own_mark(source_url: str) -> bool:
     return captures_by_trigger(source_url)
 
 
-def lake_at(table: LakeTable, positions: SourcePositions | None, timeout_s: float) -> LakeAt:
+def lake_at(
+    table: LakeTable,
+    positions: SourcePositions | None,
+    timeout_s: float,
+    quiet: QuietLog | None = None,
+) -> LakeAt:
     """Where to read ``table``: at the source's ``positions`` once the lake has reached them
-    (waiting up to ``timeout_s``, then checking they are exact), or, for a source without a
-    log (None), at the lake's high-water mark."""
+    (waiting up to ``timeout_s``, unless the source's log ``quiet`` shows no change of the
+    table since the lake's mark: ``validator.quiet_log``; then checking they are exact), or,
+    for a source without a log (None), at the lake's high-water mark."""
     if positions is None:
         mark = high_water_mark(table)
         return LakeAt(mark, None if mark is None else str(mark))
-    wait_for_lake(lambda: high_water_mark(table), positions.highest, timeout_s, table.table)
+    whole_from = whole_mark(table, positions.highest, quiet)
+    if whole_from is None:
+        wait_for_lake(lambda: high_water_mark(table), positions.highest, timeout_s, table.table)
     check_exact(table, positions.values)
-    return LakeAt(positions, positions.describe())
+    return LakeAt(positions, positions.describe(), whole_from)
 
 
 def confirm_exact(table: LakeTable, at: LakeAt) -> None:
@@ -334,7 +349,8 @@ def confirm_exact(table: LakeTable, at: LakeAt) -> None:
     if not isinstance(at.at, SourcePositions):
         return  # read at the lake's own mark: whatever it lists is its state
     mark = high_water_mark(table)
-    if mark is None or mark < at.at.highest:
+    whole_from = at.at.highest if at.whole_from is None else at.whole_from
+    if mark is None or mark < whole_from:
         raise TransientError(
             f"lake table {table.table} began to be loaded again from the source (after a"
             f" DDL) while it was read at {at.text}; validate again",

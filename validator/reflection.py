@@ -16,6 +16,7 @@ from connectors.model import TableSchema
 from connectors.registry import connector_for
 from validator.config import ComparisonConfig, ValidatorConfig
 from validator.positions import lake_columns, read_at_own_mark
+from validator.quiet_log import quiet_log_of
 from validator.reconcile import Reconciled, SideRounding, logical_type_of_arrow, reconcile
 
 if TYPE_CHECKING:
@@ -85,6 +86,14 @@ class Reflected:
         return self.comparison.target_label
 
     @property
+    def at_log_position(self) -> bool:
+        """Whether the source must be read at an exact log position: its copy is a lake fed
+        from its log, read as of the source's positions. A database target is read as it is
+        now and a lake fed by trigger capture at its own mark, so they need only a
+        consistent snapshot."""
+        return self.target is None and not read_at_own_mark(self.source.url)
+
+    @property
     def target_key(self) -> tuple[str, ...]:
         """Key columns, target names."""
         return tuple(self.reconciled.target_names[k] for k in self.key)
@@ -107,7 +116,8 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         own_mark = read_at_own_mark(source_connection.url or "")
         position = None if own_mark else connector.log_position()
         timeout_s = config.validation.lake_wait_timeout_s
-        lake_schema = lake_columns(lake_table, position, timeout_s)
+        quiet = quiet_log_of(source_connection.url, connector.password)
+        lake_schema = lake_columns(lake_table, position, timeout_s, quiet=quiet)
     rules = comparison.columns
     reconciled = reconcile(
         {c.name: c.ltype for c in schema.columns},

@@ -80,8 +80,8 @@ class OracleConnector(Connector):
         return None if low is None else (int(low), int(high))
 
     @contextlib.contextmanager
-    def shared_snapshot(self) -> Iterator[Snapshot | None]:
-        """The current SCN: every partition reads AS OF it."""
+    def shared_snapshot(self, at_log_position: bool = True) -> Iterator[Snapshot | None]:
+        """The current SCN: every partition reads AS OF it (exact whether asked or not)."""
         with contextlib.closing(self.connect()) as connection, connection.cursor() as cursor:
             try:
                 cursor.execute(sql.CURRENT_SCN)
@@ -90,7 +90,7 @@ class OracleConnector(Connector):
                     f"cannot read the current SCN ({exc}): grant SELECT ON V_$DATABASE to the user"
                 ) from exc
             (scn,) = cursor.fetchone()
-        yield Snapshot(position=int(scn), position_text=str(scn), token=str(scn))
+        yield Snapshot(int(scn), str(scn), str(scn), "AS OF the current SCN")
 
     def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
         import pyarrow as pa

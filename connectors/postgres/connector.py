@@ -1,5 +1,5 @@
 """PostgreSQL as a snapshot source: reflection, key ranges, and partition reads in Arrow, all
-partitions in one exported snapshot at an exact LSN (see ``snapshot.py``).
+partitions in one exported snapshot, at an exact LSN when asked (``exported_snapshot.py``).
 
 SQL goes through psycopg 3; only the shared snapshot needs psycopg2, whose logical
 replication connection psycopg 3 lacks. Sessions run in UTC so nothing the server formats
@@ -28,7 +28,7 @@ from connectors.model import (
     TableSchema,
     key_parameter,
 )
-from connectors.postgres.exported_snapshot import exported_snapshot, use_snapshot
+from connectors.postgres.exported_snapshot import exported_snapshot, plain_snapshot, use_snapshot
 from connectors.postgres.position import lsn_to_int
 from connectors.postgres.types import (
     SESSION_OPTIONS,
@@ -331,9 +331,16 @@ class PostgresConnector(Connector):
             connection.rollback()  # nothing to commit: the transaction only read
 
     @contextlib.contextmanager
-    def shared_snapshot(self) -> Iterator[Snapshot | None]:
-        """One exported snapshot at an exact LSN, held until the block ends."""
-        with exported_snapshot(self.conninfo(), self.where) as snapshot:
+    def shared_snapshot(self, at_log_position: bool = True) -> Iterator[Snapshot | None]:
+        """One exported snapshot, held until the block ends: a temporary logical slot's at
+        its exact LSN when ``at_log_position``, else a REPEATABLE READ transaction's
+        (position None; no slot, ``wal_level`` or REPLICATION needed): see
+        ``exported_snapshot.py``."""
+        if at_log_position:
+            with exported_snapshot(self.conninfo(), self.where) as snapshot:
+                yield snapshot
+            return
+        with self.read_transaction(None) as connection, plain_snapshot(connection) as snapshot:
             yield snapshot
 
 

@@ -1,6 +1,13 @@
-"""One consistent snapshot of a PostgreSQL database, shared by every partition, at an exact LSN.
+"""One consistent snapshot of a PostgreSQL database, shared by every partition: at an exact LSN
+when a copy fed from the log must be read as of it, else the cheapest exact one.
 
-How: a logical replication connection runs
+Without a log position (``plain_snapshot``): a REPEATABLE READ transaction runs
+``pg_export_snapshot()`` and stays open; every partition imports the snapshot as below.
+It needs no slot, no ``wal_level = logical`` and no REPLICATION attribute
+(https://www.postgresql.org/docs/current/functions-admin.html#FUNCTIONS-SNAPSHOT-SYNCHRONIZATION),
+and reports position NULL (see the last paragraph).
+
+At an exact LSN (``exported_snapshot``): a logical replication connection runs
 
     CREATE_REPLICATION_SLOT <name> TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')
 
@@ -33,10 +40,11 @@ with ``commit_pos`` the commit's end LSN as pgoutput reports it.
 Costs and limits, all from the same pages: the slot waits until every transaction that
 had an xid when it started has finished (a long write transaction delays the snapshot);
 the server needs ``wal_level = logical`` and the user the ``REPLICATION`` attribute; the
-temporary slot holds back WAL and catalog cleanup only while the block runs. A partition
-read without a shared snapshot opens a REPEATABLE READ transaction of its own, whose
-position no server function reports exactly (``pg_current_wal_lsn()`` read inside it may
-lie before or after commits that are in flight), so it reports position NULL.
+temporary slot holds back WAL and catalog cleanup only while the block runs. A plain
+exported snapshot, and a partition read without a shared snapshot (a REPEATABLE READ
+transaction of its own), sit at a position no server function reports exactly
+(``pg_current_wal_lsn()`` read inside one may lie before or after commits that are in
+flight), so they report position NULL.
 """
 
 from __future__ import annotations
@@ -61,6 +69,25 @@ log = logging.getLogger(__name__)
 SLOT_PREFIX = "replcheck_snapshot_"
 MIN_SERVER_VERSION = 150000  # the (SNAPSHOT 'export') option syntax of PostgreSQL 15
 SLOT_WAIT_S = 120.0  # how long a snapshot waits for the running transactions of its cluster
+SLOT_MECHANISM = "an exported snapshot of a temporary logical slot (exact LSN)"
+PLAIN_MECHANISM = "an exported REPEATABLE READ snapshot (no replication slot)"
+# Why a slot is asked for at all, in every error about one: only this case needs it.
+_WHY_SLOT = (
+    "a snapshot at an exact log position (to read a copy fed from the log as of it) is"
+    " taken by a temporary logical replication slot, which needs wal_level = logical"
+    " (postgresql.conf, then restart the server) and a user with the REPLICATION attribute"
+    " (ALTER ROLE <user> REPLICATION)"
+)
+
+
+@contextlib.contextmanager
+def plain_snapshot(connection: psycopg.Connection[Any]) -> Iterator[Snapshot]:
+    """Export the snapshot of the REPEATABLE READ transaction just begun on ``connection``
+    (its first statement), valid while that transaction stays open."""
+    row = connection.execute("SELECT pg_export_snapshot()").fetchone()
+    assert row is not None
+    log.info("snapshot %s exported (no log position asked)", row[0])
+    yield Snapshot(None, None, str(row[0]), PLAIN_MECHANISM)
 
 
 @contextlib.contextmanager
@@ -77,7 +104,12 @@ def exported_snapshot(conninfo: str, where: str) -> Iterator[Snapshot]:
         TransientError: The server could not be reached or had no free slot or WAL sender.
     """
     slot = f"{SLOT_PREFIX}{uuid.uuid4().hex}"
-    with contextlib.closing(replication_connection(conninfo, where)) as connection:
+    try:
+        connection = replication_connection(conninfo, where)
+    except TerminalError as exc:
+        cause = str(exc.__cause__ or exc.message).strip()
+        raise _slot_refused(where, cause) from exc
+    with contextlib.closing(connection):
         snapshot = _create_slot(connection, slot, where)
         log.info("snapshot %s of %s at LSN %s", snapshot.token, where, snapshot.position_text)
         try:
@@ -131,18 +163,23 @@ def _create_slot(connection: Any, slot: str, where: str) -> Snapshot:
         ) from exc
     except psycopg2.errors.ObjectNotInPrerequisiteState as exc:
         # "logical decoding requires wal_level >= logical"
-        raise TerminalError(
-            f"cannot take an exact snapshot of {where}: {exc}; set wal_level = logical in"
-            " postgresql.conf and restart the server",
-            {"source": where},
-        ) from exc
+        raise _slot_refused(where, str(exc).strip()) from exc
     except psycopg2.OperationalError as exc:
         raise TransientError(f"cannot create a replication slot on {where}: {exc}") from exc
     finally:
         watchdog.cancel()
     _, consistent_point, snapshot_name, _ = cursor.fetchone()
     position = position_of(consistent_point)
-    return Snapshot(position.value, position.text, snapshot_name)
+    return Snapshot(position.value, position.text, snapshot_name, SLOT_MECHANISM)
+
+
+def _slot_refused(where: str, problem: str) -> TerminalError:
+    """The error of a slot the server or the user's role cannot have, saying why one was
+    needed and what it needs."""
+    return TerminalError(
+        f"cannot take a snapshot of {where} at an exact log position ({problem}): {_WHY_SLOT}",
+        {"source": where},
+    )
 
 
 def _drop_slot(connection: Any, slot: str, where: str) -> None:

@@ -140,6 +140,6 @@ def test_awkward_names_are_captured_validated_and_resynced(
     }
     assert changed == {"c2": ["données"], "c4": ["a.b"]}
 
-    outcome = resync(config, first, out_dir=tmp_path / "out")
+    outcome = resync(config, first, apply=True, out_dir=tmp_path / "out")
     assert outcome.exit_code == 0, outcome.to_dict()
     assert validate(spark, config)["status"] == "in_sync"

@@ -169,7 +169,7 @@ def test_awkward_names_through_cdc_run_validate_and_resync(
         assert found_differences(first) == {("c2", "changed", ("2",)), ("c3", "changed", ("1",))}
         # PostgreSQL computes its own digests, DuckDB the lake's (engine: auto)
         assert {c["engine"] for c in first["comparisons"]} == {"local"}
-        outcome = resync(config, first, out_dir=tmp_path / "out")
+        outcome = resync(config, first, apply=True, out_dir=tmp_path / "out")
         assert outcome.exit_code == 0, outcome.to_dict()
         assert validate(spark, config)["status"] == "in_sync"
 

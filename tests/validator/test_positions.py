@@ -118,9 +118,13 @@ def test_a_table_being_refreshed_holds_its_mark_below_the_refresh(tmp_path: Path
     assert high_water_mark(LakeTable(tmp_path, "shop.t")) is None  # loading: nothing yet
 
 
-def test_a_wait_for_the_lake_says_what_it_waits_for(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_wait_for_the_lake_says_what_it_waits_for(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marks = iter([None, 5, 20])
     caplog.set_level("INFO", logger="validator.positions")
+    # A wait speaks once it lasts (tests/validator/test_quiet_waits.py): this one at once.
+    monkeypatch.setattr("validator.positions.QUIET_FOR_S", 0.0)
     wait_for_lake(lambda: next(marks), 20, 60, "shop.t", sleep=lambda _s: None)
     said = caplog.text
     assert "shop.t" in said and "position 20" in said and "high-water mark is None" in said

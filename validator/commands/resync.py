@@ -17,7 +17,7 @@ from reports.html import build_html_report
 from reports.model import read_result
 from validator.config import load_validator_config
 from validator.engines.spark.session import LazySparkSession
-from validator.resync.outcome import ResyncOutcome
+from validator.resync.outcome import Mode, ResyncOutcome
 from validator.resync.run import resync
 
 
@@ -94,6 +94,8 @@ def summary_lines(outcome: ResyncOutcome) -> list[str]:
             )
         elif comparison.sql_file is not None:
             verdict = f"repair SQL written to {comparison.sql_file} (nothing applied)"
+        elif comparison.mode is Mode.DRY_RUN:
+            verdict = "dry run: nothing written (the outcome lists the keys); --apply writes"
         elif comparison.repaired:
             verdict = "every difference is gone"
         else:

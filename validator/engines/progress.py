@@ -13,7 +13,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from connectors.model import Snapshot
+
 log = logging.getLogger(__name__)
+
+# What reads the source when its product shares no snapshot (MariaDB, SQLite, ...).
+OWN_SNAPSHOTS = "a consistent snapshot per reader"
 
 
 class PhaseTimer:
@@ -36,6 +41,12 @@ class PhaseTimer:
         started = time.perf_counter()
         yield
         self.phases[phase] = round(time.perf_counter() - started, 3)
+
+    def snapshot(self, snapshot: Snapshot | None) -> None:
+        """Say how the source's snapshot was taken (one phrase), so a run shows whether it
+        needed a replication slot."""
+        how = snapshot.mechanism if snapshot is not None else OWN_SNAPSHOTS
+        log.info("comparison %s: source snapshot: %s", self.name, how)
 
     def hashed(self, rows: Sequence[int], mismatched: int, compared: int) -> None:
         """After the leaves phase: the rows it hashed on each side, their rate, and how many

@@ -10,7 +10,8 @@ for the pipeline feeding the table to read again (``cdc_core.resync_requests``):
 image store must learn the repaired rows, or a later partial change brings old values back.
 
 Every column the lake keeps and the source has is written -- excluded columns too, as the
-pipeline writes whole row images; lake columns the source lacks are NULL.
+pipeline writes whole row images; lake columns the source lacks are NULL. Without ``apply``
+(a dry run) the same reads decide what would be written, and nothing is.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LakeRepair:
-    """What a lake re-sync wrote.
+    """What a lake re-sync wrote (a dry run: would write).
 
     Attributes:
         refreshed: Keys written as ``r`` events (the source has them).
         deleted: Keys written as ``d`` events (the source no longer has them, the lake does).
-        position: The position the events were written at (Ps).
+        position: The position the events were (would be) written at (Ps).
         absent: Keys neither the source nor the lake has: nothing written for them.
     """
 
@@ -59,9 +60,10 @@ class LakeRepair:
 
 
 def resync_lake(
-    context: ComparisonContext, keys: Sequence[TypedKey], request_id: str
+    context: ComparisonContext, keys: Sequence[TypedKey], request_id: str, apply: bool
 ) -> LakeRepair:
-    """Read ``keys`` from the source and write them to the lake table at Ps."""
+    """Read ``keys`` from the source and write them to the lake table at Ps (with
+    ``apply``; else only what would be written)."""
     lake_table = context.lake_table
     _, lake_schema = changelog_files(lake_table)
     columns = _source_columns(context, lake_schema)
@@ -81,13 +83,16 @@ def resync_lake(
         position_text=str(position),
         request_id=request_id,
     )
-    refresh(request)
-    _ask_pipeline(context, [*present, *gone], position, request_id)
+    if apply:
+        refresh(request)
+        _ask_pipeline(context, [*present, *gone], position, request_id)
     log.info(
-        "comparison %s: %d keys refreshed, %d deleted in %s at %s",
+        "comparison %s: %d keys %s, %d %s in %s at %s",
         context.name,
         len(present),
+        "refreshed" if apply else "to refresh (dry run)",
         len(gone),
+        "deleted" if apply else "to delete",
         lake_table.table,
         position,
     )

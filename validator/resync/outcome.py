@@ -21,7 +21,8 @@ class Mode(StrEnum):
 
     REFRESHED = "refreshed"  # lake target: refresh and delete events written
     APPLIED = "applied"  # database target: repair SQL executed
-    DRY_RUN = "dry_run"  # database target: repair SQL written to a file for review
+    DRY_RUN = "dry_run"  # nothing written (no --apply): the actions say what would be;
+    # database targets: the repair SQL also written to a file for review
     NOTHING = "nothing"  # no differing key to repair
     FAILED = "failed"  # the comparison could not be re-synced (see ``error``)
 
@@ -59,7 +60,8 @@ class ComparisonResync:
         target: The target, for display (no secrets).
         mode: How the repairs were carried out.
         requested: Differing keys taken from the result.
-        actions: The repairs done or proposed.
+        actions: The repairs done, or in a dry run proposed (a lake's: the keys to refresh
+            and to delete).
         unchanged: Keys found equal when re-read (nothing to do).
         not_found: Keys found on neither side: nothing was repaired for them, and the run
             is no success (a result of other tables or rows, or rows deleted since).
@@ -112,7 +114,7 @@ class ComparisonResync:
 
     @property
     def exit_code(self) -> int:
-        """0 repaired (or a dry run wrote its file), 1 differences remain, 2 failed."""
+        """0 repaired (or a dry run said what it would do), 1 differences remain, 2 failed."""
         if self.error is not None or (self.requested and self.not_found == self.requested):
             return 2  # nothing the result names is there: it is not this data's result
         if (self.mode is Mode.DRY_RUN and not self.not_found) or self.repaired:

@@ -6,13 +6,17 @@ after a failed gate. For each chosen comparison of the result:
 1. its differing keys (missing, extra, changed) are turned back into typed values
    (``validator.resync.keys``); duplicate keys and differences the result did not detail
    cannot be repaired by key and are counted as skipped;
-2. a lake target gets refresh and delete events at the source's snapshot position
-   (``validator.resync.lake``); a database target gets repair SQL
-   (``validator.resync.database``): written to ``repair-<comparison>.sql`` for review by
-   default, executed in batches with ``apply``;
+2. every target is a dry run by default and written only with ``apply``: a lake target
+   gets refresh and delete events at the source's snapshot position
+   (``validator.resync.lake``; a dry run lists those keys in the outcome); a database
+   target gets repair SQL (``validator.resync.database``): written to
+   ``repair-<comparison>.sql`` for review in a dry run, executed in batches with ``apply``;
 3. the repaired keys are compared again (``validator.resync.revalidate``), or the whole
    comparison with ``full_revalidation``;
 4. an audit record of every comparison goes to the lake or to ``resync-audit.jsonl``.
+
+A comparison that fails is recorded as failed with its error, after what it already wrote,
+so the outcome of a run exists whatever one comparison met.
 
 Safety limits (``resync:`` config section) are checked before anything is touched: a
 result older than ``max_result_age_h`` or a comparison with more than ``max_rows`` keys is
@@ -81,7 +85,7 @@ class ResyncOptions:
 
     Attributes:
         comparisons: Only these comparisons (default: every one that found differences).
-        apply: Database targets: execute the repair SQL instead of only writing it.
+        apply: Write the repairs (default: a dry run that says what it would write).
         force: Go beyond ``max_rows`` and ``max_result_age_h``.
         max_rows: Overrides ``resync.max_rows``.
         full_revalidation: Validate whole comparisons afterwards, not just the keys.
@@ -145,7 +149,8 @@ def resync(
         config: The validator configuration the result was produced with.
         result_document: A ``result.json`` document.
         comparisons: Only these comparisons.
-        apply: Execute repair SQL on database targets (default: write it for review).
+        apply: Write the repairs (default: a dry run; database targets: the repair SQL
+            written for review).
         force: Override the ``max_rows`` and ``max_result_age_h`` limits.
         max_rows: Overrides ``resync.max_rows``.
         full_revalidation: Validate whole comparisons afterwards (needs Spark; ``spark``
@@ -292,10 +297,15 @@ def _resync_comparison(run: _Run, request: _Request) -> tuple[ComparisonResync, 
             done = _resync_lake(run, context, pairs, base, claimed)
         else:
             done = _resync_database(run, context, pairs, base, claimed)
-    except ReplcheckError as exc:
+    except Exception as exc:  # one comparison's failure must not lose the run's outcome
         log.error("comparison %s could not be re-synced: %s", name, exc)
-        done = replace(base, mode=Mode.FAILED, error=str(exc))
+        done = replace(base, mode=Mode.FAILED, error=_error_text(exc))
     return done, _audit_record(run, done, _audit_keys(request, key_columns))
+
+
+def _error_text(exc: Exception) -> str:
+    """Our errors say what to do; anything else is named by its type, too."""
+    return str(exc) if isinstance(exc, ReplcheckError) else f"{type(exc).__name__}: {exc}"
 
 
 def _typed_pairs(run: _Run, context: ComparisonContext, keys: Sequence[Key]) -> list[KeyPair]:
@@ -336,22 +346,23 @@ def _resync_lake(
     base: ComparisonResync,
     claimed: _Claimed,
 ) -> ComparisonResync:
-    repair = resync_lake(context, [typed for _, typed in pairs], f"{run.run_id}.{context.name}")
+    request_id, apply = f"{run.run_id}.{context.name}", run.options.apply
+    repair = resync_lake(context, [typed for _, typed in pairs], request_id, apply)
     absent = {key_bytes_of(context, key) for key in repair.absent}
     shown = _shown_keys(context, pairs)
     actions = [ActionTaken("refresh", shown[key_bytes_of(context, k)]) for k in repair.refreshed]
     actions += [ActionTaken("delete", shown[key_bytes_of(context, k)]) for k in repair.deleted]
     done = replace(
         base,
-        mode=Mode.REFRESHED,
+        mode=Mode.REFRESHED if apply else Mode.DRY_RUN,
         actions=tuple(actions),
         not_found=claimed.not_found(context, pairs, absent),
         source_position=str(repair.position),
     )
-    if run.options.full_revalidation:
+    if not apply or run.options.full_revalidation:
         return done
     timeout = run.config.validation.lake_wait_timeout_s
-    return _checked(done, revalidate_lake(context, pairs, timeout))
+    return _checked(done, lambda: revalidate_lake(context, pairs, timeout))
 
 
 def _resync_database(
@@ -384,7 +395,7 @@ def _resync_database(
     )
     if not run.options.apply or run.options.full_revalidation:
         return done
-    return _checked(done, revalidate_database(run.config, context, side, pairs))
+    return _checked(done, lambda: revalidate_database(run.config, context, side, pairs))
 
 
 def _action_taken(
@@ -406,7 +417,13 @@ def _shown_keys(context: ComparisonContext, pairs: Sequence[KeyPair]) -> dict[by
     }
 
 
-def _checked(done: ComparisonResync, check: KeyCheck) -> ComparisonResync:
+def _checked(done: ComparisonResync, revalidate: Callable[[], KeyCheck]) -> ComparisonResync:
+    """``done`` with its re-validation; one that fails keeps what was written, with why."""
+    try:
+        check = revalidate()
+    except Exception as exc:  # the repairs are written: the outcome must say so
+        log.error("comparison %s: re-validation failed: %s", done.name, exc)
+        return replace(done, error=f"re-validation failed: {_error_text(exc)}")
     return replace(
         done,
         revalidation=Revalidation.KEYS,

@@ -47,7 +47,7 @@ def test_every_demo_difference_is_repaired_in_the_lake(tmp_path: Path) -> None:
     assert lake is not None
     mark = high_water_mark(LakeTable(lake, "shop.orders"))
 
-    outcome = resync(config, _result(setup.expected, config), out_dir=tmp_path / "out")
+    outcome = resync(config, _result(setup.expected, config), apply=True, out_dir=tmp_path / "out")
 
     counts = {c.name: c.action_counts for c in outcome.comparisons}
     assert counts == {
@@ -65,11 +65,10 @@ def test_every_demo_difference_is_repaired_in_the_lake(tmp_path: Path) -> None:
 def test_a_second_resync_finds_the_lake_already_equal(tmp_path: Path) -> None:
     setup = build_demo(tmp_path / "demo")
     config = load_validator_config(setup.config, environ={})
-    resync(config, _result(setup.expected, config), comparisons=["shipments"], out_dir=tmp_path)
+    expected = _result(setup.expected, config)
+    resync(config, expected, comparisons=["shipments"], apply=True, out_dir=tmp_path)
     context = prepare(config, config.comparison("shipments"))
     rows = lake_rows_at(context, [("eu", 42), ("us", 7), ("ap", 9999)], None)
     assert len(rows) == 2  # eu/42 back, us/7 refreshed, ap/9999 deleted
-    again = resync(
-        config, _result(setup.expected, config), comparisons=["shipments"], out_dir=tmp_path
-    )
+    again = resync(config, expected, comparisons=["shipments"], apply=True, out_dir=tmp_path)
     assert again.comparisons[0].repaired and again.exit_code == 0

@@ -127,7 +127,7 @@ def test_validate_resync_validate_ends_in_sync_while_the_source_is_written(
     }
     known = list(rows[50:])  # the writer leaves the other drifted keys alone
     with writing(replicator, known, rows[30]) as written:
-        outcome = resync(config, first, out_dir=tmp_path / "out")
+        outcome = resync(config, first, apply=True, out_dir=tmp_path / "out")
         second = validate(spark, config)
     assert written  # the source really changed during the re-sync
 
@@ -156,7 +156,8 @@ def test_a_refresh_never_raises_the_lake_high_water_mark(
     rows = replicator.insert_batch(50)
     before = high_water_mark(replicator.lake)
     changed = [("changed", (str(rows[3]["id"]),)), ("extra_in_target", ("424242",))]
-    outcome = resync(config, result_for(config.comparison("t"), changed), out_dir=tmp_path)
+    result = result_for(config.comparison("t"), changed)
+    outcome = resync(config, result, apply=True, out_dir=tmp_path)
     # 424242 is on neither side: nothing to delete (a key the result says only the lake
     # has, gone from it, is as the repair would leave it).
     assert outcome.comparisons[0].action_counts == {"refresh": 1}

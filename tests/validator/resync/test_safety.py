@@ -161,7 +161,7 @@ def test_the_report_shows_the_repairs_escaped(config: ValidatorConfig, tmp_path:
     data = outcome.to_dict()
     data["comparisons"][0]["actions"][0]["key"] = ["<script>x</script>"]
     html = build_html_report(document, resync=data)
-    assert 'id="c0-resync"' in html and "repair SQL proposed (dry run)" in html
+    assert 'id="c0-resync"' in html and "repairs proposed, nothing written (dry run)" in html
     assert "&lt;script&gt;x&lt;/script&gt;" in html and "<script>x</script>" not in html
     assert "repair-people.sql" in html
     assert "not checked (nothing was applied)" in html

@@ -135,7 +135,9 @@ def compare_with_lake(
     increment = Increment(plan, choose_leaves((source,), layout, settings.depth, keeps))
     scheme = increment.scheme  # a stored state's leaves, when it is reused
     with ExitStack() as stack:
-        snapshot = stack.enter_context(source.connector.shared_snapshot())
+        exact = plan.reflected.at_log_position
+        snapshot = stack.enter_context(source.connector.shared_snapshot(exact))
+        timer.snapshot(snapshot)
         intervals = leaf_slices(scheme, plan.parallelism)
         slices = open_slices(stack, source, scheme, intervals, snapshot)
         positions = positions_of(slices, scheme)

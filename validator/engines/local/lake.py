@@ -36,6 +36,7 @@ from validator.engines.local.state import LakeFiles, lake_files, register, state
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions, confirm_exact, lake_at, read_at_own_mark
+from validator.quiet_log import quiet_log_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -127,7 +128,8 @@ class DuckDBLake:
         if read_at_own_mark(reflected.source.url):
             positions = None
         lake_table = LakeTable(connection.lake, table)
-        where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s)
+        quiet = quiet_log_of(reflected.source.url, reflected.source.password)
+        where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s, quiet)
         files = lake_files(lake_table, where.at)
         confirm_exact(lake_table, where)
         register(self.connection, _FILES, files)

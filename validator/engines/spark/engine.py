@@ -17,8 +17,7 @@ from cdc_core.config import ConnectionConfig
 from cdc_core.lake import LakeTable
 from cdc_core.names import backtick_quote
 from connectors.base import Connector
-from connectors.model import TableSchema
-from merkle.layout import RowLayout
+from connectors.model import QuietLog, TableSchema
 from validator.config import ComparisonConfig
 from validator.engines.progress import PhaseTimer
 from validator.engines.spark.compare import Side, cache_level, compare_sides, hashed_rows
@@ -34,7 +33,9 @@ from validator.positions import (
     read_at_own_mark,
     read_positions,
 )
+from validator.quiet_log import quiet_log_of
 from validator.reconcile import Reconciled
+from validator.reflection import Reflected
 from validator.result import ComparisonResult, with_expectations
 from validator.settings import CompareSettings
 
@@ -51,11 +52,12 @@ def _lake_side(
     table: str,
     key: Sequence[str],
     positions: SourcePositions | None,
+    quiet: QuietLog | None,
 ) -> Side:
     assert connection.lake is not None
     lake_table = LakeTable(connection.lake, table)
     label = f"{connection.name}:{table}"
-    where = lake_at(lake_table, positions, settings.lake_wait_timeout_s)
+    where = lake_at(lake_table, positions, settings.lake_wait_timeout_s, quiet)
     state = read_lake_state(spark, lake_table, key, where.at)
     confirm_exact(lake_table, where)
     return Side(state.frame, label, where.text, state.from_mirror)
@@ -76,15 +78,17 @@ def _database_side(
 
 
 def _read_source_once(
-    spark: SparkSession, connector: Connector, schema: TableSchema, layout: RowLayout
+    spark: SparkSession, reflected: Reflected, timer: PhaseTimer
 ) -> tuple[DataFrame, SourcePositions | None]:
     """Read the source in its snapshot(s) exactly once, hashed as it is read: every later
     phase reuses these rows, so all phases see the same snapshots (a re-read would open new
     ones). The job that reads the positions is the one that reads and caches the rows."""
-
+    connector, schema = reflected.source, reflected.source_schema
+    layout = reflected.reconciled.layout
     parallelism = default_parallelism(spark)
     partitions = plan_partitions(connector, schema, layout.key, parallelism)
-    with connector.shared_snapshot() as snapshot:
+    with connector.shared_snapshot(reflected.at_log_position) as snapshot:
+        timer.snapshot(snapshot)
         frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
         frame = hashed_rows(frame, layout).persist(cache_level())
         try:
@@ -111,9 +115,7 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
     comparison, reconciled = reflected.comparison, reflected.reconciled
     timer = PhaseTimer(comparison.name, "in Spark")
     with timer.phase("source"):  # read once, in its snapshot(s), hashed as it is read
-        source, positions = _read_source_once(
-            spark, reflected.source, reflected.source_schema, reconciled.layout
-        )
+        source, positions = _read_source_once(spark, reflected, timer)
     try:
         target = target_side(spark, plan, positions)
         check_columns(comparison.expectations, target.frame.columns, target.label)
@@ -153,7 +155,8 @@ def target_side(
         if read_at_own_mark(reflected.source.url):
             positions = None
         key = reflected.target_key
-        return _lake_side(spark, plan.settings, connection, table, key, positions)
+        quiet = quiet_log_of(reflected.source.url, reflected.source.password)
+        return _lake_side(spark, plan.settings, connection, table, key, positions, quiet)
     return _database_side(spark, connection, reflected.target, reflected.target_key)
 
 
