@@ -260,7 +260,6 @@ STORABLE: Final = frozenset(
     | {1700, 2950, 3802}
     | set(_TEXT_OUTPUT)
 )
-FIRST_NORMAL_OID: Final = 16384  # OIDs below are the system's own (FirstNormalObjectId)
 # Array types of builtin elements: array OID -> element OID (typarray in pg_type.dat).
 BUILTIN_ARRAYS: Final[dict[int, int]] = {
     1000: 16, 1001: 17, 1002: 18, 1003: 19, 1005: 21, 1007: 23, 1009: 25, 1014: 1042,
@@ -305,7 +304,7 @@ class ValueDecoder:
             found = False
             if type_oid in BUILTIN_ARRAYS:
                 found = self.storable(BUILTIN_ARRAYS[type_oid])
-            elif type_oid >= FIRST_NORMAL_OID:
+            elif type_oid not in BUILTIN:  # information_schema's domains have system OIDs too
                 info = self._lookup(type_oid)
                 found = info.kind == "enum" or (
                     info.kind in ("domain", "array")

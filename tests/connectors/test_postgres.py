@@ -274,7 +274,7 @@ def test_wal_level_below_logical_gets_the_fix() -> None:
     assert isinstance(process, _ReplicaWalProcess)
     try:
         connector = connector_for(process.handle().url("test"))
-        with pytest.raises(TerminalError, match="set wal_level = logical"):  # noqa: SIM117
+        with pytest.raises(TerminalError, match="needs wal_level = logical"):  # noqa: SIM117
             with connector.shared_snapshot():
                 pass
     finally:
