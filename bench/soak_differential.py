@@ -3,9 +3,12 @@ server, one warm Spark session, a fresh database per seed.
 
     PYTHONPATH=. python bench/soak_differential.py --source mariadb-full --seeds 200 [--start 0]
         [--size 24] [--no-validator] [--no-shrink] [--keep DIR] [--resync]
+        [--vocabulary catalog]
 
 ``--resync`` (MariaDB sources): each seed drifts behind the binlog's back, is re-synced
 with ``validate`` and ``resync --apply`` mid-workload, and goes on (issue 37, item 1).
+``--vocabulary catalog``: the tables' column kinds are the type matrix's, which cover the
+servers' catalogs (``tests/generative/sql/vocabulary.py``; issue 36, "Method").
 
 Prints each failure (seed, problems, shrunk SQL) as it happens, then a summary: seeds run
 and failed, statements, transactions, DDL statements, kills, statements the server refused,
@@ -26,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.generative.sql.runner import Run, check_seed, tally
+from tests.generative.sql.vocabulary import VOCABULARIES
 from tests.generative.sql.workload import SIZE, SOURCES, generate
 from tests.private_servers import running_mariadb, running_postgres
 
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--keep", type=Path, help="copy each failing run's directory here")
     parser.add_argument("--resync", action="store_true", help="drift, re-sync, then go on")
+    parser.add_argument("--vocabulary", choices=VOCABULARIES, default="default",
+                        help="the column kinds: hand-picked, or the servers' catalogs")  # fmt: skip
     args = parser.parse_args(argv)
     failed: list[int] = []
     started = time.monotonic()
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                     size=args.size,
                     minimize=not args.no_shrink,
                     resync=args.resync,
+                    vocabulary=args.vocabulary,
                 )
                 outcome = "ok" if failure is None else "FAILED"
                 print(f"seed {seed}: {outcome} in {time.monotonic() - clock:.1f} s", flush=True)
@@ -84,12 +91,15 @@ def main(argv: list[str] | None = None) -> int:
                     print(failure.report(), flush=True)
         except KeyboardInterrupt:  # stopped early (Ctrl-C, SIGINT): the summary of those run
             seeds = range(args.start, seed)
-            counted = generate(seed, args.source, args.size, resync=args.resync)
+            counted = generate(
+                seed, args.source, args.size, resync=args.resync, vocabulary=args.vocabulary
+            )
             run.totals -= tally(counted)  # counted, not run
             print(f"interrupted in seed {seed}", flush=True)
     elapsed, totals = time.monotonic() - started, run.totals
     print(
-        f"{args.source} seeds {seeds.start}..{seeds.stop - 1}: {len(seeds) - len(failed)} of"
+        f"{args.source} ({args.vocabulary} vocabulary) seeds {seeds.start}..{seeds.stop - 1}:"
+        f" {len(seeds) - len(failed)} of"
         f" {len(seeds)} passed; {totals['statements']} statements, {totals['transactions']}"
         f" transactions, {totals['ddl']} DDL statements, {totals['kills']} kills,"
         f" {totals['drift_items']} drift items, {totals['resynced_keys']} keys re-synced,"

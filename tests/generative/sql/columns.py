@@ -11,9 +11,13 @@ PostgreSQL's NaN and infinities.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 from decimal import Decimal
+from typing import Any
+
+from tests.generative.sql.vocabulary import CATALOG_KINDS, native_type
 
 KINDS = ("int", "bigint", "dec", "dbl", "str", "text", "blob", "date", "dt", "ts", "time")
 
@@ -24,6 +28,15 @@ class ZeroDate(str):
 
 class Special(str):
     """A float that has no Python literal in SQL: 'NaN', 'Infinity', '-Infinity'."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Typed:
+    """A value of a catalog kind (``vocabulary.py``) and its column type: PostgreSQL's
+    literal is cast to it, since arrays, ranges and the like have no untyped literal."""
+
+    value: Any
+    sql_type: str
 
 
 def _text(rng: random.Random, size: int) -> str:
@@ -81,9 +94,18 @@ def _ordinary(kind: str, rng: random.Random) -> object:
 
 def value(kind: str, product: str, rng: random.Random, nullable: bool = True) -> object:
     """A value of ``kind``: NULL, an edge value or an ordinary one."""
+    if kind not in KINDS:
+        return _catalog_value(kind, product, rng, nullable)
     roll = rng.random()
     if nullable and roll < 0.1:
         return None
     if roll < 0.35:
         return rng.choice(_edges(kind, product))
     return _ordinary(kind, rng)
+
+
+def _catalog_value(kind: str, product: str, rng: random.Random, nullable: bool) -> object:
+    """One of the type matrix's values of catalog kind ``kind`` (all storable and exact)."""
+    values = [v for v in CATALOG_KINDS[product][kind].values if nullable or v is not None]
+    found = rng.choice(values)
+    return None if found is None else Typed(found, native_type(kind, product))

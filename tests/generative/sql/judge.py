@@ -35,6 +35,13 @@ def normalize(value: Any) -> Any:
         return bytes(value)
     if isinstance(value, dt.timedelta):
         return value // dt.timedelta(microseconds=1)
+    if isinstance(value, list):  # an array: a tuple, hashable for multisets of rows
+        return tuple(normalize(item) for item in value)
+    if isinstance(value, dict) and set(value) == {"micros", "offset_seconds"}:
+        return value["micros"], value["offset_seconds"]  # the lake's time with time zone
+    if isinstance(value, dt.time) and value.tzinfo is not None:
+        offset = value.utcoffset() or dt.timedelta()
+        return normalize(value.replace(tzinfo=None)), int(offset.total_seconds())
     if isinstance(value, dt.time):
         return ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
     if isinstance(value, dt.datetime) and value.tzinfo is not None:

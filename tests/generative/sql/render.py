@@ -11,8 +11,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
-from tests.generative.sql.columns import Special, ZeroDate
+from tests.generative.sql.columns import Special, Typed, ZeroDate
 from tests.generative.sql.tables import Column, Table
+from tests.generative.sql.vocabulary import native_type
 
 
 class Dialect(ABC):
@@ -36,6 +37,10 @@ class Dialect(ABC):
     def literal(self, value: object) -> str:
         if value is None:
             return "NULL"
+        if isinstance(value, Typed):
+            return self.typed(value)
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
         if isinstance(value, ZeroDate):
             return self.string(value)
         if isinstance(value, Special):
@@ -50,6 +55,10 @@ class Dialect(ABC):
             return str(value)
         return self.temporal(value)
 
+    def typed(self, value: Typed) -> str:
+        """A catalog kind's value (the product coerces it to the column's type)."""
+        return self.literal(value.value)
+
     def temporal(self, value: object) -> str:
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
             return self.string(value.strftime("%Y-%m-%d %H:%M:%S.%f+00:00"))
@@ -59,12 +68,19 @@ class Dialect(ABC):
 
     def column_sql(self, column: Column) -> str:
         null = "" if column.nullable else " NOT NULL"
-        return f"{self.quote(column.name)} {self.types[column.kind]}{null}"
+        kind = self.types.get(column.kind) or native_type(column.kind, self.product)
+        return f"{self.quote(column.name)} {kind}{null}"
 
     def create_table(self, table: Table) -> str:
         columns = ", ".join(self.column_sql(c) for c in table.columns)
         key = f", PRIMARY KEY ({self.quote(table.key)})" if table.keyed else ""
+        if table.unique_only:
+            key = f", CONSTRAINT {self.unique_key(table)} UNIQUE ({self.quote(table.key)})"
         return f"CREATE TABLE {self.quote(table.name)} ({columns}{key})"
+
+    def unique_key(self, table: Table) -> str:
+        """The name of a table's unique key (``Table.unique_only``)."""
+        return self.quote(f"{table.name}_uk")
 
     def copy_rows(self, table: Table, key: int) -> str:
         """An insert of an equal copy of each row on ``key`` (a table without a key)."""
@@ -235,6 +251,20 @@ class Postgres(Dialect):
 
     def blob(self, data: bytes) -> str:
         return f"'\\x{data.hex()}'::bytea"
+
+    def typed(self, value: Typed) -> str:
+        """Cast to the column's type: arrays, ranges, json and the like have no untyped
+        literal, and a quoted float keeps its digits and its sign (numeric has no -0)."""
+        return f"({self._element(value.value)})::{value.sql_type}"  # -x::t is -(x::t)
+
+    def _element(self, value: object) -> str:
+        if isinstance(value, list):
+            return "ARRAY[" + ", ".join(self._element(item) for item in value) + "]"
+        if isinstance(value, float):
+            return f"'{value!r}'"
+        if isinstance(value, dt.time) and value.tzinfo is not None:
+            return self.string(value.isoformat())
+        return self.literal(value)
 
     def setup_session(self) -> list[str]:
         # The cluster runs with synchronous_commit = off; commits flush the WAL here so the

@@ -230,10 +230,12 @@ def check_seed(
     size: int = SIZE,
     minimize: bool = True,
     resync: bool = False,
+    vocabulary: str = "default",
 ) -> Failure | None:
     """``None`` when seed ``seed`` passes on ``source``; else its (shrunk) failure. With
-    ``resync``, the workload drifts behind the log and is re-synced (``generate``)."""
-    workload = generate(seed, source, size, resync=resync)
+    ``resync``, the workload drifts behind the log and is re-synced; ``vocabulary`` names
+    the column kinds (``generate``)."""
+    workload = generate(seed, source, size, resync=resync, vocabulary=vocabulary)
     run.totals += tally(workload)
     problems = check(workload, run)
     if not problems:

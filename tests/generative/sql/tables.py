@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 
 from tests.generative.sql.columns import KINDS
 
@@ -34,6 +35,7 @@ class Table:
     key: str  # the integer column statements pick rows by: the primary key, if ``keyed``
     columns: list[Column]
     keyed: bool = True  # False: no primary key, and equal rows (README, "Tables without a key")
+    unique_only: bool = False  # keyed by a unique key instead of a primary key
     next_key: int = 1
     keys: set[int] = dataclasses.field(default_factory=set)  # keys inserted (some may be gone)
     hot: list[int] = dataclasses.field(default_factory=list)  # drifted: picked most of the time
@@ -62,12 +64,19 @@ class Table:
         return rng.choice(candidates[: len(AWKWARD) + 3])
 
 
-def new_table(name: str, rng: random.Random) -> Table:
-    """A table with three to six columns of random kinds (awkward names too) besides its
-    integer key column, which is its primary key in three tables of four."""
+def new_table(
+    name: str,
+    rng: random.Random,
+    kinds: Sequence[str] = KINDS,
+    keyless_kinds: Sequence[str] | None = None,
+) -> Table:
+    """A table with three to six columns of random ``kinds`` (``keyless_kinds`` in a table
+    without a key, if given; awkward names too) besides its integer key column, which is
+    its primary key in three tables of four."""
     key = rng.choice(("id", "ID", "key-id", "order"))
     keyed = rng.random() < 0.75
     table = Table(name, key, [Column(key, "bigint", nullable=False)], keyed=keyed)
     for _ in range(rng.randint(3, 6)):
-        table.columns.append(Column(table.free_name(rng), rng.choice(KINDS)))
+        choices = kinds if keyed or keyless_kinds is None else keyless_kinds
+        table.columns.append(Column(table.free_name(rng), rng.choice(choices)))
     return table

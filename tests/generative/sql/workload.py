@@ -16,9 +16,15 @@ import dataclasses
 import random
 from collections.abc import Callable
 
-from tests.generative.sql.columns import value
+from tests.generative.sql.columns import KINDS, value
 from tests.generative.sql.render import DIALECTS, Dialect
 from tests.generative.sql.tables import AWKWARD, KEY_BASE, Column, Table, new_table
+from tests.generative.sql.vocabulary import (
+    CATALOG_KINDS,
+    VOCABULARIES,
+    locating_kinds,
+    setup_types,
+)
 
 SIZE = 24  # items per workload
 # A table created while the pipeline runs may stay empty (it once got no lake tables: fixed,
@@ -78,9 +84,14 @@ class Workload:
 
 
 class _Generator:
-    def __init__(self, seed: int, kind: SourceKind) -> None:
+    def __init__(self, seed: int, kind: SourceKind, vocabulary: str = "default") -> None:
         self.rng = random.Random(seed)
         self.kind = kind
+        # The column kinds: the hand-picked ones, or the type matrix's (vocabulary.py).
+        catalog = vocabulary == "catalog"
+        self.kinds = tuple(CATALOG_KINDS[kind.product]) if catalog else KINDS
+        self.keyless_kinds = locating_kinds(kind.product) if catalog else None
+        self.unique_keys = catalog
         self.sql: Dialect = DIALECTS[kind.product]
         self.tables: list[Table] = []
         self.seed = seed
@@ -94,13 +105,19 @@ class _Generator:
     def create(self) -> list[str]:
         taken = {t.name.lower() for t in self.tables}
         names = [n for n in (*AWKWARD, *(f"t{i}" for i in range(9))) if n.lower() not in taken]
-        table = new_table(self.rng.choice(names), self.rng)
+        table = new_table(self.rng.choice(names), self.rng, self.kinds, self.keyless_kinds)
+        # A table kind of the catalog vocabulary: a key that is only a unique key.
+        table.unique_only = self.unique_keys and table.keyed and self.rng.random() < 0.25
         self.tables.append(table)
         statements = [self.sql.create_table(table)]
         # PostgreSQL refuses to update or delete rows of a published table without a key
-        # unless its replica identity is FULL.
+        # unless its replica identity is FULL (or a unique index: USING INDEX).
+        quoted = self.sql.quote(table.name)
         if self.kind.identity_full or (self.kind.product == "postgres" and not table.keyed):
-            statements.append(f"ALTER TABLE {self.sql.quote(table.name)} REPLICA IDENTITY FULL")
+            statements.append(f"ALTER TABLE {quoted} REPLICA IDENTITY FULL")
+        elif self.kind.product == "postgres" and table.unique_only:
+            index = self.sql.unique_key(table)
+            statements.append(f"ALTER TABLE {quoted} REPLICA IDENTITY USING INDEX {index}")
         return statements
 
     def row(self, table: Table, key: int | None = None) -> dict[str, object]:
@@ -362,14 +379,25 @@ def _follow(table: Table, ddl: str, column: Column, name: str, product: str) -> 
 
 
 def generate(
-    seed: int, source: str, size: int = SIZE, kills: bool = True, resync: bool = False
+    seed: int,
+    source: str,
+    size: int = SIZE,
+    kills: bool = True,
+    resync: bool = False,
+    vocabulary: str = "default",
 ) -> Workload:
     """The workload of ``seed`` for source kind ``source``: about ``size`` items; a SIGKILL
     of the pipeline in about half the seeds when ``kills``. With ``resync`` (MariaDB: its
     binlog can be turned off per session), drift in the first half, then a re-sync, then
-    the rest of the workload on the repaired rows."""
-    generator = _Generator(seed, SOURCES[source])
+    the rest of the workload on the repaired rows. ``vocabulary="catalog"`` draws the
+    columns' kinds from the type matrix (``vocabulary.py``); the default keeps every seed's
+    workload as it was."""
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"unknown vocabulary {vocabulary!r}: one of {VOCABULARIES}")
+    generator = _Generator(seed, SOURCES[source], vocabulary)
     setup: list[str] = []
+    if vocabulary == "catalog":
+        setup += setup_types(generator.kind.product)
     for _ in range(generator.rng.randint(2, 3)):
         setup += generator.create()
         table = generator.tables[-1]
