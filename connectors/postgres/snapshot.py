@@ -54,7 +54,7 @@ from connectors.postgres.replication import (
     slot_state,
 )
 from connectors.postgres.rewrites import ensure_rewrite_triggers
-from connectors.postgres.types import MONEY_DIGITS
+from connectors.postgres.types import GEOMETRIC, MONEY_DIGITS
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -123,23 +123,27 @@ def _key_of(
         return tuple(configured)
     logger.warning(
         "table %s has no primary key, replica identity index or configured key; rows are"
-        " located by all their columns but arrays and time_tz columns (configure a key)",
+        " located by all their columns but arrays, time_tz and geometric columns (configure a"
+        " key)",
         table.table,
     )
-    return tuple(c.name for c in table.columns if c.name in stored and _locates(c.ltype))
+    return tuple(c.name for c in table.columns if c.name in stored and _locates(c))
 
 
-def _locates(ltype: lt.LogicalType | None) -> bool:
-    return ltype is not None and not isinstance(ltype, _NOT_LOCATING)
+def _locates(column: SourceColumn) -> bool:
+    ltype = column.ltype
+    geometric = column.native_type.split("[")[0] in GEOMETRIC
+    return ltype is not None and not isinstance(ltype, _NOT_LOCATING) and not geometric
 
 
 def _check_locating(table: TableSchema, key: tuple[str, ...]) -> None:
-    wrong = [name for name in key if not _locates(table.column(name).ltype)]
+    wrong = [name for name in key if not _locates(table.column(name))]
     if wrong or not key:
         problem = f"its key columns {wrong} are" if wrong else "none of its columns is"
         raise TerminalError(
             f"table {table.table}: {problem} scalar values that can locate its rows in the"
-            " lake (arrays, time with time zone and unstored types cannot); give it a unique"
+            " lake (arrays, time with time zone, geometric and unstored types cannot); give it"
+            " a unique"
             " index of other columns as replica identity (ALTER TABLE ... REPLICA IDENTITY"
             " USING INDEX ...), or, without a primary key, configure its key",
             {"table": table.table},

@@ -44,6 +44,9 @@ UNCONSTRAINED_SCALE = 18
 
 _INTEGERS = {"smallint", "integer", "bigint"}
 _RANGES = ("int4", "int8", "num", "date", "ts", "tstz")  # the builtin range types
+# Geometric types: their `=` is no equality (box, circle: equal areas; point: none), so
+# their columns never locate rows (``snapshot.choose_key``).
+GEOMETRIC = ("point", "line", "lseg", "box", "path", "polygon", "circle")
 # Network, geometric, range and multirange values are carried as the text their output
 # function prints, which reads back as the same value (issue 36). That text depends only on
 # DateStyle, TimeZone and extra_float_digits (dates and timestamps in ranges, floats in
@@ -77,7 +80,7 @@ _SIMPLE: dict[str, lt.LogicalType] = {
     **dict.fromkeys(
         (
             *("inet", "cidr", "macaddr", "macaddr8"),
-            *("point", "line", "lseg", "box", "path", "polygon", "circle"),
+            *GEOMETRIC,
             *(f"{kind}{range_}" for kind in _RANGES for range_ in ("range", "multirange")),
         ),
         lt.StringType(),  # the text the type's output function prints: see below
