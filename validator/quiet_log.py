@@ -21,15 +21,21 @@ from connectors.registry import quiet_log_for
 log = logging.getLogger(__name__)
 
 
-def quiet_log_of(url: str | None, password: str | None) -> QuietLog | None:
-    """The source's ``QuietLog`` (None: its product or its capture has none)."""
+def quiet_log_of(url: str | None, password: str | None, source_table: str) -> QuietLog | None:
+    """The source's ``QuietLog`` of ``source_table``, whatever lake table it is asked about
+    (a comparison may name the lake's copy otherwise); None: its product or its capture has
+    none."""
     if url is None:
         return None
     try:
-        return quiet_log_for(url, password)
+        check = quiet_log_for(url, password)
     except Exception as exc:  # only saves a wait: without it the validation waits as before
         log.info("the source's log cannot be read between positions (%s)", exc)
         return None
+    if check is None:
+        return None
+    found = check
+    return lambda _lake_table, start, end: found(source_table, start, end)
 
 
 def whole_mark(table: LakeTable, position: int, quiet: QuietLog | None) -> int | None:

@@ -116,7 +116,7 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         own_mark = read_at_own_mark(source_connection.url or "")
         position = None if own_mark else connector.log_position()
         timeout_s = config.validation.lake_wait_timeout_s
-        quiet = quiet_log_of(source_connection.url, connector.password)
+        quiet = quiet_log_of(source_connection.url, connector.password, comparison.source.table)
         lake_schema = lake_columns(lake_table, position, timeout_s, quiet=quiet)
     rules = comparison.columns
     reconciled = reconcile(

@@ -272,6 +272,7 @@ BUILTIN_ARRAYS: Final[dict[int, int]] = {
 }  # fmt: skip
 # money[] (791) is left out: the snapshot would read it through money's numeric cast,
 # which depends on lc_monetary (``types.logical_type`` refuses it).
+MONEY_ARRAY: Final = 791
 
 
 class ValueDecoder:
@@ -285,6 +286,7 @@ class ValueDecoder:
         self._lookup = lookup
         self._decoders: dict[int, Decode] = dict(BUILTIN)
         self._storable: dict[int, bool] = dict.fromkeys(STORABLE, True)
+        self._storable[MONEY_ARRAY] = False  # see BUILTIN_ARRAYS
 
     def decode(self, type_oid: int, data: bytes, where: ValueContext) -> Any:
         """The value of one column in binary form."""

@@ -128,7 +128,8 @@ class DuckDBLake:
         if read_at_own_mark(reflected.source.url):
             positions = None
         lake_table = LakeTable(connection.lake, table)
-        quiet = quiet_log_of(reflected.source.url, reflected.source.password)
+        source_table = reflected.comparison.source.table
+        quiet = quiet_log_of(reflected.source.url, reflected.source.password, source_table)
         where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s, quiet)
         files = lake_files(lake_table, where.at)
         confirm_exact(lake_table, where)

@@ -155,7 +155,8 @@ def target_side(
         if read_at_own_mark(reflected.source.url):
             positions = None
         key = reflected.target_key
-        quiet = quiet_log_of(reflected.source.url, reflected.source.password)
+        source_table = reflected.comparison.source.table
+        quiet = quiet_log_of(reflected.source.url, reflected.source.password, source_table)
         return _lake_side(spark, plan.settings, connection, table, key, positions, quiet)
     return _database_side(spark, connection, reflected.target, reflected.target_key)
 
