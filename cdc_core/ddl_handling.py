@@ -146,8 +146,13 @@ class FollowsDdl:
         lake holds with a type that cannot hold the new one's values (dropped and added
         again with another type: mariadb-full soak seed 6054, a DATETIME back as an INT)
         needs new lake tables: the table is loaded again."""
+        held_key = self._checkpoint.keys.get(table)
         description = self._descriptions.refresh(table, set())
-        if not self._sink.holds(description):
+        # A DDL that keeps every value may still move the key (MariaDB promotes the first
+        # UNIQUE key of NOT NULL columns of a table without a primary key: dropping it, or
+        # making its column nullable, leaves the table keyless): loaded again under it.
+        moved_key = held_key is not None and held_key != description.key
+        if moved_key or not self._sink.holds(description):
             self._start_refresh(table, change.position, change.reason or change.statement)
             return
         position = self._checkpoint.lake_position

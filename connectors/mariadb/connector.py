@@ -181,15 +181,10 @@ class MariaDBConnector(Connector):
                 (schema, name),
             )
             rows = cursor.fetchall()
-            cursor.execute(
-                "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE"
-                " TABLE_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = 'PRIMARY'"
-                " ORDER BY ORDINAL_POSITION",
-                (schema, name),
-            )
             # MariaDB appends a system-versioned table's row end to its primary key.
-            key = tuple(row[0] for row in cursor.fetchall())
-            key = without_period_end(key, system_period(cursor, schema, name))
+            key = without_period_end(
+                _primary_key(cursor, schema, name), system_period(cursor, schema, name)
+            )
             json_columns = self._json_columns(cursor, schema, name)
         if not rows:
             raise missing_table(table, f"database {schema}")
@@ -426,3 +421,33 @@ def _binlog_snapshot_position(cursor: Any) -> int | None:
     if not log_file:
         return None
     return to_position(str(log_file), int(status.get("Binlog_snapshot_position") or 0))
+
+
+def _primary_key(cursor: Any, schema: str, table: str) -> tuple[str, ...]:
+    """The table's primary key as the server uses it: its PRIMARY KEY, else the first
+    UNIQUE key of NOT NULL columns, which the server promotes to primary key (it then writes
+    that key as the table's primary key in the binlog's table maps, and
+    ``information_schema.COLUMNS`` marks its columns ``PRI``:
+    https://mariadb.com/kb/en/information-schema-columns-table/). The snapshot and the log
+    must locate rows by the same key (a table with only a unique key: catalog vocabulary,
+    mariadb-full seed 30)."""
+    cursor.execute(  # no ORDER BY: the server lists the keys in its own order
+        "SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME FROM information_schema.STATISTICS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND NON_UNIQUE = 0",
+        (schema, table),
+    )
+    parts: dict[str, dict[int, str]] = {}
+    for index, seq, column in cursor.fetchall():
+        parts.setdefault(index, {})[int(seq)] = column
+    indexes = {index: [found[seq] for seq in sorted(found)] for index, found in parts.items()}
+    if "PRIMARY" in indexes:
+        return tuple(indexes["PRIMARY"])
+    cursor.execute(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
+        " AND TABLE_NAME = %s AND COLUMN_KEY = 'PRI' ORDER BY ORDINAL_POSITION",
+        (schema, table),
+    )
+    promoted = [row[0] for row in cursor.fetchall()]
+    # The promoted key's column order is its index's.
+    same = [columns for columns in indexes.values() if set(columns) == set(promoted)]
+    return tuple(same[0] if same else promoted)

@@ -108,6 +108,16 @@ _CREATE = re.compile(
 )
 
 
+# Index statements: a UNIQUE key of NOT NULL columns can become (or stop being) the key
+# the server locates rows by in a table without a primary key (``connector._primary_key``).
+_CREATE_INDEX = re.compile(
+    rf"^CREATE\s+(?:OR\s+REPLACE\s+)?(UNIQUE\s+|FULLTEXT\s+|SPATIAL\s+)?(?:INDEX|KEY)\s+"
+    rf"(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s+(?:USING\s+\w+\s+)?ON\s+{_QUALIFIED}",
+    re.I,
+)
+_DROP_INDEX = re.compile(rf"^DROP\s+INDEX\s+(?:IF\s+EXISTS\s+)?({_NAME})\s+ON\s+{_QUALIFIED}", re.I)
+
+
 def _unquote(name: str) -> str:
     name = name.strip()
     if name[:1] in ("`", '"'):
@@ -141,6 +151,12 @@ def parse_ddl(query: str, default_schema: str) -> DdlChange | None:
         return DdlChange("drop", tuple(qualify(name, default_schema) for name in names))
     if match := _CREATE.match(sql):
         return DdlChange("create", (qualify(match[1], default_schema),))
+    if match := _CREATE_INDEX.match(sql):  # as the ALTER TABLE clause it equals
+        added = f"ADD {(match[1] or '').strip()} INDEX".replace("  ", " ")
+        return DdlChange("alter", (qualify(match[2], default_schema),), specification=added)
+    if match := _DROP_INDEX.match(sql):
+        table = qualify(match[2], default_schema)
+        return DdlChange("alter", (table,), specification=f"DROP INDEX {match[1]}")
     return None
 
 

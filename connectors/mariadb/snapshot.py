@@ -11,6 +11,7 @@ without a gap or an overlap. Values come out exactly as the log reader decodes t
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -78,10 +79,16 @@ def describe_table(
     columns, refused = carried_columns(schema, refusal)  # refused by name, never dropped
     key, source = choose_key(table, columns, schema.primary_key, keys.get(table))
     if source != "primary key":
-        logger.warning(key_warning(table, key, source))
+        _warn_once(key_warning(table, key, source))
     arrow = connector.arrow_schema(schema, columns)
     arrow = arrow.remove(arrow.get_field_index(POSITION_COLUMN))
     return TableDescription(table, arrow, key, unique=source == "primary key", refused=refused)
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    """A table is described again on every DDL and refresh: its key warning is said once."""
+    logger.warning(message)
 
 
 class MariaDBSnapshotReader:

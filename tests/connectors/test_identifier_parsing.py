@@ -41,6 +41,17 @@ def test_mariadb_ddl_keeps_comment_markers_inside_names() -> None:
     assert dropped == DdlChange("drop", ("db.select", "db.my table"))
 
 
+def test_mariadb_index_statements_are_alters_of_their_table() -> None:
+    """A UNIQUE key of NOT NULL columns can become the key a table without a primary key is
+    located by, so index statements reach the table's DDL handling."""
+    created = parse_ddl("CREATE UNIQUE INDEX `u x` USING BTREE ON `a b` (k)", "db")
+    assert created == DdlChange("alter", ("db.a b",), specification="ADD UNIQUE INDEX")
+    plain = parse_ddl("CREATE INDEX IF NOT EXISTS ix ON db2.t (k)", "db")
+    assert plain == DdlChange("alter", ("db2.t",), specification="ADD INDEX")
+    dropped = parse_ddl("DROP INDEX IF EXISTS `u x` ON `a b`", "db")
+    assert dropped == DdlChange("alter", ("db.a b",), specification="DROP INDEX `u x`")
+
+
 def test_oracle_redo_keeps_quoted_lower_case_and_awkward_names() -> None:
     sql = (
         'insert into "SHOP"."order lines"("id","my col","a.b","données")'
