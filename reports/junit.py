@@ -1,9 +1,11 @@
 """JUnit XML for CI systems: one test suite "replcheck", one test case per comparison.
 
-A drifted comparison (differences, or a failed data-quality expectation) is a ``<failure>``
-whose message counts differences by kind and failed expectations; a comparison that could
-not run is an ``<error>``. Built with ElementTree, so every value is
-XML-escaped; characters XML 1.0 cannot carry at all are replaced first.
+A comparison with differences (rows or columns, or a failed data-quality expectation) is a
+``<failure>`` whose message counts differences by kind and failed expectations and names the
+changed columns (names only: values never reach JUnit); a comparison that could not run is
+an ``<error>``, its message the error's first line and its text the whole error. Built with
+ElementTree, so every value is XML-escaped; characters XML 1.0 cannot carry at all are
+replaced first.
 """
 
 from __future__ import annotations
@@ -62,9 +64,13 @@ def _testcase(comparison: dict[str, Any]) -> ET.Element:
         },
     )
     if comparison["status"] == "error":
+        # An attribute cannot carry a line break (it is written as "&#10;"): the message is
+        # the error's first line, the element's text the whole error.
+        said = comparison["error"] or "comparison could not run"
         error = ET.SubElement(case, "error", {"type": "error"})
-        error.set("message", _text(comparison["error"] or "comparison could not run"))
-        error.text = _text(_facts(comparison))
+        first = next((line for line in said.splitlines() if line.strip()), said)
+        error.set("message", _text(first))
+        error.text = _text(f"{said}\n{_facts(comparison)}")
     elif comparison["status"] == "differences":
         failure = ET.SubElement(case, "failure", {"type": "differences"})
         failure.set("message", _text(_failure_message(comparison)))
@@ -81,15 +87,21 @@ def _failure_message(comparison: dict[str, Any]) -> str:
         message += f" ({model.describe_differences(comparison)})"
     if model.failed_expectations(comparison):
         message += f"; {model.describe_expectations(comparison)}"
+    columns = model.changed_columns(comparison)
+    if columns:
+        message += f"; changed columns: {', '.join(columns)}"
     return message
 
 
 def _facts(comparison: dict[str, Any]) -> str:
+    compared = model.compared(comparison)
     lines = [
-        f"{side}: {comparison[side]}{_at(comparison[f'{side}_position'])}, "
-        f"{model.rows(comparison[f'{side}_rows'])}"
+        f"{side}: {comparison[side]}{_at(comparison[f'{side}_position'])}"
+        + (f", {model.rows(comparison[f'{side}_rows'])}" if compared else "")
         for side in ("source", "target")
     ]
+    if not compared:
+        lines.append(model.NOT_COMPARED)
     lines += [model.describe_schema_difference(s) for s in comparison["schema_differences"]]
     lines += model.lake_findings(comparison)
     coverage = model.describe_coverage(comparison)
@@ -109,11 +121,19 @@ def _failure_body(comparison: dict[str, Any]) -> str:
         for e in model.failed_expectations(comparison)
     ]
     shown = comparison["differences"][:MAX_KEYS]
-    lines += [f"{model.KIND_LABELS[d['kind']]}: {model.format_key(d['key'])}" for d in shown]
+    lines += [_describe(d) for d in shown]
     omitted = model.omitted_count(comparison, len(shown))
     if omitted > 0:
         lines.append(f"... {omitted:,} more")
     return "\n".join(lines)
+
+
+def _describe(difference: dict[str, Any]) -> str:
+    """``"changed: 7 (columns amount, note)"``: a differing key, and for a changed row the
+    names of its changed columns (never their values: a column may be sensitive)."""
+    line = f"{model.KIND_LABELS[difference['kind']]}: {model.format_key(difference['key'])}"
+    columns = [c["column"] for c in difference.get("columns", ())]
+    return f"{line} (columns {', '.join(columns)})" if columns else line
 
 
 def _text(value: str) -> str:

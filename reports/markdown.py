@@ -1,7 +1,7 @@
 """A Markdown summary for a pull-request comment or a CI step summary.
 
-A status line, one table row per comparison, and for each drifted comparison its failed
-data-quality expectations and first differing keys. Values are escaped so a ``|``, a
+A status line, one table row per comparison, and for each comparison with differences its
+failed data-quality expectations and first differing keys. Values are escaped so a ``|``, a
 newline or Markdown syntax in a key can never break the table or turn into markup.
 """
 
@@ -25,7 +25,7 @@ def build_markdown(result: dict[str, Any], max_rows: int = DEFAULT_MAX_ROWS) -> 
 
     Args:
         result: A ``result.json`` document (see :func:`reports.model.read_result`).
-        max_rows: Differing keys listed per drifted comparison.
+        max_rows: Differing keys listed per comparison with differences.
 
     Returns:
         The Markdown text.
@@ -57,10 +57,10 @@ def escape(text: str) -> str:
 
 def _status_line(result: dict[str, Any]) -> str:
     counts = model.status_counts(result)
-    parts = [f"{counts[s]} {model.STATUS_LABELS[s]}" for s in model.STATUSES if counts[s]]
+    parts = [f"{escape(s)} {counts[s]}" for s in model.STATUSES if counts[s]]
     status = result["status"]
     return (
-        f"{_ICONS[status]} **replcheck: {model.STATUS_LABELS[status]}** — "
+        f"{_ICONS[status]} **replcheck: {escape(status)}** — "
         f"{_plural(len(result['comparisons']), 'comparison')} ({', '.join(parts) or 'none'}), "
         f"finished {escape(result['finished'])} in {result['duration_s']:.1f} s"
     )
@@ -84,10 +84,15 @@ def _table(comparisons: list[dict[str, Any]]) -> list[str]:
         if model.expectations(c):
             differences += f"; {model.describe_expectations(c)}"
         lines.append(
-            f"| {escape(c['name'])} | {_ICONS[c['status']]} {model.STATUS_LABELS[c['status']]} "
-            f"| {c['source_rows']:,} | {c['target_rows']:,} | {differences} |"
+            f"| {escape(c['name'])} | {_ICONS[c['status']]} {escape(c['status'])} "
+            f"| {_rows(c, 'source')} | {_rows(c, 'target')} | {differences} |"
         )
     return lines
+
+
+def _rows(comparison: dict[str, Any], side: str) -> str:
+    """A side's row count, or why there is none (a comparison its error stopped)."""
+    return f"{comparison[f'{side}_rows']:,}" if model.compared(comparison) else "not compared"
 
 
 def _details(comparison: dict[str, Any], max_rows: int) -> list[str]:

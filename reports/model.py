@@ -17,8 +17,9 @@ from cdc_core.input_limits import RESULT_LIMITS, check_json_depth, read_limited
 Result = dict[str, Any]
 Comparison = dict[str, Any]
 
+# The verdicts, in the words every output uses (result.json, terminal, HTML, Markdown,
+# JUnit): one vocabulary, so a status is found by the same word wherever it is read.
 STATUSES = ("in_sync", "differences", "error")
-STATUS_LABELS = {"in_sync": "in sync", "differences": "drifted", "error": "failed"}
 KINDS = ("missing_in_target", "extra_in_target", "changed", "duplicate_key")
 KIND_LABELS = {
     "missing_in_target": "missing in target",
@@ -36,6 +37,9 @@ FINDING_LABELS = {
     "unpaired_history": "changelog and mirror not in step",
 }
 NULL_TEXT = "NULL"
+# What a report says of a comparison the error stopped before it counted anything: its
+# zeros are no counts, and "0 rows" would read as empty tables.
+NOT_COMPARED = "not compared: the comparison stopped at its error before counting any row"
 
 
 def read_result(path: Path) -> Result:
@@ -137,6 +141,20 @@ def total_differences(comparison: Comparison) -> int:
     """Differing rows plus schema differences: what a comparison counts for in a report's
     totals and against ``replcheck gate --max-differences``."""
     return int(comparison["differences_total"]) + len(comparison.get("schema_differences", ()))
+
+
+def compared(comparison: Comparison) -> bool:
+    """Whether the comparison counted rows and hashed leaves: false for one that could not
+    run (its counts are zeros, not findings). A comparison may fail after comparing (the
+    two sides' readers disagreeing on a value): its counts stand."""
+    return comparison["status"] != "error" or comparison["leaves_compared"] > 0
+
+
+def changed_columns(comparison: Comparison) -> list[str]:
+    """The names of the columns the detailed changed rows differ in, sorted (names only: a
+    sensitive column's values are never part of it)."""
+    found = comparison["differences"]
+    return sorted({c["column"] for d in found if d["kind"] == "changed" for c in d["columns"]})
 
 
 def describe_differences(comparison: Comparison) -> str:

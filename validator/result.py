@@ -22,8 +22,10 @@ before schema differences had a kind are read with it taken from ``problem``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
@@ -47,6 +49,38 @@ class Status(StrEnum):
 
 Key = tuple[str | None, ...]
 """A row key as display text, in key-column order (None for a NULL key part)."""
+
+KeyPartOrder = tuple[int, int | float | Decimal, str]
+
+
+def key_order(values: Sequence[Any]) -> tuple[KeyPartOrder, ...]:
+    """The sort key under which differing keys are reported: a key's typed values (as the
+    readers return them, before they become display text) column by column; in a column
+    NULL first, then numbers numerically (1, 2, 10, not 1, 10, 2 as their text sorts), then
+    every other value by its text (dates and times in time order, text as text).
+
+    Engines sort by it before they cut the keys to ``max_reported_rows``, so every report
+    lists the same first keys in the same order, whichever engine compared.
+    """
+    return tuple(_part_order(value) for value in values)
+
+
+def _part_order(value: Any) -> KeyPartOrder:
+    if value is None:
+        return (0, 0, "")
+    if _is_number(value):
+        return (1, value, "")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return (2, 0, bytes(value).hex())
+    return (2, 0, str(value))
+
+
+def _is_number(value: Any) -> bool:
+    """A number that orders among numbers: a NaN has no place there (and a Decimal NaN
+    refuses to be compared at all), so it sorts by its text."""
+    if isinstance(value, Decimal):
+        return not value.is_nan()
+    return isinstance(value, int | float) and not math.isnan(value)
 
 
 @dataclass(frozen=True, slots=True)

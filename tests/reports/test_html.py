@@ -11,6 +11,7 @@ import pytest
 
 from reports.heatmap import GRID_PX, LEVELS, MAX_CELL_PX, MAX_CELLS, build_heatmap, level_of
 from reports.html import build_html_report, clip
+from reports.markdown import build_markdown
 from reports.trend import build_trend
 from tests.reports.sample import make_comparison, make_error, make_result, wrap
 
@@ -93,10 +94,10 @@ def test_the_summary_counts_comparisons_and_kinds() -> None:
     cards = {label: value for value, label in re.findall(r"<b>([\d,]+)</b>([\w ]+)</div>", html)}
     assert cards == {
         "comparisons": "3",
-        "in sync": "0",
-        "drifted": "2",
-        "failed": "1",
-        "differences": "16",
+        "in_sync": "0",
+        "differences": "2",
+        "error": "1",
+        "differences in total": "16",
     }
     assert "changed <b>4</b>" in html and "duplicate key <b>4</b>" in html
     assert "3 min 20 s" in html and "mariadb-bin.000003:1234" in html
@@ -293,3 +294,23 @@ def test_the_engine_that_computed_the_digests_is_named() -> None:
     in_databases["engine"] = "database"
     html = build_html_report(wrap([in_databases, make_comparison("lake", 1)]))
     assert html.count("digests computed by the two databases") == 1
+
+
+def test_a_comparison_its_error_stopped_is_not_compared_not_empty() -> None:
+    """Issue 38, item 8: a failed run's page said "0 rows" and "0 of 0 mismatched", which
+    reads like two empty tables; it says the comparison was not compared, and why."""
+    failed = make_error("gone", "source table shop.gone does not exist")
+    failed.update(source_rows=0, target_rows=0)  # as the validator writes a failed one
+    result = wrap([failed, make_comparison("orders", 1)])
+    html = build_html_report(result)
+    assert not re.search(r"(?<![\d,])0 rows", html) and "0 of 0 mismatched" not in html
+    assert '<dd class="not-compared">not compared: the comparison stopped at its error' in html
+    assert '<td class="n muted" colspan="2">not compared</td>' in html  # the index
+    assert '<div class="err"><b>Error:</b> <span class="v">source table shop.gone' in html
+    markdown = build_markdown(result)
+    assert "| gone | ❌ error | not compared | not compared | error: source table" in markdown
+    # Readers disagreeing on a value fail a comparison after it counted: its counts stand.
+    late = make_comparison("orders", 0)
+    late.update(status="error", error="2 key(s) hash differently", source_rows=7)
+    html = build_html_report(wrap([late]))
+    assert "7 rows" in html and "of 256 mismatched" in html and "not compared" not in html

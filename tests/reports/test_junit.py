@@ -42,9 +42,13 @@ def test_a_failure_message_counts_differences_by_kind() -> None:
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("message") == (
-        "6 differences (missing in target 2, extra in target 1, changed 2, duplicate key 1)"
+        "6 differences (missing in target 2, extra in target 1, changed 2, duplicate key 1);"
+        " changed columns: amount, note"
     )
-    assert failure.text is not None and "changed: 1000, region-0" in failure.text
+    assert (
+        failure.text is not None
+        and "changed: 1000, region-0 (columns amount, note)" in failure.text
+    )
     assert case.get("time") == "2.125"
 
 
@@ -68,4 +72,32 @@ def test_hostile_text_is_escaped_and_stays_parseable() -> None:
     assert cases[0].get("name") == shown
     assert cases[0].get("classname") == f"replcheck.{shown}"
     error = cases[1].find("error")
-    assert error is not None and error.get("message") == shown
+    assert error is not None and error.get("message") == shown.split("\n")[0]
+    assert error.text is not None and error.text.startswith(shown)
+
+
+def test_a_failure_names_the_changed_columns_never_their_values() -> None:
+    """Issue 38, item 6: a changed row said which key, not which columns."""
+    comparison = make_comparison("orders", 5)
+    comparison["differences"][4]["columns"] = [
+        {"column": "pin", "source": "***", "target": "***"},
+        {"column": "amount", "source": "4.50", "target": "4.05"},
+    ]
+    failure = parse(wrap([comparison])).find("testsuite/testcase/failure")
+    assert failure is not None and failure.text is not None
+    message = failure.get("message")
+    assert message is not None and message.endswith("; changed columns: amount, note, pin")
+    assert "changed: 1000, region-0 (columns amount, note)" in failure.text.splitlines()
+    assert "changed: 1004, NULL (columns pin, amount)" in failure.text.splitlines()
+    assert "***" not in failure.text and "4.50" not in failure.text + message
+
+
+def test_an_error_keeps_its_line_breaks_as_real_newlines() -> None:
+    """Issue 38, item 6: the error was an attribute, so its newline showed as ``&#10;``."""
+    message = "could not read shop.orders:\nconnection reset\n  at line 2"
+    xml = build_junit(wrap([make_error("orders", message)]))
+    assert "&#10;" not in xml
+    error = ET.fromstring(xml).find("testsuite/testcase/error")
+    assert error is not None and error.text is not None
+    assert error.get("message") == "could not read shop.orders:"
+    assert error.text.startswith(message + "\n")

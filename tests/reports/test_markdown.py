@@ -19,8 +19,8 @@ def test_one_table_row_per_comparison() -> None:
     lines = table_lines(markdown)
     assert len(lines) == 2 + 5
     assert all(len(_UNESCAPED_PIPE.findall(line)) == 6 for line in lines)
-    assert markdown.startswith("❌ **replcheck: failed** — 5 comparisons (4 drifted, 1 failed)")
-    assert "| table\\_00 | ⚠️ drifted | 10,000 | 9,999 | 3 (missing in target 1," in markdown
+    assert markdown.startswith("❌ **replcheck: error** — 5 comparisons (differences 4, error 1)")
+    assert "| table\\_00 | ⚠️ differences | 10,000 | 9,999 | 3 (missing in target 1," in markdown
 
 
 def test_pipes_newlines_and_markup_in_values_cannot_break_the_table() -> None:
@@ -44,12 +44,12 @@ def test_a_few_keys_per_drifted_comparison() -> None:
 
 
 def test_one_comparison_is_singular() -> None:
-    assert "— 1 comparison (1 in sync)," in build_markdown(make_result(1))
+    assert "— 1 comparison (in\\_sync 1)," in build_markdown(make_result(1))
 
 
 def test_an_in_sync_run_is_just_the_table() -> None:
     markdown = build_markdown(make_result(2))
-    assert markdown.startswith("✅ **replcheck: in sync** — 2 comparisons (2 in sync)")
+    assert markdown.startswith("✅ **replcheck: in\\_sync** — 2 comparisons (in\\_sync 2)")
     assert "\n- " not in markdown
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.drivers import install_hint
 from merkle.golden import Outcome, expected_outcomes, load_vectors, python_outcomes
 
 log = logging.getLogger(__name__)
@@ -20,16 +21,25 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class EngineCheck:
-    """How one implementation did on the golden vectors."""
+    """How one implementation did on the golden vectors; ``skipped`` says why it was not
+    checked at all (its package is not installed), None when it was."""
 
     engine: str
     vectors: int
     mismatched: tuple[str, ...]
+    skipped: str | None = None
 
     @property
     def passed(self) -> bool:
-        """True when every vector was reproduced bit for bit."""
+        """True when every vector was reproduced bit for bit, or the engine was skipped:
+        what is not installed cannot hash anything differently."""
         return not self.mismatched
+
+
+def _skipped(engine: str, module: str) -> EngineCheck:
+    why = f"{module} is not installed ({install_hint(module)})"
+    log.info("%s: skipped: %s", engine, why)
+    return EngineCheck(engine, 0, (), skipped=why)
 
 
 def _compare(
@@ -54,16 +64,32 @@ def _duckdb_check(vectors: list[dict[str, Any]], expected: dict[str, Outcome]) -
     return _compare("duckdb", computed, {i: expected[i] for i in computed})
 
 
-def check_contract(spark_session: Callable[[], Any] | None = None) -> list[EngineCheck]:
-    """Replay the golden vectors through pure Python, DuckDB when it is installed and, if
-    given a session factory, Spark."""
+def check_contract(
+    spark_session: Callable[[], Any] | None = None, *, spark_required: bool = False
+) -> list[EngineCheck]:
+    """Replay the golden vectors through pure Python, DuckDB and, given a session factory,
+    Spark; an engine whose package is not installed is skipped, and its check says so.
+
+    Args:
+        spark_session: Starts the Spark session to check (None: Spark is not checked).
+        spark_required: Start it even without pyspark, so that its missing-driver error
+            (naming the ``pip install``) ends the check rather than a skip.
+    """
     vectors = load_vectors()
     expected = expected_outcomes(vectors)
     checks = [_compare("python", python_outcomes(vectors), expected)]
-    if importlib.util.find_spec("duckdb") is not None:
+    if _installed("duckdb"):
         checks.append(_duckdb_check(vectors, expected))
-    if spark_session is not None:
+    else:
+        checks.append(_skipped("duckdb", "duckdb"))
+    if spark_session is not None and not (spark_required or _installed("pyspark")):
+        checks.append(_skipped("spark", "pyspark"))
+    elif spark_session is not None:
         from merkle.golden import spark_outcomes
 
         checks.append(_compare("spark", spark_outcomes(spark_session(), vectors), expected))
     return checks
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None

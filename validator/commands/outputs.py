@@ -17,10 +17,22 @@ from validator.key_masks import KeyMasker
 
 @dataclass(frozen=True, slots=True)
 class Outputs:
-    """Where a run's files went."""
+    """Where a run's files went (``junit`` and ``markdown`` None when not asked for)."""
 
     result: Path
     html: Path
+    junit: Path | None = None
+    markdown: Path | None = None
+
+    def lines(self) -> list[str]:
+        """One ``what: path`` line per file written, for the terminal."""
+        written = (
+            ("result", self.result),
+            ("report", self.html),
+            ("junit", self.junit),
+            ("markdown", self.markdown),
+        )
+        return [f"{what}: {path}" for what, path in written if path is not None]
 
 
 def write_outputs(
@@ -29,10 +41,11 @@ def write_outputs(
     junit: Path | None = None,
     lake: Path | None = None,
     masker: KeyMasker | None = None,
+    markdown: Path | None = None,
 ) -> Outputs:
     """Write result.json (and the run's ``mask.key`` if ``masker`` made one up), record the
     run in the history (the lake's, else a file beside ``out_dir``) and write report.html
-    with the trend, and JUnit XML if asked."""
+    with the trend, and JUnit XML and the Markdown summary if asked."""
     out_dir.mkdir(parents=True, exist_ok=True)
     result = out_dir / "result.json"
     write_atomic(result, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
@@ -43,14 +56,23 @@ def write_outputs(
     write_atomic(html, build_html_report(document, history))
     if junit is not None:
         write_atomic(junit, build_junit(document))
-    return Outputs(result, html)
+    if markdown is not None:
+        write_atomic(markdown, render_markdown(document))
+    return Outputs(result, html, junit, markdown)
 
 
-def check_outputs(out_dir: Path, junit: Path | None = None, option: str = "--out") -> None:
+def check_outputs(
+    out_dir: Path,
+    junit: Path | None = None,
+    option: str = "--out",
+    markdown: Path | None = None,
+) -> None:
     """Fail now, not after the validation, when an output cannot be written."""
     check_output_dir(out_dir, option)
     if junit is not None:
         check_output_file(junit, "--junit")
+    if markdown is not None:
+        check_output_file(markdown, "--markdown")
 
 
 def render_markdown(document: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from validator.result import (
     ExtraInTarget,
     Key,
     MissingInTarget,
+    key_order,
 )
 
 _MASK64 = (1 << 64) - 1
@@ -160,10 +161,17 @@ def classify(
 
 
 def reported(diff: KeyedDiff, limit: int) -> list[KeyFinding]:
-    """The findings a result details: sorted as the Spark engine sorts them, at most
-    ``limit``."""
-    ordered = sorted(diff.findings, key=lambda f: (f.kind, [str(part) for part in f.key]))
+    """The findings a result details: by kind, then in the natural order of their typed key
+    values (``key_order``, as the Spark engine sorts them), at most ``limit``."""
+    ordered = sorted(diff.findings, key=lambda f: (f.kind, key_order(_typed_key(f))))
     return ordered[:limit]
+
+
+def _typed_key(finding: KeyFinding) -> tuple[Any, ...]:
+    """The finding's key values as the driver read them (the source's, when it has it)."""
+    entry = finding.source or finding.target
+    assert entry is not None  # a finding is a key of one side at least
+    return entry.values
 
 
 def to_differences(

@@ -41,6 +41,7 @@ from validator.result import (
     Key,
     MissingInTarget,
     Status,
+    key_order,
 )
 from validator.settings import CompareSettings
 
@@ -260,12 +261,14 @@ def _classify_keys(
         _per_key(f, wanted, layout, depth, p) for f, p in zip(hashed, "st", strict=True)
     )
     key = [backtick_quote(k) for k in layout.key]
+    orders = _key_orders(layout)  # the typed values, to sort the keys by (``_detail``)
     condition = [source[k].eqNullSafe(target[k]) for k in key]
     joined = source.join(target, condition, "full_outer").select(
         *[
             F.coalesce(source[q], target[q]).cast("string").alias(k)
             for q, k in zip(key, layout.key, strict=True)
         ],
+        *[F.coalesce(source[q], target[q]).alias(o) for q, o in zip(key, orders, strict=True)],
         "s_count",
         "t_count",
         "s_hash",
@@ -275,7 +278,7 @@ def _classify_keys(
     kind = _kind(layout.whole_row_key)
     differing = joined.withColumn("kind", kind).where(F.col("kind").isNotNull())
     # One job; the totals are counted here rather than by more Spark jobs over the same rows.
-    rows = differing.select(*key, "kind", "s_count", "t_count", LEAF).collect()
+    rows = differing.select(*key, *orders, "kind", "s_count", "t_count", LEAF).collect()
     by_kind: dict[str, int] = {}
     per_leaf: dict[int, int] = {}
     for row in rows:
@@ -288,7 +291,8 @@ def _classify_keys(
 def _detail(
     keyed: _KeyedDiff, hashed: list[DataFrame], layout: RowLayout, settings: CompareSettings
 ) -> list[Difference]:
-    rows = sorted(keyed.rows, key=lambda r: (r["kind"], [str(r[k]) for k in layout.key]))
+    orders = _key_orders(layout)
+    rows = sorted(keyed.rows, key=lambda r: (r["kind"], key_order([r[o] for o in orders])))
     rows = rows[: settings.max_reported_rows]
     changed = [r for r in rows if r["kind"] == "changed"]
     columns = _changed_columns(changed, hashed, layout, settings) if changed else {}
@@ -337,6 +341,11 @@ def _changed_columns(
         key: Key = tuple(row[k] for k in layout.key)
         result[key] = tuple(_column_changes(row, layout, settings.sensitive))
     return result
+
+
+def _key_orders(layout: RowLayout) -> list[str]:
+    """Names of the key columns' typed values, collected beside their text to sort by."""
+    return [f"_key_order_{i}" for i in range(len(layout.key))]
 
 
 def _key_texts(layout: RowLayout) -> list[str]:
