@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cdc_core.errors import ReplcheckError, TerminalError
 from cdc_core.lake import LakeTable
@@ -47,14 +47,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+Spark: TypeAlias = "SparkSession | Callable[[], SparkSession] | None"
+"""A Spark session, a callable that starts one (``LazySparkSession``), or None: no Spark
+(a comparison that needs it is an error naming the extra)."""
 
-def _session(spark: SparkSession | Callable[[], SparkSession]) -> SparkSession:
-    """The Spark session, started now if the caller passed a way to start it."""
+
+def _session(spark: Spark) -> SparkSession:
+    """The Spark session, started now if the caller passed a way to start it.
+
+    Raises:
+        TerminalError: ``spark`` is None: the caller has no Spark for this comparison.
+    """
+    if spark is None:
+        raise TerminalError(
+            "this comparison needs Spark (see its engine reason), and validate() was given"
+            " None: pass a SparkSession or a LazySparkSession (pip install 'replcheck[spark]')"
+        )
     return spark() if callable(spark) else spark
 
 
 def run_comparison(
-    spark: SparkSession | Callable[[], SparkSession],
+    spark: Spark,
     config: ValidatorConfig,
     comparison: ComparisonConfig,
     masker: KeyMasker | None = None,
@@ -88,7 +101,7 @@ def run_comparison(
     return result
 
 
-def _engine(plan: ComparisonPlan, spark: SparkSession | Callable[[], SparkSession]) -> Engine:
+def _engine(plan: ComparisonPlan, spark: Spark) -> Engine:
     if plan.databases is not None:
         return DatabaseEngine()
     if plan.local:  # no Spark: the lake is read and hashed in DuckDB
@@ -159,7 +172,7 @@ def _failed(comparison: ComparisonConfig, exc: Exception) -> ComparisonResult:
 
 
 def validate(
-    spark: SparkSession | Callable[[], SparkSession],
+    spark: Spark,
     config: ValidatorConfig,
     names: Sequence[str] = (),
     masker: KeyMasker | None = None,
@@ -168,7 +181,8 @@ def validate(
 
     Args:
         spark: The Spark session, or a callable that starts it (``LazySparkSession``), called
-            only when a comparison runs in Spark.
+            only when a comparison runs in Spark; None runs without Spark (the ``database``
+            and ``local`` engines), a comparison that needs it is an error result.
         config: The validator's configuration.
         names: Comparisons to run (default: all).
         masker: The secret sensitive key parts are hashed under (default: the config's

@@ -41,7 +41,8 @@ class ComparisonPlan:
         settings: Tree and report sizes, sensitive columns, how long to wait for a lake.
         databases: Both sides planned for the database engine; None: it does not compare.
         lake_source: The source planned for the hybrid or the local engine (its digests in
-            its database, the lake's in Spark or DuckDB); None: neither compares.
+            its database, the lake's in Spark or DuckDB); None: neither compares, or the
+            local engine reads a source that computes no digests on this machine.
         parallelism: Connections a database side reads on at once (database, hybrid).
         recheck_lag_s: Live targets: how long to wait before re-checking differences.
         engine: The engine that compares: ``database``, ``local`` (the lake read and hashed
@@ -61,7 +62,7 @@ class ComparisonPlan:
 
     def __post_init__(self) -> None:
         sides = (self.databases is not None, self.lake_source is not None)
-        if _ENGINE_SIDES.get(self.engine) != sides:
+        if sides not in _ENGINE_SIDES.get(self.engine, ()):
             raise ValueError(f"the {self.engine} engine is not planned with these sides")
 
     @property
@@ -78,7 +79,8 @@ class ComparisonPlan:
     def not_incremental(self) -> str | None:
         """Why a run asked to keep validation state (``--incremental``, ``--full``) cannot
         (None: it was not asked, or its engine keeps state)."""
-        if not self.settings.incremental.keeps_state or self.engine in LAKE_ENGINES:
+        keeps_state = self.engine in LAKE_ENGINES and self.lake_source is not None
+        if not self.settings.incremental.keeps_state or keeps_state:
             return None
         return (
             "incremental runs need a lake target and the local or hybrid engine;"
@@ -87,11 +89,12 @@ class ComparisonPlan:
 
 
 # Which sides each engine is planned with: (both databases, the source for a lake engine).
+# The local engine without a planned source reads the source's rows on this machine.
 _ENGINE_SIDES = {
-    "database": (True, False),
-    "local": (False, True),
-    "hybrid": (False, True),
-    "spark": (False, False),
+    "database": {(True, False)},
+    "local": {(False, True), (False, False)},
+    "hybrid": {(False, True)},
+    "spark": {(False, False)},
 }
 
 
@@ -151,6 +154,11 @@ def _choose_engine(reflected: Reflected, configured: str) -> EngineChoice:
     try:
         databases, source = _plan_pushed(reflected, configured)
     except NotPushable as exc:
+        # Only a source that computes no digests at all is read here: one whose database
+        # cannot hash a column keeps the error naming it (its rows stay in its server).
+        reads_here = reflected.target is None and reflected.source.digest_dialect() is None
+        if configured == "local" and reads_here:
+            return _read_here(reflected, configured, exc)
         _refuse(reflected, configured, exc, "spark")
         where = "the source database" if reflected.target is None else "the databases"
         return EngineChoice("spark", f"auto: {where} cannot compute the digests ({exc})")
@@ -177,6 +185,19 @@ def _lake_engine(reflected: Reflected, configured: str, source: DatabaseSide) ->
         " column of the lake exactly"
     )
     return EngineChoice("local", _configured(reflected, configured, why), None, source)
+
+
+def _read_here(reflected: Reflected, configured: str, exc: NotPushable) -> EngineChoice:
+    """``local`` insisted on for a source that computes no digests (``exc`` says why): its
+    rows are read on this machine and DuckDB hashes them as it hashes the lake."""
+    try:
+        check_local(reflected)
+        check_source_local(reflected)
+    except NotPushable as refused:
+        _refuse(reflected, configured, refused, "spark")  # local is insisted on: it raises
+        raise
+    why = f"{_configured(reflected, configured)}; {exc}: its rows are read and hashed in DuckDB"
+    return EngineChoice("local", why)
 
 
 def _configured(reflected: Reflected, configured: str, auto: str = "") -> str:
@@ -215,6 +236,17 @@ def check_local(reflected: Reflected) -> None:
         check_layout(layout, types)
     except NotInDuckDB as exc:
         raise NotPushable(str(exc)) from exc
+
+
+def check_source_local(reflected: Reflected) -> None:
+    """Raise NotPushable unless DuckDB hashes every compared column of the source's rows, as
+    its connector reads them (Arrow), exactly."""
+    layout = reflected.reconciled.layout
+    schema = reflected.source.arrow_schema(reflected.source_schema, layout.names)
+    try:
+        check_layout(layout, {name: schema.field(name).type for name in layout.names})
+    except NotInDuckDB as exc:
+        raise NotPushable(f"the source: {exc}") from exc
 
 
 Pushed = tuple[tuple[DatabaseSide, DatabaseSide] | None, DatabaseSide | None]

@@ -6,7 +6,9 @@ the count), lets the real pipeline (``replcheck cdc run``'s code) load them into
 by a snapshot at a capture position, runs a workload at the source (inserts, updates,
 deletes, a rolled-back transaction) and replicates it from the logging tables. Then three
 lake rows are changed behind the pipeline's back; the command validates (exactly those
-three must be found), re-syncs them from the source, and validates again (in sync).
+three must be found), re-syncs them from the source, and validates again (in sync). The
+validations run in the local engine (``engine: local``: SQLite and the lake read here and
+hashed by DuckDB), so the demo needs ``replcheck[embedded]`` and no Spark.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ SCHEMA_SQL = (
 )
 CONFIG_TEMPLATE = """\
 # Written by `replcheck demo`: an embedded SQLite shop database with trigger capture,
-# replicated into a Delta lake by the CDC pipeline, then validated and re-synced.
+# replicated into a Delta lake by the CDC pipeline, then validated and re-synced. The
+# local engine reads SQLite and the lake on this machine and hashes both in DuckDB: no Spark.
 connections:
   shop_src: {{url: "sqlite:///{database}"}}
   lake: {{lake: "{lake}"}}
@@ -53,6 +56,7 @@ comparisons:
   - name: orders
     source: {{connection: shop_src, table: orders}}
     target: {{connection: lake, table: orders}}
+validation: {{engine: local}}
 """
 Echo = Callable[[str], None]
 

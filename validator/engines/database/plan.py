@@ -87,6 +87,14 @@ def choose_leaves(
     if not isinstance(layout.key_columns[0].ltype, lt.IntegerType):
         return HashLeaves(MAX_DEPTH if depth is None else depth)
     ranges = [side.connector.key_range(side.schema.table, side.table.key[0]) for side in sides]
+    return range_leaves(ranges, depth, incremental)
+
+
+def range_leaves(
+    ranges: Sequence[tuple[int, int] | None], depth: int | None, incremental: bool = False
+) -> LeafScheme:
+    """Range leaves spanning the integer key ranges (min, max) of the sides (None: a side is
+    empty); hash leaves when the span is too wide for BIGINT arithmetic."""
     known = [r for r in ranges if r is not None]
     if not known:
         return RangeLeaves(0, 1, 0)  # every side empty
