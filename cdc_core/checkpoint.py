@@ -21,6 +21,7 @@ import os
 import zlib
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,8 @@ class Checkpoint:
         shapes: Per table of a log without DDL (``OmitsDdl``), its shape last seen.
         keys: Per table, the key its lake tables are keyed by (set when they are loaded;
             the source may have another key by the time the log reaches its DDL).
+        last_commit: When the source committed the newest transaction the target holds
+            (None: none written yet, or written before this was recorded); ``cdc status``.
     """
 
     pipeline: str
@@ -86,6 +89,7 @@ class Checkpoint:
     stale: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     shapes: dict[str, str] = field(default_factory=dict)
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    last_commit: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint as its state document's body."""
@@ -101,6 +105,7 @@ class Checkpoint:
             "stale": {table: [list(w) for w in windows] for table, windows in self.stale.items()},
             "shapes": dict(self.shapes),
             "keys": {table: list(key) for table, key in self.keys.items()},
+            "last_commit": None if self.last_commit is None else self.last_commit.isoformat(),
         }
 
     @classmethod
@@ -121,6 +126,7 @@ class Checkpoint:
             {str(table): str(shape) for table, shape in data["shapes"].items()},
             # Checkpoints written before keys were recorded have none.
             {str(table): tuple(map(str, key)) for table, key in data.get("keys", {}).items()},
+            _time_or_none(data.get("last_commit")),  # checkpoints before it have none
         )
 
     def to_bytes(self) -> bytes:
@@ -145,6 +151,14 @@ class Checkpoint:
             raise _corrupt(path, str(exc)) from exc
         except (TerminalError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _corrupt(path, f"a field is missing or wrong ({exc!r})") from exc
+
+
+def _time_or_none(text: object) -> datetime | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise TypeError(f"last_commit must be an ISO 8601 time, not {text!r}")
+    return datetime.fromisoformat(text)
 
 
 def _positions_to_dict(positions: Mapping[str, Position]) -> dict[str, Any]:

@@ -241,6 +241,7 @@ class Pipeline(FollowsDdl):
         if self._done(checkpoint.lake_position, until):
             # Caught up already: only the position reached is recorded (see _flush).
             yield from self._flush(checkpoint.lake_position)
+            self._metrics.caught_up()
             yield checkpoint.lake_position
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
@@ -278,6 +279,8 @@ class Pipeline(FollowsDdl):
             if self._stop.is_set() or self._done(self._checkpoint.lake_position, until):
                 break
         self._flush_last()
+        if _reached(self._checkpoint.lake_position, until):
+            self._metrics.caught_up()  # until was the log's end: no lag as of then
         yield self._checkpoint.lake_position
 
     def _done(self, position: Position | None, until: Position | None) -> bool:
@@ -295,6 +298,8 @@ class Pipeline(FollowsDdl):
             self._schemas_changed(idle, False)
             yield from self._refresh_upto(idle.position.value)
         yield from self._flush(idle.position)
+        if idle.position is not None and not self._pending_events:
+            self._metrics.caught_up()  # at the log's end with everything read written
 
     def _take_resync_requests(self, *, now: bool = False) -> None:
         """Re-sync requests the lake holds for tables captured here become keyed refreshes
@@ -590,6 +595,7 @@ class Pipeline(FollowsDdl):
             buffer=state,
             refreshes=tuple(self._refresher.states),
             stale=dict(self._refresher.stale),
+            last_commit=self._metrics.newest_commit or self._checkpoint.last_commit,
         )
         write_checkpoint(self.config.state_dir, checkpoint)
         for request in self._resync_taken:  # the checkpoint holds their refreshes now

@@ -96,6 +96,26 @@ class StateLock:
         )
 
 
+def holder(state_dir: Path) -> str | None:
+    """Who runs the pipeline of ``state_dir`` now (None: no process does), for ``cdc
+    status``. It tries a shared lock and drops it at once: a run starting in that instant is
+    refused as if another had started with it, and says so."""
+    path = state_dir / FILE_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return path.read_text(encoding="utf-8").strip() or "a process that just started"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _holder_text() -> str:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     return f"pid {os.getpid()} on host {socket.gethostname()}, started {started}"

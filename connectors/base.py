@@ -74,6 +74,12 @@ class Connector(ABC):
         committed so far is at or before it. None: the product has no log to wait on."""
         return None
 
+    def describe_position(self, value: int) -> str:
+        """How every command spells ``value``, a position of this product's log: each
+        product's ``position.py`` has the one function that does (its decimal value for a
+        product without another spelling)."""
+        return str(value)
+
     @contextmanager
     def shared_snapshot(self, at_log_position: bool = True) -> Iterator[Snapshot | None]:
         """Hold a snapshot all partitions can read in (None: the product cannot share one).

@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.errors import ContractError
+from cdc_core.position import Position
 from cdc_core.rebuild import FetchMissing, FetchUnavailable
 from cdc_core.source import KeyShapeError, LogReader, RefusedColumn, SnapshotReader
 from merkle.options import TimeRounding
@@ -276,3 +278,43 @@ class RepairDialect:
     doubled_backticks: bool = False
     bytes_literal: Callable[[bytes], str] = _standard_bytes
     standard_strings: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogStatus:
+    """Where a source's log stands for one pipeline, read without disturbing it (each
+    product's ``log_status.py``; ``replcheck cdc status``).
+
+    Args:
+        end: The log's end now: every transaction committed so far is at or before it.
+        behind_bytes: Bytes of log between the target's position and ``end`` (None: the
+            target holds nothing yet, or the product cannot count them).
+        retention: How much log the source keeps for the pipeline, in one line.
+        retained_bytes: Bytes of log the source keeps only for the pipeline (a PostgreSQL
+            slot's; None: nothing is kept for it, or unknown).
+        attention: Why the log's retention needs a person now (None: it does not).
+        while_stopped: What a stopped pipeline costs the source, or risks (``cdc run``
+            warns with it when it stops; None: nothing).
+        reading: Whether the source sees the pipeline reading its log now (None: it
+            cannot tell).
+    """
+
+    end: Position
+    behind_bytes: int | None
+    retention: str
+    retained_bytes: int | None = None
+    attention: str | None = None
+    while_stopped: str | None = None
+    reading: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("behind_bytes", "retained_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ContractError(f"LogStatus.{name} must be >= 0, not {value}")
+
+
+LogStatusReader = Callable[[str, "str | None", "Position | None", "Position | None"], LogStatus]
+"""``read(url, password, held, resume_at)``: the ``LogStatus`` of a pipeline's source URL
+for a pipeline whose target holds everything up to ``held`` and that resumes reading the log
+at ``resume_at`` (None: it has no position yet)."""

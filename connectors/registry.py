@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import ConfigError
-from connectors.model import LogSource, LogSourceFactory, QuietLog, QuietLogFactory
+from connectors.model import (
+    LogSource,
+    LogSourceFactory,
+    LogStatusReader,
+    QuietLog,
+    QuietLogFactory,
+)
 
 if TYPE_CHECKING:
     from connectors.base import Connector
@@ -31,6 +37,7 @@ _LOG_SOURCES: dict[str, LogSourceFactory] = {}
 _LOG_PARAMETERS: dict[str, Callable[[str], bool]] = {}
 _CAPTURE_DIALECTS: dict[str, CaptureDialectFactory] = {}
 _QUIET_LOGS: dict[str, QuietLogFactory] = {}
+_LOG_STATUSES: dict[str, LogStatusReader] = {}
 _TRIGGER_ONLY: set[str] = set()  # schemes whose products have no log: triggers by default
 CAPTURE_PARAMETER = "capture"
 """The URL query parameter choosing how changes are captured: ``log`` (the product's log, the
@@ -68,6 +75,22 @@ def register_quiet_log(schemes: Sequence[str], factory: QuietLogFactory) -> None
     validator can read between two positions without disturbing a pipeline)."""
     for scheme in schemes:
         _QUIET_LOGS[scheme] = factory
+
+
+def register_log_status(schemes: Sequence[str], reader: LogStatusReader) -> None:
+    """Make ``reader`` the ``LogStatusReader`` of URLs with these schemes (each product's
+    ``log_status.py``: its log's end and what it keeps for a pipeline)."""
+    for scheme in schemes:
+        _LOG_STATUSES[scheme] = reader
+
+
+def log_status_for(url: str) -> LogStatusReader | None:
+    """The ``LogStatusReader`` of ``url``'s log (None: its product, or trigger capture, has
+    none)."""
+    if captures_by_trigger(url):
+        return None
+    _load_products("log_status")
+    return _LOG_STATUSES.get(scheme_of(url))
 
 
 def register_capture_dialect(
@@ -198,7 +221,7 @@ def jdbc_drivers() -> list[JdbcDriver]:
 
 def _load_products(role: str) -> None:
     """Import every product's ``role`` module (``connector``, ``log_source``,
-    ``trigger_dialect``, ``quiet_log``), which
+    ``trigger_dialect``, ``quiet_log``, ``log_status``), which
     registers it; a log source's module is imported only when a log is asked for."""
     for product in PRODUCTS:
         module = f"connectors.{product}.{role}"

@@ -204,3 +204,97 @@ def test_wrong_password_missing_table_and_missing_key_exit_2(
     assert "table 'nope' not found" in result.stdout
     assert "key columns ['customer_no'] do not exist" in result.stdout
     assert json.loads((tmp_path / "o2" / "result.json").read_text())["status"] == "error"
+
+
+def _validated(monkeypatch: pytest.MonkeyPatch, document: dict[str, Any]) -> None:
+    """``validate`` and ``gate`` get ``document`` as their run's result (no database)."""
+    from validator import cli
+    from validator.key_masks import KeyMasker
+
+    def run_validation(config: Path, names: list[str], sets: list[str]) -> cli.Validated:
+        return cli.Validated(document, KeyMasker.for_run(None), None)
+
+    monkeypatch.setattr(cli, "_run_validation", run_validation)
+
+
+def test_gate_writes_markdown_and_prints_every_path_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, item 6: the gate printed neither the result's nor the report's path, and
+    had no ``--markdown`` (a CI step summary)."""
+    from tests.reports.sample import make_result
+    from validator import cli
+
+    _validated(monkeypatch, make_result(comparisons=1, differences=2))
+    out, junit, markdown = tmp_path / "out", tmp_path / "j.xml", tmp_path / "summary.md"
+    argv = ["gate", "-c", "c.yaml", "--out", str(out), "--junit", str(junit)]
+    code = cli.run([*argv, "--markdown", str(markdown), "--max-differences", "5"])
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert markdown.read_text(encoding="utf-8").startswith("⚠️ **replcheck: differences**")
+    assert [line for line in printed if line.split(":")[0] in PATH_LABELS] == [
+        f"result: {out / 'result.json'}",
+        f"report: {out / 'report.html'}",
+        f"junit: {junit}",
+        f"markdown: {markdown}",
+    ]
+    assert printed[-1] == "gate passed: 2 difference(s), 5 allowed"
+
+
+PATH_LABELS = ("result", "report", "junit", "markdown")
+
+
+def test_the_terminal_says_a_failed_comparison_was_not_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, item 8: "0 / 0" rows for a comparison its error stopped read as empty."""
+    from tests.reports.sample import make_error, wrap
+    from validator import cli
+
+    failed = make_error("gone", "no such table")
+    failed.update(source_rows=0, target_rows=0)
+    _validated(monkeypatch, wrap([failed]))
+    assert cli.run(["validate", "-c", "c.yaml", "--out", str(tmp_path / "out")]) == 2
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.split() == ["gone", "error", "not", "compared", "no", "such", "table"]
+
+
+def test_no_command_summary_breaks_mid_sentence() -> None:
+    """Issue 38, item 6: typer's rich help keeps a docstring's line breaks in the command
+    list, so summaries broke where the source wrapped ("exit 0" / "all repaired ..."): on a
+    wide terminal every command's first paragraph is one line of the list."""
+    import inspect
+
+    import typer
+
+    from validator import cli
+
+    wide = {**os.environ, "COLUMNS": "250"}
+    broken = []
+    for path in ((), ("cdc",), ("hana",)):
+        group: Any = typer.main.get_command(cli.app)
+        for name in path:
+            group = group.commands[name]
+        listed = run_cli_env(wide, *path, "--help").stdout
+        for name, command in group.commands.items():
+            first = " ".join(inspect.cleandoc(command.help or "").split("\n\n")[0].split())
+            if not re.search(rf"│ {re.escape(name)} +{re.escape(first)} +│", listed):
+                broken.append(" ".join((*path, name)))
+    assert broken == []
+
+
+def test_check_contract_without_pyspark_runs_the_rest_and_says_what_it_skipped(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, item 8: ``check-contract`` exited 2 where pyspark is not installed."""
+    from tests.connectors.test_missing_drivers import _block
+    from validator import cli
+
+    _block(monkeypatch, "pyspark")
+    code = cli.run(["check-contract"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert f" python: {len(load_vectors())} golden vectors, ok" in printed
+    assert "  spark: skipped: pyspark is not installed (pip install 'replcheck[spark]')" in printed
+    assert cli.run(["check-contract", "--spark"]) == 2  # asked for, Spark must run
+    assert "pip install 'replcheck[spark]'" in capsys.readouterr().err

@@ -156,6 +156,8 @@ CASES = [
         lambda w: ["-c", _cdc_config(w, source=f"sqlite:///{w / 'none.db'}"), "--pipeline", "p"],
         "main schema only",
     ),
+    Case("cdc status", lambda w: ["-c", _cdc_config(w), "--pipeline", "nope"], "nope"),
+    Case("cdc status", lambda w: ["-c", str(w / "missing.yaml"), "--pipeline", "p"], "missing"),
     Case("package", lambda w: ["--out", str(w / "afile")], "afile"),
     Case("check-contract", lambda w: ["--master", "local[2]", "--bogus"], "--bogus"),
     Case("hana log-position", lambda w: _hana_log(w, "nope"), "nope"),

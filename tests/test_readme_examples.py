@@ -10,18 +10,23 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from cdc_core.drivers import DRIVER_EXTRAS
 from tests.connectors.mariadb.pipeline_helpers import lake_rows
-from tests.private_servers import MariaDBServer
+from tests.private_servers import MariaDBServer, PostgresServer
 from tests.validator.resync.helpers import result_for, write_config
 from validator.config import load_validator_config
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
+# A row of the README's extras table: | `extra` | `module`, `module` | what it serves |
+EXTRA_ROW = re.compile(r"^\| `(\w+)` \| ([^|]+) \|", re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -127,3 +132,46 @@ def test_the_resync_example_repairs_from_a_result(
     (tmp_path / "replcheck-out/result.json").write_text(json.dumps(result))
     _run(_example("resync("), tmp_path, monkeypatch)
     assert capsys.readouterr().out.strip() == "0 applied"
+
+
+def test_the_extras_table_names_each_extra_with_its_drivers() -> None:
+    """The README's table says which extra installs which driver as ``cdc_core.drivers``
+    does, and lists every extra of pyproject.toml but ``all`` and ``dev``."""
+    rows = {
+        extra: set(re.findall(r"`(\w+)`", modules))
+        for extra, modules in EXTRA_ROW.findall(README.read_text(encoding="utf-8"))
+    }
+    drivers: dict[str, set[str]] = {}
+    for module, extra in DRIVER_EXTRAS.items():
+        drivers.setdefault(extra, set()).add(module)
+    assert rows == drivers
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert set(rows) == set(declared["optional-dependencies"]) - {"all", "dev"}
+
+
+@pytest.mark.integration
+@pytest.mark.postgres
+def test_the_postgres_example_compares_a_table_with_its_copy(
+    tmp_path: Path,
+    postgres: PostgresServer,
+    postgres_database: Callable[[PostgresServer], str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's ten lines, with no Spark: the copy lacks one row."""
+    urls = {}
+    for name, rows in (("shop", "(1, 'a'), (2, 'b')"), ("copy", "(1, 'a')")):
+        database = postgres_database(postgres)
+        with contextlib.closing(postgres.connect(database)) as conn:
+            conn.execute("CREATE TABLE orders (id INT PRIMARY KEY, note TEXT)")
+            conn.execute(f"INSERT INTO orders VALUES {rows}")
+        urls[name] = f"postgresql://{postgres.user}@{postgres.host}:{postgres.port}/{database}"
+    (tmp_path / "compare.yaml").write_text(
+        f"connections:\n  shop: {{url: '{urls['shop']}'}}\n  copy: {{url: '{urls['copy']}'}}\n"
+        "comparisons:\n  - {name: orders, source: {connection: shop, table: orders},"
+        " target: {connection: copy, table: orders}}\n"
+        "validation: {recheck_lag_s: 0}\n"
+    )
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # no Spark to be had
+    _run(_example("validate(None"), tmp_path, monkeypatch)
+    assert capsys.readouterr().out.strip() == "orders differences {'missing_in_target': 1}"

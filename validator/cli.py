@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import faulthandler
+import inspect
 import logging
 import os
 import signal
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, NoReturn
 
 import typer
+from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from cdc_core.disk_full import is_disk_full
@@ -37,11 +39,26 @@ EXIT_DIFFERENCES = 1
 EXIT_ERROR = 2
 EXIT_LOG_GONE = 3
 
+
+class _CommandGroup(TyperGroup):
+    """Lists each command by its docstring's first paragraph as one line of text: typer's
+    rich help (its default) keeps the paragraph's line breaks in the command list, so a
+    summary broke where its docstring wrapped ("... exit 0" / "all repaired ...")."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:  # typer's own (vendored) click
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.short_help is None and command.help:
+            first = inspect.cleandoc(command.help).split("\n\n")[0]
+            command.short_help = " ".join(first.split())
+        return command
+
+
 app = typer.Typer(
     name="replcheck",
     help="Prove that a replicated copy of a database equals its source, and repair what differs.",
     no_args_is_help=True,
     add_completion=False,
+    cls=_CommandGroup,
 )
 _VERBOSE = False
 
@@ -80,22 +97,30 @@ cdc_app = typer.Typer(
     help="Change data capture (from the source's log, or by triggers) into a Delta lake or a"
     " database.",
     no_args_is_help=True,
+    cls=_CommandGroup,
 )
 app.add_typer(cdc_app, name="cdc")
-hana_app = typer.Typer(help="Checks of SAP HANA sources.", no_args_is_help=True)
+hana_app = typer.Typer(help="Checks of SAP HANA sources.", no_args_is_help=True, cls=_CommandGroup)
 app.add_typer(hana_app, name="hana")
 
 
 @app.command("check-contract")
 def check_contract_command(
-    spark: Annotated[bool, typer.Option(help="Also replay the vectors through Spark.")] = True,
+    spark: Annotated[
+        bool | None,
+        typer.Option(
+            help="Also replay the vectors through Spark (default: when pyspark is installed;"
+            " --spark: it must be)."
+        ),
+    ] = None,
     master: Annotated[str, typer.Option(help="Spark master for the check.")] = "local[2]",
 ) -> None:
-    """Check that this installation reproduces the hash contract's golden vectors."""
+    """Check that this installation reproduces the hash contract's golden vectors (each
+    engine that is installed; the others are named as skipped)."""
     from validator.commands.check_contract import check_contract
 
     session = None
-    if spark:
+    if spark is not False:
         from validator.engines.spark.session import build_spark_session
 
         def session() -> object:
@@ -103,8 +128,11 @@ def check_contract_command(
                 app_name="replcheck-check-contract", master=master, verbose=_VERBOSE
             )
 
-    checks = check_contract(session)
+    checks = check_contract(session, spark_required=spark is True)
     for check in checks:
+        if check.skipped is not None:
+            typer.echo(f"{check.engine:>7}: skipped: {check.skipped}")
+            continue
         verdict = "ok" if check.passed else f"{len(check.mismatched)} MISMATCHED"
         typer.echo(f"{check.engine:>7}: {check.vectors} golden vectors, {verdict}")
         for vector_id in check.mismatched[:20]:
@@ -151,8 +179,11 @@ class Validated(NamedTuple):
     lake: Path | None
 
 
+NOT_COMPARED = "not compared"  # in place of the row counts of a comparison its error stopped
+
+
 def _print_summary(document: dict[str, Any]) -> None:
-    from reports.model import schema_counts
+    from reports.model import compared, schema_counts
 
     for comparison in document["comparisons"]:
         counts = [f"{k}: {v}" for k, v in sorted(comparison["counts_by_kind"].items())]
@@ -162,9 +193,10 @@ def _print_summary(document: dict[str, Any]) -> None:
         if failed:
             detail += f"; {failed} expectation(s) failed"
         detail += _how_checked(comparison)
+        counted = f"{comparison['source_rows']:>10} / {comparison['target_rows']:<10}"
         typer.echo(
             f"{comparison['name']:<24} {comparison['status']:<12} "
-            f"{comparison['source_rows']:>10} / {comparison['target_rows']:<10} {detail}"
+            f"{counted if compared(comparison) else f'{NOT_COMPARED:<23}'} {detail}"
         )
     typer.echo(f"overall: {document['status']} ({document['duration_s']:.1f} s)")
 
@@ -232,6 +264,10 @@ FullOption = Annotated[
         "--full", help="Re-hash every leaf this run, and store the digests for later runs."
     ),
 ]
+JUnitOption = Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")]
+MarkdownOption = Annotated[
+    Path | None, typer.Option(help="Also write a Markdown summary here (a CI step summary).")
+]
 
 
 def _mode_overrides(incremental: bool, full: bool) -> list[str]:
@@ -250,16 +286,18 @@ def validate(
     set_: SetOption = [],  # noqa: B006
     incremental: IncrementalOption = False,
     full: FullOption = False,
+    junit: JUnitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Validate sources against targets; exit 0 in sync, 1 differences, 2 could not validate."""
     from validator.commands.outputs import check_outputs, write_outputs
 
-    check_outputs(out)
+    check_outputs(out, junit, markdown=markdown)
     sets = [*set_, *_mode_overrides(incremental, full)]
     document, masker, lake = _run_validation(config, comparison, sets)
-    outputs = write_outputs(document, out, lake=lake, masker=masker)
+    outputs = write_outputs(document, out, junit, lake=lake, masker=masker, markdown=markdown)
     _print_summary(document)
-    typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
+    typer.echo("\n".join(outputs.lines()))
     raise typer.Exit(Status(document["status"]).exit_code)
 
 
@@ -268,7 +306,8 @@ def gate(
     config: ConfigOption,
     max_differences: Annotated[int, typer.Option(help="Differences tolerated in total.")] = 0,
     out: Annotated[Path, typer.Option(help="Directory for result.json.")] = Path("replcheck-out"),
-    junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
+    junit: JUnitOption = None,
+    markdown: MarkdownOption = None,
     comparison: NamesOption = [],  # noqa: B006
     set_: SetOption = [],  # noqa: B006
     incremental: IncrementalOption = False,
@@ -278,11 +317,12 @@ def gate(
     differs (schema differences are never tolerated) or an expectation failed; 2 on errors."""
     from validator.commands.outputs import check_outputs, write_outputs
 
-    check_outputs(out, junit)
+    check_outputs(out, junit, markdown=markdown)
     sets = [*set_, *_mode_overrides(incremental, full)]
     document, masker, lake = _run_validation(config, comparison, sets)
-    write_outputs(document, out, junit, lake=lake, masker=masker)
+    outputs = write_outputs(document, out, junit, lake=lake, masker=masker, markdown=markdown)
     _print_summary(document)
+    typer.echo("\n".join(outputs.lines()))
     code, verdict = gate_verdict(document, max_differences)
     if code != EXIT_ERROR:
         typer.echo(verdict)
@@ -298,9 +338,10 @@ def demo(
         DemoSource,
         typer.Option(
             help="sqlite: an embedded SQLite source with trigger capture, replicated into the"
-            " lake, drifted, validated, re-synced and validated again; duckdb: an embedded"
-            " DuckDB source and a drifted lake copy; mariadb: a private MariaDB server"
-            " replicated into the lake by the CDC pipeline."
+            " lake, drifted, validated (in DuckDB: no Spark), re-synced and validated again;"
+            " duckdb: an embedded DuckDB source and a drifted lake copy, validated in Spark"
+            " (replcheck[spark]); mariadb: a private MariaDB server replicated into the lake"
+            " by the CDC pipeline."
         ),
     ] = DemoSource.SQLITE,
 ) -> None:
@@ -316,6 +357,7 @@ def demo(
         outputs = write_outputs(document, workdir.resolve() / "out", lake=lake, masker=masker)
         _print_summary(document)
         typer.echo(f"result: {outputs.result}\nreport: {outputs.html}")
+        _demo_ran(document)
         found = found_differences(document)
         if found != setup.expected:
             typer.echo(
@@ -330,6 +372,14 @@ def demo(
     typer.echo("demo ok")
 
 
+def _demo_ran(document: dict[str, Any]) -> None:
+    """Exit 2 when a comparison of the demo could not run (a missing extra, say: its line
+    above names the ``pip install``), never 1: nothing was found to differ."""
+    if document["status"] == Status.ERROR:
+        typer.echo("demo FAILED: a comparison could not run (see its line above)", err=True)
+        raise typer.Exit(EXIT_ERROR)
+
+
 def _demo_repairs(config: Path, result: Path) -> None:
     """The demo's last act: re-sync what the validation found, then validate everything."""
     from validator.commands.outputs import write_outputs
@@ -342,6 +392,7 @@ def _demo_repairs(config: Path, result: Path) -> None:
     outputs = write_outputs(document, result.parent.parent / "after", lake=lake, masker=masker)
     _print_summary(document)
     typer.echo(f"re-sync report: {files.html}\nresult after the re-sync: {outputs.result}")
+    _demo_ran(document)
     if document["status"] != "in_sync":
         typer.echo("demo FAILED: the lake is not in sync after the re-sync", err=True)
         raise typer.Exit(EXIT_DIFFERENCES)
@@ -439,15 +490,27 @@ def cdc_run(
     set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
 ) -> None:
     """Run a CDC pipeline from a source's log into the lake (SIGTERM/SIGINT stop it cleanly)."""
-    from validator.commands.cdc import run_pipeline
+    from validator.commands.cdc import reached_line, run_pipeline
 
-    reached = run_pipeline(
-        config, pipeline, until_caught_up=until_caught_up, overrides=_overrides(set_)
-    )
-    if reached is None:
-        typer.echo(f"pipeline {pipeline}: the lake holds nothing yet (the source wrote nothing)")
-    else:
-        typer.echo(f"pipeline {pipeline}: the lake holds everything up to position {reached}")
+    overrides = _overrides(set_)
+    reached = run_pipeline(config, pipeline, until_caught_up=until_caught_up, overrides=overrides)
+    typer.echo(reached_line(config, pipeline, reached, overrides))
+
+
+@cdc_app.command("status")
+def cdc_status(
+    config: ConfigOption,
+    pipeline: Annotated[str, typer.Option(help="The pipeline's name in the config.")],
+    set_: SetOption = [],  # noqa: B006 - typer reads the default, never mutates it
+) -> None:
+    """How a pipeline stands (position, lag, last commit, log retention, state directory);
+    exit 0 healthy, 1 attention needed, 2 cannot tell."""
+    from validator.commands.cdc_status import pipeline_status
+
+    status = pipeline_status(config, pipeline, _overrides(set_))
+    for line in status.lines():
+        typer.echo(line)
+    raise typer.Exit(int(status.health))
 
 
 @hana_app.command("log-position")

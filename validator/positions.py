@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,9 @@ class SourcePositions:
 
     column: str | None  # the key column the ranges are on (None: one partition)
     partitions: tuple[PartitionPosition, ...]
+    # The source product's spelling of a position (``Connector.describe_position``), so a
+    # result says 0/241EEC8 where the pipeline's lines do, never the bare integer.
+    spelling: Callable[[int], str] = field(default=str, compare=False)
 
     @property
     def values(self) -> tuple[int, ...]:
@@ -70,9 +73,9 @@ class SourcePositions:
 
     def describe(self) -> str:
         """Text for reports: one position, or the range of the partitions' positions."""
-        values = sorted({p.position for p in self.partitions})
+        values = [self.spelling(v) for v in sorted({p.position for p in self.partitions})]
         if len(values) == 1:
-            return str(values[0])
+            return values[0]
         return f"{values[0]}..{values[-1]} ({len(self.partitions)} partitions)"
 
     def cutoff(self, key_column: Column) -> Column:
@@ -100,8 +103,11 @@ class SourcePositions:
         return f"CASE {' '.join(whens)} ELSE {ordered[-1].position} END"
 
 
-def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> SourcePositions | None:
-    """The positions the partitions were read at (None when the source has no log)."""
+def read_positions(
+    source: DataFrame, partitions: Sequence[Partition], spelling: Callable[[int], str] = str
+) -> SourcePositions | None:
+    """The positions the partitions were read at (None when the source has no log), spelled
+    by ``spelling`` in reports."""
     from pyspark.sql import functions as F
 
     rows = (
@@ -116,7 +122,7 @@ def read_positions(source: DataFrame, partitions: Sequence[Partition]) -> Source
     placed = tuple(
         PartitionPosition(p.index, found.get(p.index, fallback), p.low, p.high) for p in partitions
     )
-    return SourcePositions(partitions[0].column, placed)
+    return SourcePositions(partitions[0].column, placed, spelling)
 
 
 PROGRESS_EVERY_S = 5.0  # how often a wait for the lake says what it waits for
@@ -130,8 +136,10 @@ def wait_for_lake(
     table: str,
     poll_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    spelling: Callable[[int], str] = str,
 ) -> int:
-    """Wait until the lake's high-water mark reaches ``position``; its value when it does."""
+    """Wait until the lake's high-water mark reaches ``position``; its value when it does
+    (positions spelled by ``spelling`` in its messages)."""
     return wait_for_position(
         high_water_mark,
         position,
@@ -142,6 +150,7 @@ def wait_for_lake(
             "check that the CDC pipeline is running, or raise validation.lake_wait_timeout_s",
             "a CDC pipeline must be running into the lake",
             {"table": table},
+            spelling,
         ),
         poll_s,
         sleep,
@@ -157,6 +166,11 @@ class Waited:
     fix: str  # what to check when it does not get there
     needs: str  # what must be running meanwhile
     context: dict[str, str]
+    spelling: Callable[[int], str] = str  # the source product's spelling of a position
+
+    def spell(self, position: int | None) -> str:
+        """``position`` as the source product spells it (``None`` as itself: nothing yet)."""
+        return str(position) if position is None else self.spelling(position)
 
 
 def wait_for_position(
@@ -180,18 +194,19 @@ def wait_for_position(
             return now
         if time.monotonic() >= deadline:
             raise TransientError(
-                f"{waited.what} is behind: its {waited.measure} is {now}, the source snapshot"
-                f" is at {position}, after waiting {timeout_s:.0f} s; {waited.fix}",
-                {**waited.context, "position": str(position)},
+                f"{waited.what} is behind: its {waited.measure} is {waited.spell(now)}, the"
+                f" source snapshot is at {waited.spell(position)}, after waiting"
+                f" {timeout_s:.0f} s; {waited.fix}",
+                {**waited.context, "position": waited.spell(position)},
             )
         if time.monotonic() - said >= PROGRESS_EVERY_S:
             said = time.monotonic()
             log.info(
                 "waiting for %s to reach the source's position %s (its %s is %s; %s); %.0f s left",
                 waited.what,
-                position,
+                waited.spell(position),
                 waited.measure,
-                now,
+                waited.spell(now),
                 waited.needs,
                 deadline - said,
             )
@@ -331,7 +346,8 @@ def lake_at(
         return LakeAt(mark, None if mark is None else str(mark))
     whole_from = whole_mark(table, positions.highest, quiet)
     if whole_from is None:
-        wait_for_lake(lambda: high_water_mark(table), positions.highest, timeout_s, table.table)
+        reached, highest = (lambda: high_water_mark(table)), positions.highest
+        wait_for_lake(reached, highest, timeout_s, table.table, spelling=positions.spelling)
     check_exact(table, positions.values)
     return LakeAt(positions, positions.describe(), whole_from)
 

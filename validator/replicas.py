@@ -127,6 +127,7 @@ def _confirm_on_pipeline(
         "check that the pipeline writing it runs, or raise validation.replica_wait_timeout_s",
         "its pipeline must be running",
         {"target": target_connection.name, "table": source.schema.table},
+        source.connector.describe_position,
     )
 
     def wait(position: int) -> int:
@@ -177,6 +178,7 @@ def _confirm_on_subscriber(
         " validation.replica_wait_timeout_s",
         "its replication must be running",
         {"replica": replica.where},
+        source.describe_position,
     )
 
     def wait(position: int) -> int:

@@ -23,7 +23,7 @@ from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import Connector, arrow_type_of, key_text, missing_table
-from connectors.mariadb.position import to_position
+from connectors.mariadb.position import describe_position, to_position
 from connectors.mariadb.system_versioning import system_period, without_period_end
 from connectors.mariadb.types import (
     MAX_LAKE_DIGITS,
@@ -76,6 +76,7 @@ class MariaDBConnector(Connector):
 
     name = "mariadb"
     schemes = ("mysql", "mariadb")
+    _basename: str | None = None  # the binlog's base name, once describe_position read it
     # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
     capabilities = Capabilities(
         has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
@@ -290,6 +291,23 @@ class MariaDBConnector(Connector):
                 return _binlog_snapshot_position(cursor)
         finally:
             connection.close()
+
+    def describe_position(self, value: int) -> str:
+        """``mariadb-bin.000003:4567``: the binlog's base name is read once per connector."""
+        if self._basename is None:  # read once: the connector lives for one command
+            self._basename = self._binlog_basename()
+        return describe_position(value, self._basename)
+
+    def _binlog_basename(self) -> str:
+        """The binlog files' base name, from the snapshot status any user may read."""
+        connection = self.connect()
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
+                row = cursor.fetchone()
+        finally:
+            connection.close()
+        return str(row[1]).rpartition(".")[0] if row and row[1] else "binlog"
 
     @staticmethod
     def begin_snapshot(connection: Any) -> int | None:

@@ -37,3 +37,10 @@ def split_position(position: int, basename: str) -> tuple[str, int]:
 def position_of(log_file: str, offset: int) -> Position:
     """The ``Position`` of ``offset`` in binlog file ``log_file``."""
     return Position(to_position(log_file, offset), to_text(log_file, offset))
+
+
+def describe_position(value: int, basename: str) -> str:
+    """How every replcheck command spells a MariaDB position (``mariadb-bin.000003:4567``),
+    given the binlog's base name: the one spelling of this product, for progress lines,
+    ``cdc status``, terminal lines and result files alike."""
+    return to_text(*split_position(value, basename))

@@ -29,7 +29,7 @@ from connectors.model import (
     key_parameter,
 )
 from connectors.postgres.exported_snapshot import exported_snapshot, plain_snapshot, use_snapshot
-from connectors.postgres.position import lsn_to_int
+from connectors.postgres.position import describe_position, lsn_to_int
 from connectors.postgres.types import (
     SESSION_OPTIONS,
     TIMESTAMP_ROUNDING,
@@ -183,6 +183,10 @@ class PostgresConnector(Connector):
         with contextlib.closing(self.connect()) as connection:
             row = connection.execute("SELECT pg_current_wal_lsn()::text").fetchone()
         return lsn_to_int(str(row[0])) if row else None
+
+    def describe_position(self, value: int) -> str:
+        """An LSN as PostgreSQL prints it (``position.describe_position``)."""
+        return describe_position(value)
 
     def table_names(self) -> list[str]:
         """Every table outside the system schemas, as ``schema.table``, in order."""

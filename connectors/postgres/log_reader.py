@@ -85,7 +85,7 @@ from connectors.postgres.errors import (
 from connectors.postgres.feedback import end_stream, send_status
 from connectors.postgres.generated import GeneratedColumn, GeneratedValues, generated_columns
 from connectors.postgres.partitions import partition_ancestors
-from connectors.postgres.position import lsn_to_int, lsn_to_text
+from connectors.postgres.position import ALIGN, describe_position, lsn_to_int, lsn_to_text
 from connectors.postgres.relations import RelationTracker
 from connectors.postgres.replication import (
     PostgresSourceConfig,
@@ -102,7 +102,6 @@ from connectors.postgres.wal_values import ValueDecoder, lookup_type
 
 logger = logging.getLogger(__name__)
 
-ALIGN = 8  # WAL records are MAXALIGNed: every real LSN the stream reports is a multiple
 STATUS_S = 1.0  # status updates at least this often: the server never has to ask for one
 SLOT_RELEASE_S = 10.0  # how long ending a stream, or a new session, waits for a slot's release
 PSYCOPG2_STATUS_OFF = 86_400.0  # psycopg2's own periodic feedback: never (feedback.py)
@@ -110,9 +109,7 @@ PSYCOPG2_STATUS_OFF = 86_400.0  # psycopg2's own periodic feedback: never (feedb
 
 def position_of(value: int) -> Position:
     """The position of ``value``: an LSN, or a boundary plus a step (``0/16B3748+1``)."""
-    step = value % ALIGN
-    text = lsn_to_text(value - step)
-    return Position(value, f"{text}+{step}" if step else text)
+    return Position(value, describe_position(value))
 
 
 class _Positions:

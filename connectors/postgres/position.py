@@ -15,6 +15,7 @@ from cdc_core.position import Position, PositionError
 
 _LSN = re.compile(r"^\s*([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})\s*$")
 _HALF = 32
+ALIGN = 8  # WAL records are MAXALIGNed: every real LSN the stream reports is a multiple
 
 
 def lsn_to_int(text: str) -> int:
@@ -38,3 +39,13 @@ def position_of(text: str) -> Position:
     it, normalised to upper case)."""
     value = lsn_to_int(text)
     return Position(value, lsn_to_text(value))
+
+
+def describe_position(value: int) -> str:
+    """How every replcheck command spells a PostgreSQL position: an LSN (``0/241EEC8``), or
+    a boundary LSN plus a step (``0/241EEC8+1``) for the changes the log reader numbers
+    between two WAL records (``log_reader._Positions``). The one spelling of this product:
+    progress lines, ``cdc status``, terminal lines and result files all use it."""
+    step = value % ALIGN
+    text = lsn_to_text(value - step)
+    return f"{text}+{step}" if step else text

@@ -89,7 +89,7 @@ def ensure_publication(
             f"CREATE PUBLICATION {quote(name)} FOR TABLE {listed}"
             f" WITH ({_publication_options(connection)})"
         )
-        logger.info("created publication %s of %s on %s", name, list(tables), where)
+        announce_publication(name, tables, where)
         return
     all_tables, via_root = row
     partitioned = sorted(_partitioned(connection).intersection(tables))
@@ -101,6 +101,32 @@ def ensure_publication(
     missing = [table for table in tables if published is not None and table not in published]
     if missing:
         raise PublicationMissingError.lacks(where, name, missing)
+
+
+def announce_publication(name: str, tables: Sequence[str], where: str) -> None:
+    """Say that a publication now exists on the source: it outlives the pipeline.
+
+    A warning, not progress: a host embedding the pipeline with only warnings shown (or no
+    logging set up: Python's last-resort handler) still learns what was left on its server.
+    """
+    logger.warning(
+        "created publication %s of %s on %s; it stays on the server until removed"
+        " (DROP PUBLICATION %s once the pipeline is retired)",
+        name, list(tables), where, name,
+    )  # fmt: skip
+
+
+def announce_slot(slot: str, where: str, position: str) -> None:
+    """Say that a permanent replication slot now exists on the source, and what it costs:
+    the server keeps its WAL from ``position`` on until the pipeline confirms it, also while
+    the pipeline is stopped (a warning: see ``announce_publication``)."""
+    logger.warning(
+        "created replication slot %s on %s at %s: a permanent slot, the server keeps its WAL"
+        " until the pipeline has read it, also while the pipeline is stopped (`replcheck cdc"
+        " status` shows how much); SELECT pg_drop_replication_slot('%s') once the pipeline"
+        " is retired",
+        slot, where, position, slot,
+    )  # fmt: skip
 
 
 def _publication_options(connection: psycopg.Connection[Any]) -> str:
@@ -175,7 +201,7 @@ def ensure_slot(
             "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')",
             (config.slot,),
         ).fetchone()
-        logger.info("created replication slot %s on %s at %s", config.slot, where, row and row[0])
+        announce_slot(config.slot, where, str(row[0]) if row else "its creation")
         state = slot_state(connection, config.slot)
         assert state is not None
     return check_slot(state, config.slot, where)

@@ -46,6 +46,7 @@ from connectors.postgres.generated import generated_columns, generated_refusal
 from connectors.postgres.position import position_of
 from connectors.postgres.replication import (
     PostgresSourceConfig,
+    announce_slot,
     check_slot,
     check_wal_level,
     connector_of,
@@ -286,7 +287,7 @@ class PostgresSnapshotReader:
                 raise TransientError(f"cannot create slot {self.config.slot}: {exc}") from exc
             _, consistent_point, name, _ = cursor.fetchone()
             position = position_of(consistent_point)
-            logger.info("created slot %s with a snapshot at %s", self.config.slot, position)
+            announce_slot(self.config.slot, self.connector.where, position.text)
             yield Snapshot(position.value, position.text, name)
 
     def _iter_tables(

@@ -36,7 +36,9 @@ from cdc_core.metrics import LoadFigures, PipelineMetrics
 from cdc_core.pipeline import Pipeline
 from cdc_core.pipeline_config import PipelineSetup, RetryPolicy, load_pipeline_config
 from cdc_core.position import Position
+from connectors.registry import log_status_for
 from validator.cdc_pipeline import open_pipeline
+from validator.commands.cdc_status import holds_words
 
 logger = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
@@ -59,8 +61,39 @@ def run_pipeline(
     run = _Run(config_path, name, overrides, until_caught_up)
     with _stop_on_signals(run.stop):
         reached = _run_retrying(run, setup)
-    logger.info("pipeline %s stopped cleanly; the lake holds everything up to %s", name, reached)
+    holds = holds_words(setup)
+    logger.info("pipeline %s stopped cleanly; %s holds everything up to %s", name, holds, reached)
+    _warn_while_stopped(setup, reached)
     return reached
+
+
+def reached_line(
+    config_path: Path, name: str, reached: Position | None, overrides: dict[str, str] | None
+) -> str:
+    """The line ``cdc run`` ends with: what the lake (or the database target) holds."""
+    holds = holds_words(load_pipeline_config(config_path, name, overrides))
+    if reached is None:
+        return f"pipeline {name}: {holds} holds nothing yet (the source wrote nothing)"
+    return f"pipeline {name}: {holds} holds everything up to position {reached}"
+
+
+def _warn_while_stopped(setup: PipelineSetup, reached: Position | None) -> None:
+    """Say what the stopped pipeline costs its source: a PostgreSQL slot keeps WAL growing,
+    MariaDB purges the binlog it resumes from after a while (``LogStatus.while_stopped``)."""
+    url = setup.source.url
+    reader = log_status_for(url) if url is not None else None
+    if url is None or reader is None:
+        return
+    password = setup.source.password.reveal() if setup.source.password else None
+    checkpoint = read_checkpoint(setup.config.state_dir)
+    resume_at = checkpoint.resume_at if checkpoint is not None else None
+    try:
+        status = reader(url, password, reached, resume_at or reached)
+    except Exception as exc:  # only a warning is lost: the run itself ended well
+        logger.info("the source's log retention could not be read (%s)", type(exc).__name__)
+        return
+    if status.while_stopped is not None:
+        logger.warning("pipeline %s stopped: %s", setup.config.name, status.while_stopped)
 
 
 class _Run:
@@ -188,7 +221,8 @@ def _gave_up(outage: _Outage, policy: RetryPolicy, setup: PipelineSetup) -> Tran
             f"still unreachable after {outage.attempts} attempts over {seconds:.0f} s"
             f" ({_first_line(outage.latest)}; pipelines[].retry sets the attempts and waits)"
         )
-    target = "The lake" if setup.target.is_lake else f"Target {setup.target.display()}"
+    holds = holds_words(setup)
+    target = holds[0].upper() + holds[1:]
     held = _held(setup)
     if held is None:
         resume = f"{target} holds nothing yet; once the source is back, `replcheck cdc run`"
@@ -225,10 +259,9 @@ def describe_progress(figures: PipelineMetrics) -> str:
     position, throughput, lag, the oldest open transaction, spill."""
     if figures.load is not None:
         return describe_load(figures.load)
-    lag = "-" if figures.lag_seconds is None else f"{figures.lag_seconds:.1f} s"
     line = (
         f"position {figures.position}, {figures.events} events"
-        f" ({figures.events_per_second:.0f}/s), lag {lag},"
+        f" ({figures.events_per_second:.0f}/s lately), lag {_lag_text(figures.lag_seconds)},"
         f" {figures.open_transactions} open transactions"
     )
     if figures.oldest_open is not None:
@@ -236,6 +269,13 @@ def describe_progress(figures: PipelineMetrics) -> str:
         age = figures.oldest_open_age_seconds or 0.0
         line += f" (oldest {txid} from {begin}, {age:.0f} s, {changes} changes)"
     return line + f", {figures.spilled_bytes} bytes spilled"
+
+
+def _lag_text(seconds: float | None) -> str:
+    """``0 (caught up)`` at the source's log end, else how old the newest commit written is."""
+    if seconds is None:
+        return "-"
+    return "0 (caught up)" if seconds == 0 else f"{seconds:.1f} s"
 
 
 def describe_load(load: LoadFigures) -> str:

@@ -233,4 +233,4 @@ def positions_of(source: Sequence[Slice], scheme: LeafScheme) -> SourcePositions
             low, high = scheme.bounds(part.first, part.stop)
         placed.append(PartitionPosition(part.index, part.session.position, low, high))
     column = source[0].side.table.key[0] if not isinstance(scheme, HashLeaves) else None
-    return SourcePositions(column, tuple(placed))
+    return SourcePositions(column, tuple(placed), source[0].side.connector.describe_position)

@@ -92,7 +92,7 @@ def _read_source_once(
         frame = source_frame(spark, connector, schema, layout.names, partitions, snapshot)
         frame = hashed_rows(frame, layout).persist(cache_level())
         try:
-            positions = read_positions(frame, partitions)
+            positions = read_positions(frame, partitions, connector.describe_position)
         except BaseException:
             frame.unpersist()
             raise
