@@ -28,9 +28,14 @@ lint: $(STAMP)
 
 # Two workers (pytest-xdist), each with its own private servers and Spark session, a file to a
 # worker (module fixtures such as the type matrix's tables are built once): the tests mostly
-# wait on servers and JVMs, so the 2 cores overlap them.
-test: setup lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+# wait on servers and JVMs, so the 2 cores overlap them. The lint runs beside the tests'
+# first minute (its output follows theirs); either failing fails the target.
+test: setup
+	@log=$$(mktemp); $(MAKE) --no-print-directory lint > $$log 2>&1 & lint=$$!; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile; tests=$$?; \
+	wait $$lint; linted=$$?; cat $$log; rm -f $$log; \
+	[ $$linted -eq 0 ] || echo "make test: the lint failed (above)"; \
+	[ $$tests -eq 0 ] && [ $$linted -eq 0 ]
 
 bench: setup
 	$(BIN)/python -m bench.bench_hashing

@@ -75,7 +75,8 @@ def _validate(
         "comparisons:\n"
         "  - {name: k, source: {connection: src, table: k},"
         f" target: {{connection: dst, table: {json.dumps(table)}}}}}\n"
-        f"validation: {{lake_wait_timeout_s: 60, engine: {engine}}}\n",
+        # Static tables: no re-check wait for a database target.
+        f"validation: {{lake_wait_timeout_s: 60, recheck_lag_s: 0, engine: {engine}}}\n",
         encoding="utf-8",
     )
     (comparison,) = validate(spark, load_validator_config(path, environ={}))["comparisons"]

@@ -267,7 +267,8 @@ def write_config(path: Path, urls: dict[str, str], lake: Path) -> Path:
         columns_section(("mariadb", "postgres"), boolean=False),
         "    options: {trim_char: true, timestamp_rounding: round}",
     ]
-    lines.append("validation: {lake_wait_timeout_s: 5}")
+    # The tables are written before the validation and never change: no re-check wait.
+    lines.append("validation: {lake_wait_timeout_s: 5, recheck_lag_s: 0}")
     path.write_text("\n".join(lines) + "\n")
     return path
 
