@@ -119,12 +119,14 @@ def confirm_at_position(
     target: LiveTable,
     source_position: Callable[[], object],
     wait_for_target: Callable[[Any], object],
+    describe: Callable[[Any], str] = str,
 ) -> ComparisonResult:
     """The result with in-flight differences removed or set apart, without a sleep: the
     differing keys are read on the source, then the source's log end P2 is taken, the
     target is waited for until it has applied P2 and read, and the source is read again.
     Equal to the first source read: arrived; the source row changed since: in flight (the
-    target may hold a newer change); else confirmed drift."""
+    target may hold a newer change); else confirmed drift. ``describe`` spells a position
+    as the source's product does (``Connector.describe_position``)."""
     candidates = [d for d in result.differences if not isinstance(d, DuplicateKey)]
     if not candidates:
         return result
@@ -152,7 +154,7 @@ def confirm_at_position(
         len(confirmed),
         len(in_flight),
         len(candidates) - len(confirmed) - len(in_flight),
-        position,
+        "none" if position is None else describe(position),
     )
     return _rebuilt(result, kept, in_flight, len(candidates))
 

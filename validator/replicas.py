@@ -134,7 +134,10 @@ def _confirm_on_pipeline(
         return wait_for_position(reached, position, timeout_s, waited, poll_s=0.2)
 
     try:
-        return confirm_at_position(result, layout, *sides, source.connector.log_position, wait)
+        spell = source.connector.describe_position
+        return confirm_at_position(
+            result, layout, *sides, source.connector.log_position, wait, spell
+        )
     finally:
         engine.dispose()
 
@@ -185,7 +188,9 @@ def _confirm_on_subscriber(
         reached = partial(applied_position, source, replica)
         return wait_for_position(reached, position, timeout_s, waited, poll_s=0.2)
 
-    return confirm_at_position(result, layout, *sides, source.log_position, wait)
+    return confirm_at_position(
+        result, layout, *sides, source.log_position, wait, source.describe_position
+    )
 
 
 def _of_product(

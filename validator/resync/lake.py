@@ -80,7 +80,7 @@ def resync_lake(
         rows=_rows_table(context, read, present, lake_schema),
         deleted=_keys_table(context, gone, lake_schema),
         position=position,
-        position_text=str(position),
+        position_text=context.source.describe_position(position),
         request_id=request_id,
     )
     if apply:
@@ -94,7 +94,7 @@ def resync_lake(
         len(gone),
         "deleted" if apply else "to delete",
         lake_table.table,
-        position,
+        context.source.describe_position(position),
     )
     return LakeRepair(tuple(present), tuple(gone), position, tuple(absent))
 

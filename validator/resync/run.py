@@ -357,7 +357,7 @@ def _resync_lake(
         mode=Mode.REFRESHED if apply else Mode.DRY_RUN,
         actions=tuple(actions),
         not_found=claimed.not_found(context, pairs, absent),
-        source_position=str(repair.position),
+        source_position=context.source.describe_position(repair.position),
     )
     if not apply or run.options.full_revalidation:
         return done
@@ -384,7 +384,7 @@ def _resync_database(
         plan = apply_repairs(context, side, typed, run.config.resync.batch_size)
         done = replace(base, mode=Mode.APPLIED)
     actions = tuple(_action_taken(context, action, shown) for action in plan.actions)
-    position = None if plan.position is None else str(plan.position)
+    position = None if plan.position is None else context.source.describe_position(plan.position)
     not_found = claimed.not_found(context, pairs, set(plan.absent))
     done = replace(
         done,
@@ -464,7 +464,7 @@ def _sql_header(run: _Run, context: ComparisonContext, plan: RepairPlan) -> str:
         [
             f"replcheck repair SQL for comparison {context.name} (dry run: nothing was applied)",
             f"target: {context.target.display()} table {context.comparison.target.table}",
-            f"source read at {_position_words(plan.position)}; generated"
+            f"source read at {_position_words(context, plan.position)}; generated"
             f" {now:%Y-%m-%d %H:%M:%S} UTC"
             f" by {_user()} (re-sync {run.run_id}, result of {run.result_finished})",
             f"{counts}; {plan.unchanged} key(s) already equal",
@@ -505,8 +505,10 @@ def _audit_keys(request: _Request, key_columns: Sequence[str]) -> tuple[Key, ...
     )
 
 
-def _position_words(position: int | None) -> str:
-    return "no known position" if position is None else f"position {position}"
+def _position_words(context: ComparisonContext, position: int | None) -> str:
+    if position is None:
+        return "no known position"
+    return f"position {context.source.describe_position(position)}"
 
 
 def _user() -> str:

@@ -24,6 +24,7 @@ from cdc_core.lake import (
     COMMIT_TS,
     OP,
     RESYNC_POSITION_KEY,
+    RESYNC_POSITION_TEXT_KEY,
     SEQ,
     TXID,
     LakeTable,
@@ -164,6 +165,13 @@ def test_a_refresh_never_raises_the_lake_high_water_mark(
     assert outcome.comparisons[0].not_found == 0
     assert high_water_mark(replicator.lake) == before
     history = DeltaTable(str(replicator.lake.changelog)).history()
-    positions = [c[RESYNC_POSITION_KEY] for c in history if RESYNC_POSITION_KEY in c]
-    assert positions == [outcome.comparisons[0].source_position]
+    positions = [
+        (c[RESYNC_POSITION_KEY], c[RESYNC_POSITION_TEXT_KEY])
+        for c in history
+        if RESYNC_POSITION_KEY in c
+    ]
+    # The outcome and the lake's commit spell the position as every command does.
+    [(value, text)] = positions
+    assert int(value) > 0 and text == outcome.comparisons[0].source_position
+    assert text.startswith("mariadb-bin.") and text.endswith(f":{int(value) & 0xFFFFFFFF}")
     assert json.loads(json.dumps(outcome.to_dict()))["exit_code"] == 0
