@@ -93,6 +93,9 @@ TOASTED_INPUT = (
 SYSTEM_INPUT = "generated from the row's tableoid, which no row image holds"
 
 
+_ROW_MESSAGES = (pg.InsertMessage, pg.UpdateMessage, pg.DeleteMessage)
+
+
 @dataclass(frozen=True, slots=True)
 class GeneratedColumn:
     """A generated column: its type (OID and SQL, schema-qualified), its expression, the
@@ -182,20 +185,42 @@ class GeneratedValues:
         self._guard = guard
         self._decoder = decoder
         self._tables: dict[str, tuple[GeneratedColumn, ...]] = {}
+        self._plain_relations: set[int] = set()  # relation ids whose changes pass unchanged
         self._queue: list[RawChange | _Pending] = []
         self._parameters = 0
         self._connection: psycopg.Connection[Any] | None = None
 
-    def through(
-        self,
-        items: Iterable[Any],
-        message: object,
-        shape: Shape,
-    ) -> Iterator[Any]:
+    def through(self, items: Iterable[Any], message: object, shape: Shape) -> Iterable[Any]:
         """The items one stream message made, completed; ``shape``: the message relation's
         columns (name, type OID, modifier). Row changes wait while a batch is open."""
         if isinstance(message, pg.RelationMessage):  # its table may have changed
             self._tables.pop(format_table(message.namespace, message.name), None)
+            self._plain_relations.discard(message.relation_id)
+        made = list(items)  # one message makes a change or two
+        if not self._queue and all(map(self._plain, made)):
+            if isinstance(message, _ROW_MESSAGES) and made:
+                self._plain_relations.add(message.relation_id)
+            return made  # nothing to complete
+        return self._completed(made, message, shape)
+
+    def passes(self, message: object) -> bool:
+        """Whether a row message's changes pass unchanged (its relation has no generated
+        column to compute, and nothing waits): the stream's usual case, told per message
+        without going through ``through`` (a tenth of the reader's time otherwise)."""
+        return (
+            not self._queue
+            and isinstance(message, _ROW_MESSAGES)
+            and message.relation_id in self._plain_relations
+        )
+
+    def _plain(self, item: Any) -> bool:
+        """Whether ``item`` passes unchanged: not a row change of a table known to have
+        generated columns the stream leaves out (a table not yet described is not plain)."""
+        if not isinstance(item, RowChange) or item.op == "t":
+            return True
+        return self._tables.get(item.table) == ()
+
+    def _completed(self, items: Iterable[Any], message: object, shape: Shape) -> Iterator[Any]:
         for item in items:
             if isinstance(item, RowChange) and item.op != "t":
                 item = self._prepared(item, message, shape)
@@ -206,6 +231,11 @@ class GeneratedValues:
                 yield item
             if self._parameters >= MAX_PARAMETERS or len(self._queue) >= MAX_QUEUED:
                 yield from self.flush()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether changes wait for their generated columns' values."""
+        return bool(self._queue)
 
     def flush(self) -> Iterator[RawChange]:
         """Compute the waiting changes' values and hand them all on, in order."""

@@ -513,9 +513,12 @@ class _Session:
         handler = _HANDLERS.get(type(message))
         if handler is not None:
             items = handler(self, message, data_start)
-            yield from self.generated.through(items, message, lambda: self._shape(message))
-        if self._between_transactions():  # a batch holds changes of one transaction at most
-            yield from self.generated.flush()
+            if self.generated.passes(message):
+                yield from items
+            else:
+                yield from self.generated.through(items, message, lambda: self._shape(message))
+        if self.generated.waiting and self._between_transactions():
+            yield from self.generated.flush()  # a batch holds one transaction's changes at most
 
     def _shape(self, message: Any) -> tuple[tuple[str, int, int], ...]:
         return self.relations.shape_of(message.relation_id, self.stream_xid)
