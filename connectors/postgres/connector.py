@@ -36,6 +36,7 @@ from connectors.postgres.types import (
     arrow_type,
     logical_type,
     quote,
+    read_intervals_as_text,
     select_expression,
     to_arrow,
 )
@@ -173,10 +174,12 @@ class PostgresConnector(Connector):
         with driver_import("the Postgres connector"):
             import psycopg
         try:
-            return psycopg.connect(self.conninfo(), autocommit=autocommit)
+            connection = psycopg.connect(self.conninfo(), autocommit=autocommit)
         except psycopg.OperationalError as exc:
             where = self.where
             raise TransientError(f"cannot connect to {where}: {exc}", {"source": where}) from exc
+        read_intervals_as_text(connection)
+        return connection
 
     def log_position(self) -> int | None:
         """The WAL's insert position: every commit so far ends at or before it."""

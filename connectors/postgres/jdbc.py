@@ -8,8 +8,9 @@ snapshot (https://www.postgresql.org/docs/current/sql-set-transaction.html), as 
 reader's sessions do. Values travel as the Python reader selects them
 (``connectors.postgres.types.select_expression``): dates as day counts, times and
 timestamps as exact microsecond counts; an unconstrained or very wide numeric as the
-decimal the Python reader makes of it, checked value by value as it checks them.
-Intervals, arrays and timetz are left to the Python reader.
+decimal the Python reader makes of it, checked value by value as it checks them; the
+text-carried types (intervals, network, range and geometric types) as their text, in the
+Python reader's session settings. Arrays and timetz are left to the Python reader.
 """
 
 from __future__ import annotations
@@ -112,9 +113,10 @@ def session_setup(snapshot: Snapshot | None) -> str:
     if snapshot is not None and snapshot.token is not None:
         token = snapshot.token.replace("'", "''")
         setup += f"; SET TRANSACTION SNAPSHOT '{token}'"
-    # The text of a tstzrange names the session's zone, as in the Python reader's sessions
-    # (``types.SESSION_OPTIONS``; pgjdbc itself fixes DateStyle ISO and extra_float_digits 3).
-    return f"{setup}; SET TIME ZONE 'UTC'"
+    # The text of a tstzrange names the session's zone and an interval's follows
+    # IntervalStyle, set as in the Python reader's sessions (``types.SESSION_OPTIONS``;
+    # pgjdbc itself fixes DateStyle ISO and extra_float_digits 3).
+    return f"{setup}; SET TIME ZONE 'UTC'; SET IntervalStyle = 'iso_8601'"
 
 
 def jdbc_read(

@@ -1,14 +1,16 @@
-"""Network, range, multirange and geometric values of the stream, as the text PostgreSQL
-prints for them.
+"""Network, range, multirange, geometric and interval values of the stream, as the text
+PostgreSQL prints for them.
 
 These types are carried as the ``string`` their output function prints
 (``connectors.postgres.types``): the snapshot and the validator read ``column::text`` in a
 session with ``DateStyle=ISO``, ``TimeZone=UTC`` and ``extra_float_digits`` above zero
-(``types.SESSION_OPTIONS``), and the stream's binary values are printed here the way
+(``types.SESSION_OPTIONS``; ``IntervalStyle=iso_8601`` for intervals), and the stream's
+binary values are printed here the way
 those output functions print them, so both paths give the same text, and the text reads
 back as the same value. Sources: ``network_show`` and ``inet_net_ntop.c``, ``macaddr_out``,
 ``range_out``/``multirange_out`` (``rangetypes.c``, ``multirangetypes.c``),
-``EncodeDateOnly``/``EncodeDateTime`` (``datetime.c``), ``float8out_internal`` and the
+``EncodeDateOnly``/``EncodeDateTime``/``EncodeInterval`` (``datetime.c``), ``interval2itm``
+(``timestamp.c``), ``float8out_internal`` and the
 ``*_out`` functions of ``geo_ops.c`` in ``src/backend/utils/adt``.
 """
 
@@ -250,6 +252,47 @@ def multirange_text(range_decode: Decode) -> Decode:
         return "{" + ",".join(texts) + "}"
 
     return decode
+
+
+_HOUR_MICROS: Final = 3_600_000_000
+# INTERVAL_NOBEGIN / INTERVAL_NOEND (PostgreSQL 17, utils/timestamp.h): (micros, days, months).
+_INTERVAL_INFINITIES: Final = {
+    (_INT64_LIMITS[1], _INT32_LIMITS[1], _INT32_LIMITS[1]): "infinity",
+    (_INT64_LIMITS[0], _INT32_LIMITS[0], _INT32_LIMITS[0]): "-infinity",
+}
+
+
+def _truncated(value: int, unit: int) -> tuple[int, int]:
+    """C's ``/`` and ``%`` (toward zero), as ``interval2itm`` splits an interval's fields:
+    every part keeps the sign of the whole (``-90 min`` is ``-1 h -30 min``)."""
+    quotient = abs(value) // unit * (1 if value >= 0 else -1)
+    return quotient, value - quotient * unit
+
+
+def interval_text(data: bytes, _: ValueContext) -> str:
+    """interval_send (int64 microseconds, int32 days, int32 months) as interval_out prints
+    it with ``IntervalStyle=iso_8601``: ``P1Y2M3DT4H5M6.000007S``, each field signed on its
+    own (``P-1Y-2M3DT-4H-5M-6.5S``), zero fields left out, zero as ``PT0S``. The three
+    fields stay apart, so the text reads back as the same value (``'1 mon'`` and ``'30
+    days'`` are equal to PostgreSQL's ``=`` but are different values, printed differently).
+    The two values PostgreSQL 17 made its infinities (every field at its extreme) print as
+    ``infinity`` and ``-infinity``; before 17 they are finite values no arithmetic reaches."""
+    fields = struct.unpack(">qii", data)
+    if fields in _INTERVAL_INFINITIES:
+        return _INTERVAL_INFINITIES[fields]
+    micros, days, months = fields
+    years, months = _truncated(months, 12)
+    hours, rest = _truncated(micros, _HOUR_MICROS)
+    minutes, rest = _truncated(rest, 60_000_000)
+    seconds, fraction = _truncated(rest, 1_000_000)
+    if not (years or months or days or micros):
+        return "PT0S"
+    dated = "".join(f"{n}{unit}" for n, unit in ((years, "Y"), (months, "M"), (days, "D")) if n)
+    timed = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
+    if seconds or fraction:
+        shown = f".{abs(fraction):06d}".rstrip("0") if fraction else ""
+        timed += f"{'-' if micros < 0 else ''}{abs(seconds)}{shown}S"
+    return f"P{dated}T{timed}" if timed else f"P{dated}"
 
 
 def numeric_text(value: Decimal) -> str:

@@ -180,7 +180,8 @@ class PostgresTriggerDialect(TriggerDialect):
 
     def _table_statements(self, table: str) -> list[str]:
         key = self.describe(table).key
-        columns = [column.name for column in self._reflect(table).columns]
+        schema = self._reflect(table)
+        columns = [column.name for column in schema.columns]
         log, function = log_table(table), capture_function(table)
         listed = ", ".join(quote(c) for c in ["_rc_seq", "_rc_xid", "_rc_op", *columns])
 
@@ -191,7 +192,7 @@ class PostgresTriggerDialect(TriggerDialect):
                 f" pg_current_xact_id(), '{op}', {values});"
             )
 
-        same_key = " AND ".join(f"NEW.{quote(k)} IS NOT DISTINCT FROM OLD.{quote(k)}" for k in key)
+        same_key = " AND ".join(_same_value(schema.column(k)) for k in key)
         body = f"""BEGIN
   PERFORM {SCHEMA}.mark_transaction();
   IF TG_OP = 'INSERT' THEN {record("c", "NEW")}
@@ -377,6 +378,16 @@ END"""
         if table not in self._schemas:
             self._schemas[table] = self.connector.reflect(table)
         return self._schemas[table]
+
+
+def _same_value(column: SourceColumn) -> str:
+    """Whether an update keeps ``column``'s carried value. A type carried as its text
+    (``types.logical_type``) is compared by that text: its `=` can hold different values
+    equal ('1 mon' = '30 days', '[1.5,2)' = '[1.50,2)'), which the lake tells apart."""
+    name = quote(column.name)
+    if isinstance(column.ltype, lt.StringType):
+        return f"NEW.{name}::text IS NOT DISTINCT FROM OLD.{name}::text"
+    return f"NEW.{name} IS NOT DISTINCT FROM OLD.{name}"
 
 
 def running_transactions(connection: psycopg.Connection[Any]) -> frozenset[str]:

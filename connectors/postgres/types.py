@@ -5,7 +5,7 @@ Native types are spelled as ``format_type(atttypid, atttypmod)`` prints them
 Reference: https://www.postgresql.org/docs/current/datatype.html
 
 Values are read as the hash contract wants them without going through Python's date and
-time types: dates as days and times, timestamps and intervals as microseconds, computed by
+time types: dates as days and times and timestamps as microseconds, computed by
 the server with exact ``numeric`` arithmetic (``extract`` returns ``numeric`` since
 PostgreSQL 14), so years outside 1..9999 and ``24:00:00`` survive and the session time zone
 cannot shift an instant. Arrays and ``time with time zone`` are read in binary, through
@@ -29,6 +29,7 @@ from merkle import types as lt
 from merkle.options import TimeRounding
 
 if TYPE_CHECKING:
+    import psycopg
     import pyarrow as pa
 
 # timestamp(p) keeps int64 microseconds since 2000-01-01 and rounds them half away from
@@ -47,15 +48,21 @@ _RANGES = ("int4", "int8", "num", "date", "ts", "tstz")  # the builtin range typ
 # Geometric types: their `=` is no equality (box, circle: equal areas; point: none), so
 # their columns never locate rows (``snapshot.choose_key``).
 GEOMETRIC = ("point", "line", "lseg", "box", "path", "polygon", "circle")
-# Network, geometric, range and multirange values are carried as the text their output
-# function prints, which reads back as the same value (issue 36). That text depends only on
-# DateStyle, TimeZone and extra_float_digits (dates and timestamps in ranges, floats in
-# geometric types), which every session of the connector fixes (``SESSION_OPTIONS``); the
-# stream prints their binary form the same way (``wal_values``, ``text_values``).
-SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1"
+# Network, geometric, range, multirange and interval values are carried as the text their
+# output function prints, which reads back as the same value (issue 36). That text depends
+# only on DateStyle, TimeZone, extra_float_digits and IntervalStyle (dates and timestamps in
+# ranges, floats in geometric types, intervals), which every session of the connector fixes
+# (``SESSION_OPTIONS``); the stream prints their binary form the same way (``wal_values``,
+# ``text_values``). An interval is three fields (months, days, microseconds) that its `=`
+# and any duration fold together ('1 mon' = '30 days'); its ISO 8601 text
+# (``P1Y2M3DT4H5M6.000007S``) keeps them apart, each with its own sign, in a standard form
+# that names every field it shows, so it reads back as the same three fields.
+SESSION_OPTIONS = (
+    "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=1 -c IntervalStyle=iso_8601"
+)
 """libpq ``options`` of every session that reads values (extra_float_digits above zero:
-the shortest float text that reads back exactly, https://www.postgresql.org/docs/current/
-runtime-config-client.html)."""
+the shortest float text that reads back exactly; IntervalStyle iso_8601:
+``P1Y2M3DT4H5M6.000007S``; https://www.postgresql.org/docs/current/runtime-config-client.html)."""
 # money is int64 cents: its text and its numeric cast follow lc_monetary (currency symbol,
 # fractional digits), so it is read from cash_send as an exact decimal(19,2) instead; a
 # database whose lc_monetary gives another number of digits has its money refused
@@ -74,7 +81,6 @@ _SIMPLE: dict[str, lt.LogicalType] = {
     "json": lt.JsonType(),
     "jsonb": lt.JsonType(),
     "uuid": lt.UuidType(),
-    "interval": lt.IntervalType(),
     "numeric": lt.DecimalType(),
     "money": lt.DecimalType(19, MONEY_DIGITS),  # read by money_numeric
     **dict.fromkeys(
@@ -121,8 +127,8 @@ def logical_type(
     name = _MODIFIER.sub("", native_type).strip()
     if name in _INTEGERS:
         return lt.IntegerType()
-    if name.startswith("interval"):
-        return lt.IntervalType()  # "interval day to second(3)": fields only restrict input
+    if name.startswith("interval"):  # "interval day to second(3)": fields restrict input
+        return lt.StringType()  # its ISO 8601 text (SESSION_OPTIONS)
     if name in _FRACTIONAL:
         precision = int(match.group(1)) if match else lt.MAX_FRACTION_DIGITS
         return _FRACTIONAL[name](precision)
@@ -185,7 +191,6 @@ _ARRAY_CASTS: dict[type[lt.LogicalType], str] = {
     lt.TimestampTzType: "timestamptz",
     lt.JsonType: "text",
     lt.UuidType: "uuid",
-    lt.IntervalType: "interval",
 }
 
 
@@ -221,8 +226,6 @@ def select_expression(column: SourceColumn) -> str:
         # time: seconds since midnight; timestamp: the wall clock read as UTC; timestamptz:
         # the instant (https://www.postgresql.org/docs/current/functions-datetime.html).
         return f"(extract(epoch FROM {quoted}) * 1000000)::bigint"
-    if isinstance(ltype, lt.IntervalType):
-        return _interval_expression(quoted)
     if isinstance(ltype, lt.JsonType | lt.UuidType) or (
         isinstance(ltype, lt.StringType) and not ltype.padded
     ):
@@ -230,13 +233,14 @@ def select_expression(column: SourceColumn) -> str:
     return quoted
 
 
-def _interval_expression(quoted: str) -> str:
-    # An interval is (months, days, microseconds); psycopg folds months into 30-day days,
-    # so the server splits it: months, and days plus time in microseconds (date_trunc to
-    # the month keeps exactly the years and months fields).
-    months = f"(extract(year FROM {quoted}) * 12 + extract(month FROM {quoted}))::bigint"
-    micros = f"(extract(epoch FROM {quoted} - date_trunc('month', {quoted})) * 1000000)::bigint"
-    return f"CASE WHEN {quoted} IS NOT NULL THEN ARRAY[{months}, {micros}] END"
+def read_intervals_as_text(connection: psycopg.Connection[Any]) -> None:
+    """Have ``connection`` return an interval a query selects as is (a key column of the
+    digest SQL, a row read by key) as the text the session prints, the column's logical
+    value (``SESSION_OPTIONS``): psycopg's own loader parses only IntervalStyle postgres,
+    into a ``timedelta`` that folds months into 30 days."""
+    from psycopg.types.string import TextLoader
+
+    connection.adapters.register_loader("interval", TextLoader)
 
 
 def quote(name: str) -> str:
@@ -264,8 +268,6 @@ def to_arrow(column: SourceColumn, values: Sequence[Any], table: str) -> pa.Arra
         return pa.array(decoded, target)
     if pa.types.is_decimal(target):
         _check_decimals(values, target, where)
-    elif isinstance(column.ltype, lt.IntervalType):
-        values = _interval_micros(values, where)
     if isinstance(column.ltype, lt.DateType):
         return pa.array(values, pa.int32()).cast(target)  # days since the epoch
     if isinstance(column.ltype, _MICROSECONDS):
@@ -274,7 +276,7 @@ def to_arrow(column: SourceColumn, values: Sequence[Any], table: str) -> pa.Arra
 
 
 # Logical types read as microseconds and cast to their Arrow type.
-_MICROSECONDS = (lt.TimeType, lt.TimestampType, lt.TimestampTzType, lt.IntervalType)
+_MICROSECONDS = (lt.TimeType, lt.TimestampType, lt.TimestampTzType)
 
 
 def _check_decimals(
@@ -306,19 +308,6 @@ def decimal_fits(value: Decimal, precision: int, scale: int) -> bool:
     fraction_digits = max(0, -exponent)
     integer_digits = max(0, len(significant) + exponent)
     return fraction_digits <= scale and integer_digits <= precision - scale
-
-
-def _interval_micros(values: Sequence[list[int] | None], where: ValueContext) -> list[int | None]:
-    micros: list[int | None] = []
-    for value in values:
-        if value is not None and value[0] != 0:
-            raise where.error(
-                "an interval with months or years cannot be read as an exact duration (a"
-                " month is not a fixed number of microseconds)",
-                "store days instead of months, or leave the column out of the comparison",
-            )
-        micros.append(None if value is None else value[1])
-    return micros
 
 
 def _array_to_arrow(

@@ -13,14 +13,14 @@ through Arrow), so an image from the log equals the same row read in a snapshot:
   the ``Decimal`` specials); ``real`` the exact single-precision value as ``float``;
 - text types, enum labels, JSON documents and UUIDs ``str``; ``bytea`` ``bytes``;
 - ``date`` ``datetime.date``; ``time`` microseconds since midnight (the lake's int64);
-  ``timestamp`` a naive ``datetime``; ``timestamptz`` a ``datetime`` in UTC; ``interval``
-  a ``timedelta`` (one with months is an error, as in a snapshot: a month has no fixed
-  length); ``timetz`` the struct the lake stores, ``{"micros": wall clock since midnight,
+  ``timestamp`` a naive ``datetime``; ``timestamptz`` a ``datetime`` in UTC; ``timetz``
+  the struct the lake stores, ``{"micros": wall clock since midnight,
   "offset_seconds": seconds east of UTC}`` (``merkle.types.TIME_TZ_FIELDS``; a dict, as
   Arrow hands a struct back, since ``datetime.time`` cannot hold ``24:00:00``);
 - ``money`` a ``Decimal`` of its int64 count of cents (``types.MONEY``);
-- network, range, multirange and geometric types ``str``: the text their output function
-  prints (``text_values``);
+- network, range, multirange, geometric and interval types ``str``: the text their output
+  function prints (``text_values``; an interval in ISO 8601 form, its months, days and
+  microseconds kept apart);
 - arrays a list of their elements' values. Only one-dimensional arrays with lower bound 1
   (and empty ones) have a logical value (``merkle.canonical``, ``array``): any other is an
   error naming the column, never flattened. The snapshot path reads arrays and ``timetz``
@@ -170,17 +170,6 @@ def _timestamptz(data: bytes, where: ValueContext) -> dt.datetime:
         raise where.error("a timestamp outside years 1..9999", "leave the column out") from exc
 
 
-def _interval(data: bytes, where: ValueContext) -> dt.timedelta:
-    micros, days, months = struct.unpack(">qii", data)
-    if months:
-        raise where.error(
-            "an interval with months or years cannot be read as an exact duration (a"
-            " month is not a fixed number of microseconds)",
-            "store days instead of months, or leave the column out of the comparison",
-        )
-    return dt.timedelta(days=days, microseconds=micros)
-
-
 def _money(data: bytes, _: ValueContext) -> Decimal:
     return Decimal(struct.unpack(">q", data)[0]).scaleb(-2)  # cash_send: int64 cents
 
@@ -212,6 +201,7 @@ _TEXT_OUTPUT: Final[dict[int, Decode]] = {
     790: _money,
     829: tv.macaddr_text,
     869: tv.inet_text,
+    1186: tv.interval_text,
     3904: _INT4_RANGE[0],
     3906: _NUM_RANGE[0],
     3908: _TS_RANGE[0],
@@ -245,7 +235,6 @@ BUILTIN: Final[dict[int, Decode]] = {
     1083: _time,
     1114: _timestamp,
     1184: _timestamptz,
-    1186: _interval,
     1266: decode_timetz,
     1700: _numeric,
     2950: _uuid,

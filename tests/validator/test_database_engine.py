@@ -350,3 +350,46 @@ def test_a_replica_written_during_the_run_shows_no_false_drift(
         comparison = run(spark, path)
     assert changed, "the writer ran during the comparison"
     assert found_differences({"comparisons": [comparison]}) == {("orders", "changed", ("r2", "50"))}
+
+
+def test_an_interval_key_is_compared_and_reported_as_its_text(
+    postgres: PostgresServer, postgres_database: Callable[[PostgresServer], str], tmp_path: Path
+) -> None:
+    """PostgreSQL intervals are carried as their ISO 8601 text (issue 36): the digest SQL
+    selects an interval key as is, and a session of the connector reads it as that text,
+    so '1 mon' and '30 days' (equal to the type's `=`) are two keys, named as the text."""
+    source, target = postgres_database(postgres), postgres_database(postgres)
+    rows = "('1 mon', 'a'), ('-1 year 2 days -00:00:00.5', 'b'), ('2 mons', 'c')"
+    for database, changes in (
+        (source, ()),
+        (
+            target,
+            ("UPDATE k SET span = '30 days' WHERE v = 'a'", "UPDATE k SET v = 'x' WHERE v = 'c'"),
+        ),
+    ):
+        with contextlib.closing(postgres.connect(database)) as conn:
+            conn.execute("CREATE TABLE k (span interval PRIMARY KEY, v text)")
+            conn.execute(f"INSERT INTO k VALUES {rows}")
+            for sql in changes:
+                conn.execute(sql)
+    path = tmp_path / "k.yaml"
+    path.write_text(f"""\
+connections:
+  src: {{url: "{postgres.url(source)}"}}
+  dst: {{url: "{postgres.url(target)}"}}
+comparisons:
+  - name: k
+    source: {{connection: src, table: k}}
+    target: {{connection: dst, table: k}}
+    engine: database
+validation: {{recheck_lag_s: 0}}
+""")
+    lazy = LazySparkSession()
+    document = validate(lazy, load_validator_config(path, environ={}))
+    assert document["comparisons"][0]["error"] is None, document["comparisons"][0]["error"]
+    assert found_differences(document) == {
+        ("k", "missing_in_target", ("P1M",)),
+        ("k", "extra_in_target", ("P30D",)),
+        ("k", "changed", ("P2M",)),
+    }
+    assert not lazy.started

@@ -98,15 +98,15 @@ def test_a_numeric_too_precise_for_its_decimal_fails_both_reads_naming_the_colum
     spark: Any, postgres: PostgresServer, postgres_database: Any
 ) -> None:
     """An unconstrained numeric is read as decimal(38,18): a value with more fractional
-    digits would be rounded, so both readers refuse it, naming the column; an interval
-    is left to the Python reader."""
+    digits would be rounded, so both readers refuse it, naming the column; a timetz is
+    left to the Python reader."""
     database = postgres_database(postgres)
     with contextlib.closing(postgres.connect(database)) as conn:
-        conn.execute("CREATE TABLE t (id int PRIMARY KEY, n numeric, span interval)")
-        conn.execute("INSERT INTO t VALUES (1, 1.5, '1 day'), (2, 0.1234567890123456789, NULL)")
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, n numeric, tz timetz)")
+        conn.execute("INSERT INTO t VALUES (1, 1.5, '12:00+02'), (2, 0.1234567890123456789, NULL)")
     connector = connector_for(postgres.url(database))
     schema = connector.reflect("t")
-    assert connector.jdbc_read(schema, ["id", "span"], "id") is None
+    assert connector.jdbc_read(schema, ["id", "tz"], "id") is None
     partitions = plan_partitions(connector, schema, ["id"], 1)
     for jdbc in (True, False):
         frame = source_frame(spark, connector, schema, ["id", "n"], partitions, None, jdbc)

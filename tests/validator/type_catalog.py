@@ -302,14 +302,6 @@ POSTGRES_BASE_REFUSED: dict[str, Refusal] = {
     "bit varying": Refusal("bit strings: no logical type"),
     "xml": Refusal("xml: no logical type"),
     "jsonpath": Refusal("jsonpath: no logical type"),
-    "interval": Refusal(
-        "carried (read, and hashed by PostgreSQL's digest SQL; the matrix compares it"
-        " PostgreSQL with PostgreSQL only), but no other product of the matrix stores it:"
-        ' deltalake refuses the Arrow duration the connector reads it as ("Invalid data'
-        ' type for Delta Lake: Duration"), so a lake cannot hold it until the lake writer'
-        " maps it, and the DuckDB connector maps no INTERVAL",
-        carried=True,
-    ),
     "composite (user-defined)": Refusal("composite: no logical record type"),
     "range (user-defined)": Refusal(_RANGE),
     "multirange (user-defined)": Refusal(_RANGE),

@@ -3,8 +3,9 @@
 
 MariaDB: the unsigned numbers, every TEXT and BLOB size, BINARY, SET, BIT(64).
 PostgreSQL: ``json``, a domain of the user's, the domains of ``information_schema``,
-``interval``, ``time with time zone`` and an array of every type the matrix stores in
-PostgreSQL whose array type the connector carries (built from that type's case).
+``time with time zone`` and an array of every type the matrix stores in PostgreSQL whose
+array type the connector carries (built from that type's case); ``interval`` and the other
+types carried as their text are in ``type_matrix_text_cases.py``.
 """
 
 from __future__ import annotations
@@ -225,29 +226,7 @@ def time_tz_to_lake(value: dt.time) -> dict[str, int]:
     return {"micros": time_micros(value), "offset_seconds": int(offset.total_seconds())}
 
 
-def step_interval(value: dt.timedelta) -> dt.timedelta:
-    """One microsecond longer."""
-    return value + dt.timedelta(microseconds=1)
-
-
 POSTGRES_ONLY_CASES = (
-    Case(  # days and time only: the reader refuses months (no fixed length)
-        "c_interval",
-        None,
-        "interval",
-        None,  # the DuckDB connector maps no INTERVAL (connectors/duckdb/types.py)
-        None,  # deltalake refuses Arrow's duration: "Invalid data type for Delta Lake"
-        (
-            dt.timedelta(days=1, hours=2, minutes=3, seconds=4, microseconds=5),
-            dt.timedelta(0),
-            dt.timedelta(days=-3),
-            None,
-            dt.timedelta(days=-1, microseconds=1),  # -23:59:59.999999
-            dt.timedelta(days=36_500, microseconds=999_999),
-        ),
-        step_interval,
-        over_jdbc=False,
-    ),
     Case(
         "c_timetz",
         None,

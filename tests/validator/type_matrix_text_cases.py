@@ -1,7 +1,8 @@
 """Type matrix cases of the PostgreSQL types issue 36 carries: ``money`` as an exact
-``decimal(19,2)``, and network, range, multirange and geometric types as the text
-``::text`` prints (``connectors/postgres/types.py``). The other products store that text
-(or the decimal) in their own types, so each comparison checks every reader agrees on it.
+``decimal(19,2)``, and network, range, multirange, geometric and interval types as the text
+``::text`` prints (``connectors/postgres/types.py``; intervals in ISO 8601 form). The
+other products store that text (or the decimal) in their own types, so each comparison
+checks every reader agrees on it.
 
 Each text case lists (value, changed value) pairs spelled as PostgreSQL prints them: the
 change is another value of the type whose text differs, so a reader that printed values
@@ -81,6 +82,18 @@ TEXT_CASES: tuple[Case, ...] = (
         "c_tsmultirange",
         "tsmultirange",
         (('{["2024-01-01 00:00:00","2024-01-01 01:00:00")}', '{["2024-01-01 00:00:00",)}'),),
+    ),
+    _text_case(  # months, days and microseconds apart, each signed (IntervalStyle iso_8601)
+        "c_interval",
+        "interval",
+        (
+            ("P1Y2M3DT4H5M6.000007S", "P1Y2M3DT4H5M6.000008S"),
+            ("P-1Y-2M3DT-4H-5M-6.5S", "P-1Y-2M3DT-4H-5M-6.4S"),
+            ("P1M", "P30D"),  # equal to PostgreSQL's `=`, yet another value
+            ("PT0S", "PT-0.000001S"),
+            ("P178000000Y", "P177999999Y11M"),
+            ("P-2147483648DT-0.5S", "P-2147483648D"),
+        ),
     ),
     _text_case(
         "c_tstzmultirange",

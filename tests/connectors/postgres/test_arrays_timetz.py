@@ -72,7 +72,7 @@ ROW_1: dict[str, Any] = {
     "stamps": [dt.datetime(2023, 12, 31, 22, tzinfo=UTC)],
     "docs": ['{"a": 2, "b": 1}'],  # jsonb's own text
     "refs": ["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"],
-    "spans": [dt.timedelta(days=1, seconds=-1.5)],
+    "spans": ["P1DT-1.5S"],  # each interval's ISO 8601 text
     "tz": {"micros": 43_200_123_000, "offset_seconds": 19_800},
     "big": list(range(1, 2001)),
 }
@@ -102,7 +102,7 @@ def test_arrays_and_timetz_get_logical_types(case: PgCase) -> None:
         "stamps": array(lt.TimestampTzType(6)),
         "docs": array(lt.JsonType()),
         "refs": array(lt.UuidType()),
-        "spans": array(lt.IntervalType()),
+        "spans": array(lt.StringType()),  # intervals' text
         "tz": lt.TimeTzType(3),
         "big": array(lt.IntegerType()),
     }

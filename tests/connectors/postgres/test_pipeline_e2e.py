@@ -23,7 +23,7 @@ from cdc_core.lake import (
     high_water_mark,
 )
 from cdc_core.pipeline import Pipeline, PipelineConfig
-from connectors.registry import log_source_for
+from connectors.registry import connector_for, log_source_for
 from tests.connectors.postgres.helpers import PgCase
 from validator.config import load_validator_config
 from validator.demo.drift import change_mirror
@@ -272,3 +272,106 @@ def _inject_element_drift(table: LakeTable) -> list[int]:
     ]
     change_mirror(table, "id", drift)
     return [first, second, third]
+
+
+INTERVALS = "public.spans"
+_INTERVAL_TABLE = (
+    "CREATE TABLE spans (id bigint PRIMARY KEY, span interval,"
+    " short interval day to second(3), spans interval[])"
+)
+# Months, days and microseconds of mixed signs; a typmod that rounds; arrays with NULLs.
+_INTERVAL_ROWS = """
+INSERT INTO spans
+SELECT g,
+       make_interval(months => (g %% 13 - 6)::int, days => (g %% 40 - 20)::int)
+           + (g * 7919 - 400000) * interval '1 microsecond',
+       make_interval(days => (g %% 5)::int) + g * interval '1.5 ms',
+       ARRAY[make_interval(months => (g %% 3 - 1)::int), NULL, g * interval '30 days']
+  FROM generate_series(%s::bigint, %s::bigint) AS g
+"""
+
+
+def _interval_config(case: PgCase, lake: Path, path: Path) -> Path:
+    """The Spark engine's comparison, and the local engine's (the source hashed by
+    PostgreSQL's digest SQL, the lake by DuckDB; arrays have no SQL form there)."""
+    path.write_text(f"""\
+connections:
+  src: {{url: "{case.server.url(case.database)}"}}
+  lake: {{lake: "{lake}"}}
+comparisons:
+  - name: spans
+    source: {{connection: src, table: spans}}
+    target: {{connection: lake, table: {INTERVALS}}}
+  - name: spans_local
+    source: {{connection: src, table: spans}}
+    target: {{connection: lake, table: {INTERVALS}}}
+    columns: {{exclude: [spans]}}
+    engine: local
+validation: {{lake_wait_timeout_s: 120}}
+""")
+    return path
+
+
+def _interval_texts(case: PgCase, sql: str) -> dict[int, str]:
+    """id -> an interval's text, as a session of the connector reads it (``SESSION_OPTIONS``)."""
+    connector = connector_for(case.server.url(case.database))
+    with connector.connect() as connection:
+        return {int(row[0]): row[1] for row in connection.execute(sql).fetchall()}
+
+
+def test_intervals_through_the_lake(case: PgCase, tmp_path: Path, spark: Any) -> None:
+    """Intervals (issue 36): initial load, streamed and small transactions into the lake as
+    their ISO 8601 text, validated with zero differences by the Spark and the local engine;
+    an update to a value PostgreSQL's `=` holds equal ('1 mon' for '30 days') is carried,
+    and the same change made behind the pipeline's back is found by both."""
+    case.sql(_INTERVAL_TABLE)
+    case.connection.execute(_INTERVAL_ROWS, (1, 120))
+    url = case.server.url(case.database) + "?idle_s=0.2&decoding_work_mem=64kB"
+    source = log_source_for(url, None, [INTERVALS])
+    lake = tmp_path / "lake"
+    filters = TableFilter.of_tables([INTERVALS])
+    pipeline = Pipeline(
+        PipelineConfig("pg-spans", lake, tmp_path / "state", filters),
+        source.reader,
+        source.snapshots,
+    )
+    lake_table = LakeTable(lake, INTERVALS)
+    config = _interval_config(case, lake, tmp_path / "v.yaml")
+    validator_config = load_validator_config(config, environ={})
+    with running(pipeline.run, "pipeline") as pipeline_errors:
+        _wait_until(lambda: high_water_mark(lake_table) is not None, "the table is loaded")
+        with psycopg.connect(case.server.dsn(case.database)) as big:
+            big.execute(_INTERVAL_ROWS, (1000, 1599))  # larger than 64kB: streamed
+        case.sql(
+            "UPDATE spans SET span = span + interval '1 mon' - interval '30 days'"
+            " WHERE id % 7 = 0",  # equal by `=`, another value
+            "UPDATE spans SET span = -span, spans = array_append(spans, interval '-1 year 1 day')"
+            " WHERE id % 5 = 0 OR id = 1050",
+            "UPDATE spans SET short = short + interval '0.001 s' WHERE id IN (3, 1003)",
+            "DELETE FROM spans WHERE id % 11 = 0",
+        )
+        end = source.reader.end_position().value
+        _wait_until(lambda: (high_water_mark(lake_table) or 0) >= end, "the lake caught up")
+        document = validate(spark, validator_config)
+        for comparison in document["comparisons"]:
+            assert comparison["error"] is None, comparison["error"]
+            assert comparison["schema_differences"] == [], comparison["name"]
+            assert comparison["source_rows"] == comparison["target_rows"] > 600
+        assert document["status"] == "in_sync", document["comparisons"]
+        source_texts = _interval_texts(case, "SELECT id, span::text FROM spans")
+        lake_rows = _mirror_rows(lake_table)
+        assert {key: row["span"] for key, row in lake_rows.items()} == source_texts
+        assert source_texts[7] == "P2M-43DT-0.344567S"  # months, days, time apart
+        key = sorted(lake_rows)[3]
+        drifted = _interval_texts(
+            case,
+            "SELECT id, (span - interval '1 mon' + interval '30 days')::text FROM spans"
+            f" WHERE id = {key}",
+        )
+        change_mirror(lake_table, "id", [("u", key, {"span": drifted[key]})])
+        drift_document = validate(spark, validator_config)
+        pipeline.stop()
+    assert not pipeline_errors, pipeline_errors
+    assert found_differences(drift_document) == {
+        (name, "changed", (str(key),)) for name in ("spans", "spans_local")
+    }

@@ -1,9 +1,10 @@
-"""The stream prints network, range, multirange and geometric values as the server does:
-each value's send function output (what pgoutput sends in binary), decoded by
+"""The stream prints network, range, multirange, geometric and interval values as the server
+does: each value's send function output (what pgoutput sends in binary), decoded by
 ``wal_values``, equals the value's ``::text`` in a session of the connector (the snapshot's
 and the validator's reading), on the private cluster. Edge values: IPv6 zero runs and
 embedded IPv4, BC dates and timestamps, infinities, quoted range bounds, float notation
-switches, negative zero and NaN."""
+switches, negative zero and NaN; intervals with mixed signs, fractions of a second, and
+each field at its limits. An interval's text reads back as the very same value."""
 
 from __future__ import annotations
 
@@ -18,6 +19,31 @@ from tests.connectors.postgres.helpers import PgCase
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
+# Written in the postgres style (the server's default input): months, days and time, each
+# with its own sign; the ISO 8601 text must keep all three apart.
+INTERVALS = (
+    "0",
+    "1 mon",
+    "30 days",
+    "24:00:00",
+    "1 year 2 mons 3 days 04:05:06.000007",
+    "-1 year -2 mons +3 days -04:05:06.5",
+    "1 year -1 mon",
+    "-1 mon 30 days",
+    "1 day -00:00:00.000001",
+    "-00:00:00.5",
+    "00:00:59.999999",
+    "-00:01:00",
+    "00:00:06.12",
+    "-3 days",
+    "178000000 years",
+    "-178000000 years",
+    "2147483647 days",
+    "-2147483648 days",
+    "2562047788:00:54.775807",
+    "-2562047788:00:54.775807",
+    "2147483647 mons 2147483647 days 2562047788:00:54.775806",
+)
 VALUES: dict[str, tuple[str, ...]] = {
     "inet": (
         "10.0.0.1",
@@ -62,6 +88,7 @@ VALUES: dict[str, tuple[str, ...]] = {
     "datemultirange": ("{[2024-01-01,2024-01-03),[2024-02-01,)}",),
     "tsmultirange": ("{[2024-01-01 00:00,2024-01-01 01:00)}",),
     "tstzmultirange": ("{(,2024-01-01 00:00+05:30]}",),
+    "interval": INTERVALS,
 }
 
 
@@ -94,3 +121,27 @@ def test_money_is_its_cents_whatever_lc_monetary_says(case: PgCase) -> None:
         for text in ("1.5", "-92233720368547758.08", "92233720368547758.07", "0"):
             (data,) = connection.execute(f"SELECT cash_send('{text}'::money)").fetchone()
             assert decoder.decode(790, data, where) == Decimal(text)
+
+
+def test_an_intervals_text_reads_back_as_the_same_value(case: PgCase) -> None:
+    """``::text`` in a session of the connector (IntervalStyle iso_8601) keeps months, days
+    and microseconds apart: read back in any IntervalStyle, it is the same three fields
+    (compared by interval_send: the type's `=` holds '1 mon' and '30 days' equal)."""
+    connector = connector_for(case.server.url(case.database))
+    with connector.connect() as connection:
+        read = [
+            connection.execute(
+                f"SELECT v::text, interval_send(v) FROM (SELECT '{value}'::interval AS v) AS s"
+            ).fetchone()
+            for value in INTERVALS
+        ]
+    texts = [text for text, _ in read]
+    assert texts[1:3] == ["P1M", "P30D"]
+    assert texts[5] == "P-1Y-2M3DT-4H-5M-6.5S"
+    for style in ("postgres", "postgres_verbose", "sql_standard", "iso_8601"):
+        case.connection.execute(f"SET IntervalStyle = {style}")
+        for text, sent in read:
+            (again,) = case.connection.execute(
+                "SELECT interval_send(%s::interval)", (text,)
+            ).fetchone()
+            assert again == sent, (style, text)

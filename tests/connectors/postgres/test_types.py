@@ -73,6 +73,7 @@ def test_stream_images_equal_snapshot_rows(case: PgCase) -> None:
     assert images[(1,)]["docb"] == '{"a": [1, 2], "b": 1}'
     assert images[(1,)]["tz"] == {"micros": 12 * 3600 * 10**6, "offset_seconds": 7200}
     assert images[(1,)]["tags"] == ["x"]
+    assert images[(1,)]["span"] == "P3DT-1.5S"  # '3 days -00:00:01.5', as ::text prints it
 
 
 def _same(stream: Any, snapshot: Any) -> bool:
@@ -126,11 +127,8 @@ def _decoder(case: PgCase) -> ValueDecoder:
         ),
         ("date_send('9999-12-31'::date)", 1082, dt.date(9999, 12, 31)),
         ("timestamp_send('0001-01-01 00:00:00'::timestamp)", 1114, dt.datetime(1, 1, 1)),
-        (
-            "interval_send('-3 days 04:05:06.000007'::interval)",
-            1186,
-            dt.timedelta(days=-3, hours=4, minutes=5, seconds=6, microseconds=7),
-        ),
+        ("interval_send('-3 days 04:05:06.000007'::interval)", 1186, "P-3DT4H5M6.000007S"),
+        ("array_send('{1 mon,30 days,NULL}'::interval[])", 1187, ["P1M", "P30D", None]),
         ("array_send('{1,NULL,3}'::int[])", 1007, [1, None, 3]),
         ("array_send('{}'::text[])", 1009, []),
         ("array_send('{NULL}'::text[])", 1009, [None]),
@@ -189,10 +187,8 @@ def test_enum_domain_and_their_arrays(case: PgCase) -> None:
     [
         ("date_send('infinity'::date)", 1082, "infinite date"),
         ("timestamptz_send('-infinity'::timestamptz)", 1184, "infinite timestamp"),
-        ("interval_send('1 mon'::interval)", 1186, "interval with months"),
         ("array_send('{{1,2},{3,4}}'::int[])", 1007, "array with 2 dimensions"),
         ("array_send('[0:1]={1,2}'::int[])", 1007, "array with 1 dimensions and lower bound 0"),
-        ("array_send('{1 mon}'::interval[])", 1187, "interval with months"),
     ],
 )
 def test_values_without_a_logical_value_are_clear_errors(

@@ -379,3 +379,29 @@ def test_an_application_role_without_grants_on_the_capture_writes_as_before(pg: 
         session.execute("RESET ROLE")
         session.commit()
         pg.sql(f"REVOKE ALL ON t FROM {role}", f"DROP ROLE {role}")
+
+
+def test_a_key_moved_to_a_value_its_type_holds_equal_is_a_delete_and_an_insert(
+    pg: PgCase,
+) -> None:
+    """An interval key moved from '1 mon' to '30 days': equal to the type's `=`, yet another
+    value (the lake keys rows by the interval's text, issue 36), so the trigger records the
+    move as a delete and an insert, never as an update of a key it would not find."""
+    pg.sql("CREATE TABLE k (span interval PRIMARY KEY, v text)")
+    dialect = capture_dialect_for(_url(pg), None, ["k"])
+    apply_plan(dialect, plan_capture(dialect, "install", ["k"]), lambda _: None, False)
+    pg.sql("INSERT INTO k VALUES ('1 mon', 'a')", "UPDATE k SET span = '30 days'")
+    source = log_source_for(_url(pg), None, ["k"])
+    try:
+        read, _ = read_to_idle(source.reader.iter_changes(Position.of(0)))
+    finally:
+        source.reader.close()
+    assert [show(c)[:4] for c in read] == [
+        ("begin", 1),
+        ("c", 1, "public.k", ("P1M",)),
+        ("commit", 1),
+        ("begin", 2),
+        ("d", 2, "public.k", ("P1M",)),
+        ("c", 2, "public.k", ("P30D",)),
+        ("commit", 2),
+    ]
