@@ -54,18 +54,12 @@ def is_wide_integer(column_type: str) -> bool:
 def refusal(column: SourceColumn) -> str | None:
     """Why a pipeline cannot carry a MariaDB column (``connectors.model.carried_columns``):
     no logical type (spatial types, ``INET4``/``INET6``: the binlog holds their binary
-    form and a snapshot their text, which no rule here reconciles yet), ``UUID`` (the same
-    holds for it), or a ``DECIMAL``
+    form and a snapshot their text, which no rule here reconciles yet), or a ``DECIMAL``
     wider than the lake's and Spark's 38 digits (MariaDB allows 65,
     https://mariadb.com/kb/en/decimal/)."""
     ltype = column.ltype
     if isinstance(ltype, lt.DecimalType) and (ltype.precision or 0) > MAX_LAKE_DIGITS:
         return f"more than {MAX_LAKE_DIGITS} digits, which no decimal of the lake holds"
-    if isinstance(ltype, lt.UuidType):
-        # A snapshot reads the text; a row event holds the 16 bytes as stored, in MariaDB's
-        # index-friendly order for some versions (https://mariadb.com/kb/en/uuid-data-type/),
-        # which the log decoder does not turn into that text yet (it stopped mid-stream).
-        return "the binlog holds its stored bytes, which replcheck does not read as UUID text yet"
     return without_logical_type(column)
 
 

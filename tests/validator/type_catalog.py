@@ -76,8 +76,8 @@ _INET = Refusal(
     "no logical type: connectors/mariadb/types.py lists inet4/inet6 as text, but its name"
     " pattern ([a-z]+) reads 'inet6' as 'inet', so the mapping never applies; the binlog"
     " carries the 4/16 stored bytes, so the log decoder must turn them into text before the"
-    " mapping is enabled (else the pipeline writes bytes into a text column; UUID, which"
-    " the validator reads as text, is refused by cdc run for that reason)"
+    " mapping is enabled (else the pipeline writes bytes into a text column, as it does for"
+    " UUID today)"
 )
 MARIADB_REFUSED: dict[str, Refusal] = {
     **{

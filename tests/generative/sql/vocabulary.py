@@ -33,34 +33,16 @@ NO_LAKE_TYPE = (
 )
 
 
-# Per product, case name -> (its catalog key, why cdc run refuses it by name before loading):
-# a refused column is a refusal the pipeline's own tests check, not a kind to replicate.
-PIPELINE_REFUSED: Mapping[str, Mapping[str, tuple[str, str]]] = {
-    "mariadb": {
-        "c_uuid": (
-            "uuid",
-            "refused by cdc run: a row event holds a UUID's stored bytes, which the log"
-            " decoder does not read as text yet (connectors/mariadb/types.py: refusal)",
-        )
-    },
-}
-
-
-def left_out(case: Case, product: str = "") -> str | None:
-    """Why ``case`` is not generated (for ``product``; None: it is)."""
+def left_out(case: Case) -> str | None:
+    """Why ``case`` is not generated (None: it is)."""
     if case.arrow is None:
         return NO_LAKE_TYPE
-    refused = PIPELINE_REFUSED.get(product, {}).get(case.name)
-    return refused[1] if refused else LEFT_OUT.get(case.name)
+    return LEFT_OUT.get(case.name)
 
 
 def catalog_cases(product: str) -> dict[str, Case]:
     """The cases generated for ``product`` (mariadb, postgres), by name: its column kinds."""
-    return {
-        case.name: case
-        for case in CASES
-        if case.stored_in(product) and left_out(case, product) is None
-    }
+    return {case.name: case for case in CASES if case.stored_in(product) and left_out(case) is None}
 
 
 CATALOG_KINDS: Mapping[str, Mapping[str, Case]] = {
