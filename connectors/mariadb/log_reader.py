@@ -47,10 +47,11 @@ from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.errors import lost_connections
 from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
-from connectors.mariadb.schema_tracker import SchemaTracker, parse_ddl
+from connectors.mariadb.schema_tracker import SchemaTracker, TableCatalog, parse_ddl
 from connectors.mariadb.source_config import MariaDBSourceConfig
-from connectors.mariadb.system_versioning import SystemPeriod, system_period
+from connectors.mariadb.system_versioning import system_period
 from connectors.mariadb.table_kinds import check_capturable
+from connectors.mariadb.types import uuid_columns
 
 logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item", RawChange, TableChanged)
@@ -89,8 +90,8 @@ class MariaDBLogReader:
         self.keys = {qualify(t, database): tuple(k) for t, k in config.keys.items()}
         self._streams: list[BinlogStream] = []
         self._captured = set(self.tables)  # shared with every session's schema tracker
-        # Per table and table-map columns, its system period (the catalog's, asked once).
-        self._periods: dict[tuple[str, tuple[str, ...]], SystemPeriod | None] = {}
+        # Per table and table-map columns, its catalog facts (asked once).
+        self._catalogs: dict[tuple[str, tuple[str, ...]], TableCatalog] = {}
 
     def describe(self, table: str) -> TableDescription:
         """The table's current columns (as the lake stores them) and key.
@@ -128,7 +129,7 @@ class MariaDBLogReader:
         if start is None:
             start = position_of(facts.log_file, facts.offset)
         log_file, offset = split_position(start.value, facts.basename)
-        tracker = SchemaTracker(self._captured, self.keys, self._period_of)
+        tracker = SchemaTracker(self._captured, self.keys, self._catalog_of)
         session = _Session(self, start, tracker)
         stream = BinlogStream(self.settings, self._schemas())
         self._streams.append(stream)
@@ -147,18 +148,19 @@ class MariaDBLogReader:
         for stream in self._streams:  # its schema filter is read for every table map
             stream.schemas.extend(s for s in self._schemas() if s not in stream.schemas)
 
-    def _period_of(self, table: str, columns: tuple[str, ...]) -> SystemPeriod | None:
-        """The period of a system-versioned table (``SchemaTracker.periods``)."""
+    def _catalog_of(self, table: str, columns: tuple[str, ...]) -> TableCatalog:
+        """A table's period and UUID columns (``SchemaTracker.catalog``)."""
         cached = (table, columns)
-        if cached not in self._periods:
+        if cached not in self._catalogs:
             schema, name = split_table(table, self.settings.database)
             with (
                 lost_connections(self.settings.display),
                 self._connector.connect() as connection,
                 connection.cursor() as cursor,
             ):
-                self._periods[cached] = system_period(cursor, schema, name)
-        return self._periods[cached]
+                period = system_period(cursor, schema, name)
+                self._catalogs[cached] = TableCatalog(period, uuid_columns(cursor, schema, name))
+        return self._catalogs[cached]
 
     def close(self) -> None:
         """Close every open binlog connection."""

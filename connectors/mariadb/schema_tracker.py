@@ -21,19 +21,41 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cdc_core.names import format_table
-from connectors.mariadb.binlog_values import ColumnCodec, dated_type, decoder_of, kept_type
+from connectors.mariadb.binlog_values import (
+    STRING,
+    ColumnCodec,
+    dated_type,
+    decoder_of,
+    kept_type,
+    uuid_text,
+)
 from connectors.mariadb.errors import BinlogMetadataError, KeyConfigError
 from connectors.mariadb.system_versioning import SystemPeriod, without_period_end
 
 logger = logging.getLogger(__name__)
 
 KeySource = Literal["primary key", "configured key", "all columns"]
-PeriodLookup = Callable[[str, tuple[str, ...]], SystemPeriod | None]
-"""The period of a table (``schema.table``) whose table map has these columns, if any."""
 
 
-def _no_periods(table: str, columns: tuple[str, ...]) -> SystemPeriod | None:
-    return None
+@dataclass(frozen=True, slots=True)
+class TableCatalog:
+    """What a table map does not say about a table, from the catalog (today's definition).
+
+    Args:
+        period: The period of a system-versioned table.
+        uuids: The ``UUID`` columns (a table map shows them as ``BINARY(16)``).
+    """
+
+    period: SystemPeriod | None = None
+    uuids: frozenset[str] = frozenset()
+
+
+CatalogLookup = Callable[[str, tuple[str, ...]], TableCatalog]
+"""The catalog's facts of a table (``schema.table``) whose table map has these columns."""
+
+
+def _no_catalog(table: str, columns: tuple[str, ...]) -> TableCatalog:
+    return TableCatalog()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,12 +189,12 @@ class SchemaTracker:
     Args:
         tables: The captured tables, ``schema.table`` (the reader may add to them).
         keys: Per table, a configured key for tables without a primary key.
-        periods: Where the period of a system-versioned table is looked up (the catalog).
+        catalog: Where a table's period and UUID columns are looked up.
     """
 
     tables: AbstractSet[str]
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    periods: PeriodLookup = _no_periods
+    catalog: CatalogLookup = _no_catalog
     _layouts: dict[int, tuple[object, TableLayout]] = field(default_factory=dict)
     _warned: set[str] = field(default_factory=set)
 
@@ -211,8 +233,9 @@ class SchemaTracker:
         names = [column.name for column in event.columns]
         if any(not name for name in names):
             raise BinlogMetadataError.for_table(table)
-        codecs = tuple(_codec(table, column) for column in event.columns)
-        period = self._period(table, names)
+        facts = self.catalog(table, tuple(names))
+        codecs = tuple(_codec(table, column, facts.uuids) for column in event.columns)
+        period = _period(facts.period, names)
         hidden = (period.start, period.end) if period is not None and period.hidden else ()
         kept = [codec.name for codec in codecs if codec.kept and codec.name not in hidden]
         primary = without_period_end(_primary_key(event, names), period)
@@ -222,13 +245,14 @@ class SchemaTracker:
             logger.warning(key_warning(table, key, source))
         return TableLayout(table, codecs, key, source, period)
 
-    def _period(self, table: str, names: Sequence[str]) -> SystemPeriod | None:
-        """The table's period if this table map has its columns: the catalog holds today's
-        definition, and a table map from before ``ADD SYSTEM VERSIONING`` has none."""
-        period = self.periods(table, tuple(names))
-        if period is None or period.start not in names or period.end not in names:
-            return None
-        return period
+
+
+def _period(period: SystemPeriod | None, names: Sequence[str]) -> SystemPeriod | None:
+    """The table's period if this table map has its columns: the catalog holds today's
+    definition, and a table map from before ``ADD SYSTEM VERSIONING`` has none."""
+    if period is None or period.start not in names or period.end not in names:
+        return None
+    return period
 
 
 def choose_key(
@@ -269,7 +293,7 @@ def key_warning(table: str, key: Sequence[str], source: KeySource) -> str:
     )
 
 
-def _codec(table: str, column: Any) -> ColumnCodec:
+def _codec(table: str, column: Any, uuids: AbstractSet[str]) -> ColumnCodec:
     from connectors.mariadb.binlog_values import UnsupportedColumnError
 
     decode = decoder_of(column)
@@ -279,6 +303,10 @@ def _codec(table: str, column: Any) -> ColumnCodec:
             " replcheck cannot decode; exclude the table",
             {"table": table, "column": column.name},
         )
+    # Only a table map that still shows the catalog's UUID as its 16 bytes: one from
+    # before an ALTER that made the column a UUID holds the old type's value.
+    if column.name in uuids and column.type == STRING and column.max_length == 16:
+        decode = uuid_text(decode)
     return ColumnCodec(column.name, decode, kept_type(column.type), dated_type(column.type))
 
 

@@ -7,6 +7,7 @@ Reference: https://mariadb.com/kb/en/data-types/ . JSON is an alias of LONGTEXT 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from connectors.model import SourceColumn, without_logical_type
 from merkle import types as lt
@@ -40,6 +41,16 @@ def timestamp_rounding(sql_mode: str) -> TimeRounding:
     """
     modes = {mode.strip().upper() for mode in sql_mode.split(",")}
     return TimeRounding.ROUND if "TIME_ROUND_FRACTIONAL" in modes else TimeRounding.TRUNCATE
+
+
+def uuid_columns(cursor: Any, schema: str, table: str) -> frozenset[str]:
+    """The ``UUID`` columns of ``schema.table`` (a table map shows them as ``BINARY(16)``)."""
+    cursor.execute(
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND DATA_TYPE = 'uuid'",
+        (schema, table),
+    )
+    return frozenset(str(name) for (name,) in cursor.fetchall())
 
 
 def is_wide_integer(column_type: str) -> bool:

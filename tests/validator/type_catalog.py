@@ -76,8 +76,8 @@ _INET = Refusal(
     "no logical type: connectors/mariadb/types.py lists inet4/inet6 as text, but its name"
     " pattern ([a-z]+) reads 'inet6' as 'inet', so the mapping never applies; the binlog"
     " carries the 4/16 stored bytes, so the log decoder must turn them into text before the"
-    " mapping is enabled (else the pipeline writes bytes into a text column, as it does for"
-    " UUID today)"
+    " mapping is enabled (else the pipeline writes bytes into a text column), as it does for"
+    " UUID (connectors/mariadb/binlog_values.py: uuid_text)"
 )
 MARIADB_REFUSED: dict[str, Refusal] = {
     **{
