@@ -13,6 +13,7 @@ import contextlib
 from abc import ABC, abstractmethod
 from typing import Any
 
+from connectors.postgres.types import read_intervals_as_text
 from tests.generative.sql.render import DIALECTS
 from tests.generative.sql.workload import SourceKind, Step
 from tests.private_servers import MariaDBServer, PostgresServer, drop_postgres_database
@@ -206,7 +207,13 @@ class PostgresDatabase(SeedDatabase):
             connection.execute("CREATE PUBLICATION replcheck FOR ALL TABLES")
 
     def connect(self) -> Any:
-        return self.server.connect(self.name)
+        """A session of the seed's database; an interval reads as the ISO 8601 text the
+        lake holds (``connectors.postgres.types.read_intervals_as_text``)."""
+        connection = self.server.connect(self.name)
+        connection.execute("SET IntervalStyle = 'iso_8601'")
+        connection.commit()  # the setting holds for the session; no transaction stays open
+        read_intervals_as_text(connection)
+        return connection
 
     def pipeline_url(self) -> str:
         options = f"idle_s=0.2&decoding_work_mem=64kB&slot=slot_{self.name}"
