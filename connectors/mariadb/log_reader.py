@@ -45,6 +45,7 @@ from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.errors import lost_connections
+from connectors.mariadb.generated import logs_full_images, virtual_columns
 from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
 from connectors.mariadb.schema_tracker import SchemaTracker, TableCatalog, parse_ddl
@@ -149,7 +150,7 @@ class MariaDBLogReader:
             stream.schemas.extend(s for s in self._schemas() if s not in stream.schemas)
 
     def _catalog_of(self, table: str, columns: tuple[str, ...]) -> TableCatalog:
-        """A table's period and UUID columns (``SchemaTracker.catalog``)."""
+        """A table's period, UUID and virtual columns (``SchemaTracker.catalog``)."""
         cached = (table, columns)
         if cached not in self._catalogs:
             schema, name = split_table(table, self.settings.database)
@@ -158,8 +159,12 @@ class MariaDBLogReader:
                 self._connector.connect() as connection,
                 connection.cursor() as cursor,
             ):
-                period = system_period(cursor, schema, name)
-                self._catalogs[cached] = TableCatalog(period, uuid_columns(cursor, schema, name))
+                virtual = virtual_columns(cursor, schema, name) if logs_full_images(cursor) else {}
+                self._catalogs[cached] = TableCatalog(
+                    system_period(cursor, schema, name),
+                    uuid_columns(cursor, schema, name),
+                    frozenset(virtual),
+                )
         return self._catalogs[cached]
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from cdc_core.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.position import Position
 from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
+from connectors.mariadb.generated import MissingVirtualValueError
 from connectors.mariadb.schema_tracker import TableLayout
 from connectors.mariadb.system_versioning import current_change
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError
@@ -43,6 +44,8 @@ def row_changes(
     for images in iter_images(layout.codecs, bitmaps, data):
         # The first image locates the row: an insert's after-image, else the before-image.
         locator = _locator(layout, images[0], position)
+        if layout.virtual and kind != "DeleteRowsEvent":
+            _check_virtual(layout, images[-1], position)
         if layout.dated:
             for image in images:
                 if NOT_A_DATE in map(image.get, layout.dated):  # in C: this runs per row
@@ -95,6 +98,13 @@ def _refuse_date(
     column = next(c for c in layout.dated if image.get(c) is NOT_A_DATE)
     shown = key_text(layout.key, locator)
     raise UnrepresentableDateError.of(layout.table, column, shown, position.text)
+
+
+def _check_virtual(layout: TableLayout, after: Mapping[str, object], position: Position) -> None:
+    """Stop on an after-image without a virtual column's value (``generated``)."""
+    for column in layout.virtual:
+        if after.get(column, ABSENT) is ABSENT:
+            raise MissingVirtualValueError.of(layout.table, column, position.text)
 
 
 def _locator(

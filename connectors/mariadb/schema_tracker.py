@@ -44,10 +44,13 @@ class TableCatalog:
     Args:
         period: The period of a system-versioned table.
         uuids: The ``UUID`` columns (a table map shows them as ``BINARY(16)``).
+        virtual: The ``VIRTUAL`` generated columns an after-image must hold (``generated``):
+            none on a server that does not log FULL images (they are refused there).
     """
 
     period: SystemPeriod | None = None
     uuids: frozenset[str] = frozenset()
+    virtual: frozenset[str] = frozenset()
 
 
 CatalogLookup = Callable[[str, tuple[str, ...]], TableCatalog]
@@ -69,6 +72,7 @@ class TableLayout:
         key_source: Where ``key`` came from.
         period: The period columns of a system-versioned table (``system_versioning``):
             its images are followed as changes of its current rows.
+        virtual: The virtual generated columns every after-image must hold.
     """
 
     table: str
@@ -76,6 +80,7 @@ class TableLayout:
     key: tuple[str, ...]
     key_source: KeySource
     period: SystemPeriod | None = None
+    virtual: tuple[str, ...] = ()
     dated: tuple[str, ...] = field(init=False)  # the columns that may hold NOT_A_DATE
 
     def __post_init__(self) -> None:
@@ -243,8 +248,8 @@ class SchemaTracker:
         if source != "primary key" and table not in self._warned:
             self._warned.add(table)
             logger.warning(key_warning(table, key, source))
-        return TableLayout(table, codecs, key, source, period)
-
+        virtual = tuple(name for name in names if name in facts.virtual)
+        return TableLayout(table, codecs, key, source, period, virtual)
 
 
 def _period(period: SystemPeriod | None, names: Sequence[str]) -> SystemPeriod | None:

@@ -23,6 +23,7 @@ from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
+from connectors.mariadb.generated import virtual_refusals
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.mariadb.table_kinds import check_capturable
@@ -77,6 +78,10 @@ def describe_table(
     """
     schema = connector.reflect(table)
     columns, refused = carried_columns(schema, refusal)  # refused by name, never dropped
+    with connector.connect() as connection, connection.cursor() as cursor:
+        virtual = virtual_refusals(cursor, *split_table(table, connector.database()))
+    columns = [column for column in columns if column not in {v.name for v in virtual}]
+    refused = (*refused, *virtual)
     key, source = choose_key(table, columns, schema.primary_key, keys.get(table))
     if source != "primary key":
         _warn_once(key_warning(table, key, source))
