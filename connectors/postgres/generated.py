@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RawChange, RowChange
+from cdc_core.events import ABSENT, RawChange, RowChange, key_values, lacks_absent
 from cdc_core.names import format_table
 from connectors.model import Refusal, without_logical_type
 from connectors.postgres import pgoutput as pg
 from connectors.postgres.errors import ValueContext
+from connectors.postgres.relations import DeferredLocator
 from connectors.postgres.types import quote
 from connectors.postgres.wal_values import ValueDecoder
 
@@ -155,15 +156,28 @@ Shape = Callable[[], Sequence[tuple[str, int, int]]]
 """The columns of a row message's relation as the stream sends them (name, type OID, mod)."""
 
 
+Inputs = dict[str, tuple[int, pg.TupleValue]]
+"""The values generated columns read, by column: as the stream sent them, with type OIDs."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Image:
+    """One image to compute generated values of: its inputs, and the columns whose inputs
+    are all unchanged TOASTed values (then so are they: ``ABSENT``)."""
+
+    inputs: Inputs
+    unchanged: frozenset[str] = frozenset()
+
+
 @dataclass(slots=True)
 class _Pending:
-    """A change waiting for its after-image's generated values: the values to compute them
-    from by column (tuple values as the stream sent them, with their type OIDs)."""
+    """A change waiting for generated values: of its after-image, and of its before-image
+    when they are part of its key (``relations.DeferredLocator``)."""
 
     change: RowChange
-    values: dict[str, tuple[int, pg.TupleValue]]
     columns: tuple[GeneratedColumn, ...]
-    unchanged: frozenset[str]  # columns whose inputs are all unchanged TOASTed values
+    after: _Image | None
+    before: _Image | None = None
 
 
 class GeneratedValues:
@@ -253,21 +267,30 @@ class GeneratedValues:
             self._connection = None
 
     def _prepared(self, change: RowChange, message: object, shape: Shape) -> RowChange | _Pending:
-        """The change with its before-image's missing generated columns ``ABSENT``, waiting
-        for its after-image's values if it has one."""
+        """The change waiting for its after-image's values if it has one, and its
+        before-image's if its locator needs them; else those are ``ABSENT`` (the rebuild
+        has the values before the change)."""
         columns = self._missing(change.table, shape)
         if not columns:
             return change
-        if change.before is not None:
+        deferred = isinstance(change.locator, DeferredLocator)
+        before = None
+        if change.before is not None and deferred:
+            assert isinstance(message, pg.UpdateMessage | pg.DeleteMessage)
+            before = _Image(_inputs(columns, shape(), message.old or ()))
+        elif change.before is not None:
             absent = dict.fromkeys((c.name for c in columns), ABSENT)
             change = dataclasses.replace(change, before={**change.before, **absent})
-        if change.after is None:
+        after = None
+        if change.after is not None:
+            assert isinstance(message, pg.InsertMessage | pg.UpdateMessage)
+            values = _inputs(columns, shape(), message.new, _old_row(message))
+            unchanged = frozenset(c.name for c in columns if _unchanged(c, change.table, values))
+            after = _Image(values, unchanged)
+        if after is None and before is None:
             return change
-        assert isinstance(message, pg.InsertMessage | pg.UpdateMessage)
-        values = _inputs(columns, shape(), message)
-        unchanged = frozenset(c.name for c in columns if _unchanged(c, change.table, values))
-        self._parameters += len(values)
-        return _Pending(change, values, columns, unchanged)
+        self._parameters += sum(len(image.inputs) for image in (after, before) if image)
+        return _Pending(change, columns, after, before)
 
     def _missing(self, table: str, shape: Shape) -> tuple[GeneratedColumn, ...]:
         found = self._tables.get(table)
@@ -292,24 +315,33 @@ class GeneratedValues:
         for item in pending:
             groups.setdefault((item.change.table, item.columns), []).append(item)
         done: dict[int, RowChange] = {}
-        for (table, _), items in groups.items():
-            for item, values in zip(items, self._evaluate(table, items), strict=True):
-                assert item.change.after is not None
-                after = {**item.change.after, **values}
-                done[id(item)] = dataclasses.replace(item.change, after=after)
+        for (table, columns), items in groups.items():
+            images = [image for item in items for image in (item.after, item.before) if image]
+            computed = iter(self._evaluate(table, columns, images))
+            for item in items:
+                change = item.change
+                if item.after is not None:
+                    assert change.after is not None
+                    change = dataclasses.replace(change, after={**change.after, **next(computed)})
+                if item.before is not None:
+                    assert change.before is not None
+                    before = {**change.before, **next(computed)}
+                    change = dataclasses.replace(change, before=before)
+                done[id(item)] = _located(change)
         return done
 
-    def _evaluate(self, table: str, items: Sequence[_Pending]) -> list[dict[str, object]]:
-        """One query computing every missing column of ``items`` (changes of ``table``)."""
-        columns = items[0].columns
+    def _evaluate(
+        self, table: str, columns: tuple[GeneratedColumn, ...], images: Sequence[_Image]
+    ) -> list[dict[str, object]]:
+        """One query computing ``columns`` of ``images`` (of changes of ``table``)."""
         inputs = sorted({name for column in columns for name in column.inputs})
         row = _ROW
         while row in inputs:
             row += "_"
-        sql, params, types, formats = _query(columns, inputs, row, items)
+        sql, params, types, formats = _query(columns, inputs, row, images)
         result = self._run(sql, params, types, formats, table)
         out: list[dict[str, object]] = []
-        for index, item in enumerate(items):
+        for index, item in enumerate(images):
             values: dict[str, object] = {}
             for number, column in enumerate(columns):
                 if column.name in item.unchanged:
@@ -346,18 +378,43 @@ class GeneratedValues:
         ) from error
 
 
+def _old_row(message: pg.InsertMessage | pg.UpdateMessage) -> Sequence[pg.TupleValue] | None:
+    """The whole old row of an update under REPLICA IDENTITY FULL (None: not logged)."""
+    if isinstance(message, pg.UpdateMessage) and message.old_kind == "O":
+        return message.old
+    return None
+
+
+def _located(change: RowChange) -> RowChange:
+    """``change`` with its ``DeferredLocator`` made from its now complete image."""
+    if not isinstance(change.locator, DeferredLocator):
+        return change
+    key = change.locator.key
+    image = change.after if change.op == "c" else change.before
+    assert image is not None
+    locator = key_values(image, key)
+    if not lacks_absent(locator):
+        raise TerminalError(
+            f"a row of table {change.table} at {change.position.text} does not carry its key"
+            f" columns {list(key)}; give the table REPLICA IDENTITY FULL or a primary key",
+            {"table": change.table, "position": change.position.text},
+        )
+    change.locator.value = locator
+    return dataclasses.replace(change, locator=locator)
+
+
 def _inputs(
     columns: Sequence[GeneratedColumn],
     shape: Sequence[tuple[str, int, int]],
-    message: pg.InsertMessage | pg.UpdateMessage,
-) -> dict[str, tuple[int, pg.TupleValue]]:
-    """The tuple values the columns read, an unchanged TOASTed one from the old tuple."""
+    row: Sequence[pg.TupleValue],
+    old: Sequence[pg.TupleValue] | None = None,
+) -> Inputs:
+    """The tuple values of ``row`` the columns read, an unchanged TOASTed one from ``old``."""
     names = {name for column in columns for name in column.inputs}
-    old = message.old if isinstance(message, pg.UpdateMessage) and message.old_kind == "O" else None
-    values: dict[str, tuple[int, pg.TupleValue]] = {}
+    values: Inputs = {}
     for index, (name, type_oid, _) in enumerate(shape):
         if name in names:
-            value = message.new[index]
+            value = row[index]
             if value is pg.UNCHANGED_TOAST and old is not None:
                 value = old[index]
             values[name] = (type_oid, value)
@@ -372,9 +429,7 @@ def _inputs(
     return values
 
 
-def _unchanged(
-    column: GeneratedColumn, table: str, values: dict[str, tuple[int, pg.TupleValue]]
-) -> bool:
+def _unchanged(column: GeneratedColumn, table: str, values: Inputs) -> bool:
     """Whether every input of ``column`` is an unchanged TOASTed value (then so is it).
 
     Raises:
@@ -393,7 +448,7 @@ def _unchanged(
 
 
 def _query(
-    columns: Sequence[GeneratedColumn], inputs: Sequence[str], row: str, items: Sequence[_Pending]
+    columns: Sequence[GeneratedColumn], inputs: Sequence[str], row: str, items: Sequence[_Image]
 ) -> tuple[str, list[bytes | None], list[int], list[int]]:
     """``SELECT CAST(expr AS type), ... FROM (VALUES ($1, ...), ...) AS r(row, inputs)``."""
     params: list[bytes | None] = []
@@ -403,7 +458,7 @@ def _query(
     for number, item in enumerate(items):
         cells = [str(number)]
         for name in inputs:
-            type_oid, value = item.values[name]
+            type_oid, value = item.inputs[name]
             params.append(_param(value))
             types.append(type_oid)
             formats.append(0 if isinstance(value, pg.Text) else 1)

@@ -86,7 +86,7 @@ from connectors.postgres.feedback import end_stream, send_status
 from connectors.postgres.generated import GeneratedColumn, GeneratedValues, generated_columns
 from connectors.postgres.partitions import partition_ancestors
 from connectors.postgres.position import ALIGN, describe_position, lsn_to_int, lsn_to_text
-from connectors.postgres.relations import RelationTracker
+from connectors.postgres.relations import DeferredLocator, RelationTracker
 from connectors.postgres.replication import (
     PostgresSourceConfig,
     check_wal_level,
@@ -309,6 +309,10 @@ class PostgresLogReader:
         with self._catalog() as connection:
             return generated_columns(connection, self.connector.qualified(table))
 
+    def generated_names(self, table: str) -> frozenset[str]:
+        """The names of the table's generated columns (``relations.GeneratedOf``)."""
+        return frozenset(column.name for column in self.generated_columns(table))
+
     @contextlib.contextmanager
     def _catalog(self) -> Iterator[Any]:
         """A connection for catalog queries; one the server closes is a TransientError."""
@@ -351,7 +355,7 @@ class _Session:
         self.positions = positions
         self.horizon = horizon  # xids assigned before this session (None: fresh start)
         self.relations = RelationTracker(
-            ValueDecoder(reader.lookup_type), reader.key_of, reader.tables
+            ValueDecoder(reader.lookup_type), reader.key_of, reader.tables, reader.generated_names
         )
         self.generated = GeneratedValues(
             reader.generated_columns,
@@ -617,6 +621,8 @@ class _Session:
             return
         undone = streamed.subtransactions.pop(message.subxid, [])
         for table, locator in reversed(undone):
+            if isinstance(locator, DeferredLocator):
+                locator = locator.resolved(table)
             yield PartialRollback(txid, self._after(), table, locator)
 
     def _end_stream(self, xid: int, committed: bool) -> None:

@@ -16,7 +16,9 @@ Images (https://www.postgresql.org/docs/current/sql-altertable.html#SQL-ALTERTAB
 - the old tuple of kind ``O`` (REPLICA IDENTITY FULL) carries the whole row.
 
 Generated columns are in no tuple before PostgreSQL 18 (nor in the Relation message):
-``generated.py`` computes them from the tuple the stream sent.
+``generated.py`` computes them from the tuple the stream sent. When they are part of the
+key (a table located by all its columns), the change's locator is a ``DeferredLocator``
+until they are computed.
 
 Columns without a logical type (user-defined ranges, composites, text search types, ...) are
 not decoded: the table's description refuses them by name (``snapshot.describe_table``),
@@ -48,6 +50,26 @@ from connectors.postgres.wal_values import Decode, ValueDecoder
 
 logger = logging.getLogger(__name__)
 
+GeneratedOf = Callable[[str], frozenset[str]]
+"""The generated columns of a table (which the stream may leave out)."""
+
+
+@dataclass(eq=False, slots=True)
+class DeferredLocator:
+    """The locator of a change whose key has generated columns the stream left out: made
+    from ``key`` once ``generated.GeneratedValues`` has computed them, and kept in ``value``
+    for whoever holds this object (a streamed subtransaction's undo list)."""
+
+    key: tuple[str, ...]
+    value: Hashable | None = None
+
+    def resolved(self, table: str) -> Hashable:
+        """The locator made (it is made before the change leaves the reader)."""
+        if self.value is None:  # a subtransaction aborted while its changes still waited
+            raise ProtocolError(f"a change of {table} was undone before its key was computed")
+        return self.value
+
+
 KeyOf = Callable[[str], tuple[str, ...]]
 """The key columns of a table (its description's key), asked again after schema changes."""
 
@@ -63,6 +85,7 @@ class _Relation:
     columns: tuple[tuple[str, bool, Decode | None, ValueContext], ...]
     key: tuple[str, ...]
     shape: tuple[tuple[str, int, int], ...] = ()  # (name, type oid, type modifier) per column
+    deferred: bool = False  # key columns are generated ones the stream leaves out
 
 
 class RelationTracker:
@@ -72,12 +95,20 @@ class RelationTracker:
         decoder: Decodes column values.
         key_of: The key columns of a captured table.
         captured: The captured tables (``schema.table``); changes of others are dropped.
+        generated_of: The generated columns of a table.
     """
 
-    def __init__(self, decoder: ValueDecoder, key_of: KeyOf, captured: frozenset[str]) -> None:
+    def __init__(
+        self,
+        decoder: ValueDecoder,
+        key_of: KeyOf,
+        captured: frozenset[str],
+        generated_of: GeneratedOf = lambda table: frozenset(),
+    ) -> None:
         self.decoder = decoder
         self.key_of = key_of
         self.captured = captured
+        self.generated_of = generated_of
         self._contexts: dict[int | None, dict[int, _Relation]] = {None: {}}
 
     def on_relation(self, message: RelationMessage, context: int | None) -> str | None:
@@ -100,7 +131,9 @@ class RelationTracker:
         )
         key = self.key_of(table) if table in self.captured else ()
         names = {c.name for c in message.columns}
-        if any(column not in names for column in key):
+        unsent = {column for column in key if column not in names}
+        deferred = bool(unsent) and unsent <= self.generated_of(table)
+        if unsent and not deferred:
             # A key column renamed since (this message is older than the description): the
             # replica identity the message flags locates the row as the log had it then.
             flagged = zip(message.columns, columns, strict=True)
@@ -108,7 +141,7 @@ class RelationTracker:
         shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
-        relations[message.relation_id] = _Relation(table, columns, key, shape)
+        relations[message.relation_id] = _Relation(table, columns, key, shape, deferred)
         changed = known is not None and known.shape != shape and table in self.captured
         return table if changed else None
 
@@ -202,6 +235,8 @@ class RelationTracker:
 
 
 def _locator(relation: _Relation, image: dict[str, object], position: Position) -> Hashable:
+    if relation.deferred:
+        return DeferredLocator(relation.key)
     key = key_values(image, relation.key)
     if key and lacks_absent(key):  # every change: the error's work only when it is one
         return key
