@@ -276,12 +276,18 @@ class Pipeline(FollowsDdl):
                 self._take_resync_requests()
                 if self._batch_full() or self._done(item.position, until):
                     yield from self._flush(None)
-            if self._stop.is_set() or self._done(self._checkpoint.lake_position, until):
+            if self._stop.is_set() or self._caught_up(until):
                 break
         self._flush_last()
         if _reached(self._checkpoint.lake_position, until):
             self._metrics.caught_up()  # until was the log's end: no lag as of then
         yield self._checkpoint.lake_position
+
+    def _caught_up(self, until: Position | None) -> bool:
+        """The lake has reached ``until`` and the catalog shows no DDL the log does not
+        (``_schemas_changed``: a run ending on a commit does not pass an idle check)."""
+        reached = self._checkpoint.lake_position
+        return self._done(reached, until) and not self._schemas_changed(Idle(reached), True)
 
     def _done(self, position: Position | None, until: Position | None) -> bool:
         """``until`` is reached and no table refresh is under way."""

@@ -168,6 +168,15 @@ SELECT string_agg(
   LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
  WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped
 """
+# A partitioned table's leaves with their storage: a partition truncated, attached or
+# detached changes the root's rows without a row event in the log (pgoutput skips a
+# partition's truncate when it publishes via the root), but changes this list. A VACUUM
+# FULL or CLUSTER of a leaf changes it too, costing one needless reload of the root.
+_LEAVES_SQL = """
+SELECT string_agg(format('%%s:%%s', t.relid::regclass, c.relfilenode), ' ' ORDER BY t.relid)
+  FROM pg_class r, pg_partition_tree(r.oid) t JOIN pg_class c ON c.oid = t.relid
+ WHERE r.oid = to_regclass(%s) AND r.relkind = 'p' AND t.isleaf
+"""
 
 
 class PostgresLogReader:
@@ -188,11 +197,15 @@ class PostgresLogReader:
         self._session: _Session | None = None  # the stream being read, if any
 
     def table_shape(self, table: str) -> str:
-        """The table's columns, types and defaults as the catalog has them now: logical
-        decoding shows no DDL, only a new shape with the table's next change (``OmitsDdl``)."""
+        """The table's columns, types and defaults as the catalog has them now, and a
+        partitioned table's leaves: logical decoding shows no DDL, only a new shape with the
+        table's next change (``OmitsDdl``)."""
         with self._catalog() as connection:
             row = connection.execute(_SHAPE_SQL, split_table(table)).fetchone()
-        return str(row[0]) if row and row[0] is not None else ""
+            qualified = self.connector.qualified(table)
+            leaves = connection.execute(_LEAVES_SQL, (qualified,)).fetchone()
+        shape = str(row[0]) if row and row[0] is not None else ""
+        return f"{shape}; leaves {leaves[0]}" if leaves and leaves[0] else shape
 
     def source_tables(self) -> list[str]:
         """Every table the source has now: one created without rows shows nowhere in the

@@ -122,3 +122,32 @@ def test_a_partition_named_with_its_root_is_refused(case: PgCase, tmp_path: Path
         " log as the root's; remove public.events_us from the pipeline's tables: their rows"
         " are captured through their root"
     ) in done.stderr
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        ("TRUNCATE events_eu",),
+        ("ALTER TABLE events DETACH PARTITION events_us",),
+        (
+            "CREATE TABLE events_asia (id int NOT NULL, region text NOT NULL, payload text)",
+            "INSERT INTO events_asia VALUES (7, 'asia', 'g'), (8, 'asia', 'h')",
+            "ALTER TABLE events ATTACH PARTITION events_asia FOR VALUES IN ('asia')",
+        ),
+    ],
+    ids=["truncate", "detach", "attach"],
+)
+def test_partition_ddl_without_row_events_reaches_the_lake(
+    case: PgCase, tmp_path: Path, ddl: tuple[str, ...]
+) -> None:
+    """The log shows no row of a partition truncated (pgoutput skips a partition's
+    truncate when it publishes via the root), detached or attached: the rows left or joined
+    the root silently, and the lake kept or lacked them. The pipeline sees the root's
+    partitions change in the catalog while the log is quiet and loads the root again."""
+    case.sql(*SCHEMA)
+    config = _config(case, tmp_path, tables=["public.events"])
+    catch_up(config)
+    case.sql(*ddl, "INSERT INTO events VALUES (6, 'us', 'f')" if "detach" not in ddl[0].lower()
+             else "INSERT INTO events VALUES (6, 'eu', 'f')")  # fmt: skip
+    catch_up(config)
+    assert _lake(tmp_path, "public.events") == _source(case, "events")
