@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from tests.generative.sql.columns import Special, Typed, ZeroDate
-from tests.generative.sql.tables import Column, Table
+from tests.generative.sql.tables import Column, Generated, Table
 from tests.generative.sql.vocabulary import native_type
+
+PERIOD = ("valid_from", "valid_to")  # MariaDB's declared period columns (``Table.versioning``)
 
 
 class Dialect(ABC):
@@ -69,14 +71,64 @@ class Dialect(ABC):
     def column_sql(self, column: Column) -> str:
         null = "" if column.nullable else " NOT NULL"
         kind = self.types.get(column.kind) or native_type(column.kind, self.product)
+        if column.generated is not None:
+            null = " " + self.generated(column.generated)
+        if column.invisible:
+            null += " INVISIBLE"
         return f"{self.quote(column.name)} {kind}{null}"
 
+    def expression(self, generated: Generated) -> str:
+        """A generated column's expression."""
+        source = self.quote(generated.source)
+        if generated.expression == "twice":
+            return f"{source} * 2 + 1"
+        if generated.expression == "tenfold":
+            return f"coalesce({source}, -1) * 10"
+        return self.label(source)
+
+    @abstractmethod
+    def label(self, source: str) -> str:
+        """The text ``'k'`` followed by integer column ``source``'s digits."""
+
+    @abstractmethod
+    def generated(self, generated: Generated) -> str:
+        """The clause making a column generated."""
+
     def create_table(self, table: Table) -> str:
-        columns = ", ".join(self.column_sql(c) for c in table.columns)
-        key = f", PRIMARY KEY ({self.quote(table.key)})" if table.keyed else ""
+        parts = [self.column_sql(c) for c in table.columns]
+        if table.keyed and not table.unique_only:
+            parts.append(f"PRIMARY KEY ({self.quote(table.key)})")
         if table.unique_only:
-            key = f", CONSTRAINT {self.unique_key(table)} UNIQUE ({self.quote(table.key)})"
-        return f"CREATE TABLE {self.quote(table.name)} ({columns}{key})"
+            parts.append(f"CONSTRAINT {self.unique_key(table)} UNIQUE ({self.quote(table.key)})")
+        parts += self.table_parts(table)
+        parts += [self.foreign_key(c) for c in table.columns if c.references is not None]
+        suffix = self.table_suffix(table)
+        return f"CREATE TABLE {self.quote(table.name)} ({', '.join(parts)}){suffix}"
+
+    def foreign_key(self, column: Column) -> str:
+        reference = column.references
+        assert reference is not None
+        parent = f"{self.quote(reference.parent)} ({self.quote(reference.parent_key)})"
+        return (
+            f"FOREIGN KEY ({self.quote(column.name)}) REFERENCES {parent}"
+            f" ON DELETE {reference.on_delete} ON UPDATE {reference.on_update}"
+        )
+
+    def table_parts(self, table: Table) -> list[str]:
+        """Definitions after the columns and keys besides foreign keys (period columns)."""
+        return []
+
+    def table_suffix(self, table: Table) -> str:
+        """What follows the parenthesised definitions (partitioning, versioning)."""
+        return ""
+
+    def partitions(self, table: Table) -> list[str]:
+        """Statements creating a partitioned table's leaves."""
+        return []
+
+    def leaf(self, table: Table, number: int) -> str:
+        """A partitioned table's leaf ``number``."""
+        return self.quote(f"{table.name}_p{number}")
 
     def unique_key(self, table: Table) -> str:
         """The name of a table's unique key (``Table.unique_only``)."""
@@ -85,7 +137,11 @@ class Dialect(ABC):
     def copy_rows(self, table: Table, key: int) -> str:
         """An insert of an equal copy of each row on ``key`` (a table without a key)."""
         t = self.quote(table.name)
-        return f"INSERT INTO {t} SELECT * FROM {t} WHERE {self.where_key(table, key)}"
+        where = self.where_key(table, key)
+        if table.computed():  # generated columns take no value, SELECT * leaves out invisible
+            names = self.names([table.key, *(c.name for c in table.value_columns())])
+            return f"INSERT INTO {t} ({names}) SELECT {names} FROM {t} WHERE {where}"
+        return f"INSERT INTO {t} SELECT * FROM {t} WHERE {where}"
 
     @abstractmethod
     def one_row(self, table: Table, key: int) -> tuple[str, str]:
@@ -175,7 +231,29 @@ class MariaDB(Dialect):
         return super().temporal(value)
 
     def setup_session(self) -> list[str]:
-        return ["SET time_zone = '+00:00'", "SET innodb_lock_wait_timeout = 10"]
+        # ALTER TABLE of a system-versioned table is refused unless the session keeps its
+        # history (https://mariadb.com/kb/en/system-versioned-tables/, "Altering").
+        return ["SET time_zone = '+00:00'", "SET innodb_lock_wait_timeout = 10",
+                "SET system_versioning_alter_history = KEEP"]  # fmt: skip
+
+    def label(self, source: str) -> str:
+        return f"concat('k', {source})"
+
+    def generated(self, generated: Generated) -> str:
+        # PERSISTENT, MariaDB's older word for STORED, is the same kind in the catalog
+        # (https://mariadb.com/kb/en/generated-columns/).
+        storage = "STORED" if generated.stored else "VIRTUAL"
+        return f"AS ({self.expression(generated)}) {storage}"
+
+    def table_parts(self, table: Table) -> list[str]:
+        if table.versioning != "declared":
+            return []
+        return [f"{PERIOD[0]} TIMESTAMP(6) GENERATED ALWAYS AS ROW START",
+                f"{PERIOD[1]} TIMESTAMP(6) GENERATED ALWAYS AS ROW END INVISIBLE",
+                f"PERIOD FOR SYSTEM_TIME({PERIOD[0]}, {PERIOD[1]})"]  # fmt: skip
+
+    def table_suffix(self, table: Table) -> str:
+        return " WITH SYSTEM VERSIONING" if table.versioning else ""
 
     def upsert(self, table: Table, row: Mapping[str, object], variant: int) -> str:
         if variant == 0:
@@ -265,6 +343,34 @@ class Postgres(Dialect):
         if isinstance(value, dt.time) and value.tzinfo is not None:
             return self.string(value.isoformat())
         return self.literal(value)
+
+    def label(self, source: str) -> str:
+        return f"'k' || {source}::text"
+
+    def generated(self, generated: Generated) -> str:
+        assert generated.stored, "PostgreSQL 15 has stored generated columns only"
+        return f"GENERATED ALWAYS AS ({self.expression(generated)}) STORED"
+
+    def table_suffix(self, table: Table) -> str:
+        if table.partitioning is None:
+            return ""
+        return f" PARTITION BY {table.partitioning.upper()} ({self.quote(table.key)})"
+
+    def partitions(self, table: Table) -> list[str]:
+        """Two leaves splitting the keys (every key falls in one), named ``<root>_p<n>``."""
+        bounds = {
+            "range": ("FROM (MINVALUE) TO (4000)", "FROM (4000) TO (MAXVALUE)"),
+            "list": ("IN (1000, 2000, 3000)", "DEFAULT"),
+            "hash": ("WITH (MODULUS 2, REMAINDER 0)", "WITH (MODULUS 2, REMAINDER 1)"),
+        }
+        if table.partitioning is None:
+            return []
+        return [
+            f"CREATE TABLE {self.leaf(table, n)} PARTITION OF {self.quote(table.name)}"
+            + ("" if bound == "DEFAULT" else " FOR VALUES ")
+            + (" DEFAULT" if bound == "DEFAULT" else bound)
+            for n, bound in enumerate(bounds[table.partitioning])
+        ]
 
     def setup_session(self) -> list[str]:
         # The cluster runs with synchronous_commit = off; commits flush the WAL here so the

@@ -24,7 +24,7 @@ from typing import Any
 from cdc_core.names import format_table
 from tests.generative.sql.judge import compare_all, resync, validate
 from tests.generative.sql.pipeline import RUN_TIMEOUT_S, PipelineProcess, write_config
-from tests.generative.sql.source import SeedDatabase, open_database
+from tests.generative.sql.source import PUBLICATION, SeedDatabase, open_database
 from tests.generative.sql.workload import SIZE, SOURCES, Item, Workload, generate
 from tests.private_servers import MariaDBServer, PostgresServer
 
@@ -174,7 +174,7 @@ def to_script(workload: Workload) -> str:
     kind = SOURCES[workload.source]
     lines = [f"-- replcheck generative seed {workload.seed}, source {kind.name}"]
     if kind.product == "postgres":
-        lines.append("CREATE PUBLICATION replcheck FOR ALL TABLES;")
+        lines.append(f"{PUBLICATION};")
     lines += [f"{sql};" for sql in workload.setup]
     lines.append("-- start `replcheck cdc run` here (it loads the tables above)")
     for item in workload.items:

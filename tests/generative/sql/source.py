@@ -33,6 +33,7 @@ SELECT a.attname, b.typname, b.typtype, e.oid IS NOT NULL
  WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attnum
 """
+PUBLICATION = "CREATE PUBLICATION replcheck FOR ALL TABLES WITH (publish_via_partition_root = true)"
 # Read as another type: money's exact numeric (psycopg has no exact reading of it), a real
 # as the double it is (psycopg reads the shortest text of the single: 0.1 for 0.100000001).
 _READ_AS = {"money": "numeric", "float4": "float8"}
@@ -154,9 +155,14 @@ class MariaDBDatabase(SeedDatabase):
     def tables(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         for table, column in self._query(
+            # A system-versioned table's primary key ends with its row end, hidden (absent
+            # from COLUMNS) or declared: no key column of its current rows (cdc-mariadb.md).
             "SELECT t.table_name, k.column_name FROM information_schema.tables t"
-            " LEFT JOIN information_schema.key_column_usage k ON k.table_schema = t.table_schema"
-            " AND k.table_name = t.table_name AND k.constraint_name = 'PRIMARY'"
+            " LEFT JOIN (information_schema.key_column_usage k JOIN information_schema.columns c"
+            " ON c.table_schema = k.table_schema AND c.table_name = k.table_name"
+            " AND c.column_name = k.column_name AND NOT c.generation_expression <=> 'ROW END')"
+            " ON k.table_schema = t.table_schema AND k.table_name = t.table_name"
+            " AND k.constraint_name = 'PRIMARY'"
             " WHERE t.table_schema = %s ORDER BY k.ordinal_position",
             self.name,
         ):
@@ -203,8 +209,9 @@ class PostgresDatabase(SeedDatabase):
         with contextlib.closing(server.connect("postgres")) as connection:
             connection.execute(f'CREATE DATABASE "{name}"')
         with contextlib.closing(server.connect(name)) as connection:
-            # Every table, also those created later, is published.
-            connection.execute("CREATE PUBLICATION replcheck FOR ALL TABLES")
+            # Every table, also those created later, is published; a partitioned table
+            # through its root, as cdc run requires (docs/cdc-postgres.md).
+            connection.execute(PUBLICATION)
 
     def connect(self) -> Any:
         """A session of the seed's database; an interval reads as the ISO 8601 text the
@@ -243,7 +250,7 @@ class PostgresDatabase(SeedDatabase):
             " JOIN pg_namespace n ON n.oid = c.relnamespace"
             " LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary"
             " LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)"
-            " WHERE n.nspname = 'public' AND c.relkind = 'r'"
+            " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
         ):
             found.setdefault(table, []).extend([column] if column else [])
         return found

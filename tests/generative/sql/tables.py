@@ -21,10 +21,39 @@ KEY_BASE = 1_000  # fresh keys are multiples of this: shifts by +1 never reach t
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Generated:
+    """A generated column's expression over one integer column of its table (``render.py``
+    spells it): ``twice`` (``c * 2 + 1``), ``label`` (``'k'`` and ``c`` as text) or
+    ``tenfold`` (``coalesce(c, -1) * 10``); ``stored`` or computed when read (MariaDB's
+    VIRTUAL)."""
+
+    expression: str
+    source: str
+    stored: bool = True
+
+    def __post_init__(self) -> None:
+        assert self.expression in ("twice", "label", "tenfold"), self.expression
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ForeignKey:
+    """A column's reference to another generated table's key, with its referential
+    actions (``NO ACTION``, ``RESTRICT``, ``CASCADE``, ``SET NULL``, ``SET DEFAULT``)."""
+
+    parent: str
+    parent_key: str
+    on_delete: str
+    on_update: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Column:
     name: str
     kind: str
     nullable: bool = True
+    generated: Generated | None = None  # never written: the server computes it
+    invisible: bool = False  # MariaDB's INVISIBLE: left out of SELECT *
+    references: ForeignKey | None = None  # written with a parent's key or NULL
 
 
 @dataclasses.dataclass(slots=True)
@@ -36,6 +65,11 @@ class Table:
     columns: list[Column]
     keyed: bool = True  # False: no primary key, and equal rows (README, "Tables without a key")
     unique_only: bool = False  # keyed by a unique key instead of a primary key
+    # Table kinds of the catalog vocabulary (``table_kinds.py``): PostgreSQL's partitioning
+    # of the key (range, list, hash) and MariaDB's system versioning ("implicit": hidden
+    # period columns; "declared": period columns of the table's own).
+    partitioning: str | None = None
+    versioning: str | None = None
     next_key: int = 1
     keys: set[int] = dataclasses.field(default_factory=set)  # keys inserted (some may be gone)
     hot: list[int] = dataclasses.field(default_factory=list)  # drifted: picked most of the time
@@ -53,7 +87,14 @@ class Table:
         return rng.choice(sorted(self.keys)) if self.keys else self.fresh_key()
 
     def value_columns(self) -> list[Column]:
-        return [c for c in self.columns if c.name != self.key]
+        """The columns statements write besides the key (generated ones are computed)."""
+        return [c for c in self.columns if c.name != self.key and c.generated is None]
+
+    def computed(self) -> bool:
+        """Whether a column is generated or invisible, or the table declares its period
+        columns: ``SELECT *`` does not fit an insert into the table."""
+        declared = self.versioning == "declared"
+        return declared or any(c.generated is not None or c.invisible for c in self.columns)
 
     def free_name(self, rng: random.Random) -> str:
         """A column name not in the table (case-insensitively: Delta ignores case)."""

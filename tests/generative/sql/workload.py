@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from tests.generative.sql.columns import KINDS, value
 from tests.generative.sql.render import DIALECTS, Dialect
+from tests.generative.sql.table_kinds import TableKinds, families, reference_value
 from tests.generative.sql.tables import AWKWARD, KEY_BASE, Column, Table, new_table
 from tests.generative.sql.vocabulary import (
     CATALOG_KINDS,
@@ -92,6 +93,10 @@ class _Generator:
         self.kinds = tuple(CATALOG_KINDS[kind.product]) if catalog else KINDS
         self.keyless_kinds = locating_kinds(kind.product) if catalog else None
         self.unique_keys = catalog
+        # The table kinds (table_kinds.py): the catalog vocabulary's only, drawing from
+        # the same random stream after the default's draws, which stay as they were.
+        virtual = kind.row_image != "MINIMAL"
+        self.table_kinds = TableKinds(kind.product, self.rng, virtual) if catalog else None
         self.sql: Dialect = DIALECTS[kind.product]
         self.tables: list[Table] = []
         self.seed = seed
@@ -108,13 +113,20 @@ class _Generator:
         table = new_table(self.rng.choice(names), self.rng, self.kinds, self.keyless_kinds)
         # A table kind of the catalog vocabulary: a key that is only a unique key.
         table.unique_only = self.unique_keys and table.keyed and self.rng.random() < 0.25
+        if self.table_kinds is not None:
+            self.table_kinds.shape(table, self.tables)
         self.tables.append(table)
-        statements = [self.sql.create_table(table)]
+        leaves = self.sql.partitions(table)
+        statements = [self.sql.create_table(table), *leaves]
         # PostgreSQL refuses to update or delete rows of a published table without a key
-        # unless its replica identity is FULL (or a unique index: USING INDEX).
+        # unless its replica identity is FULL (or a unique index: USING INDEX); a leaf
+        # has its own (ALTER TABLE of the root does not reach it).
         quoted = self.sql.quote(table.name)
         if self.kind.identity_full or (self.kind.product == "postgres" and not table.keyed):
             statements.append(f"ALTER TABLE {quoted} REPLICA IDENTITY FULL")
+            for number in range(len(leaves)):
+                leaf = self.sql.leaf(table, number)
+                statements.append(f"ALTER TABLE {leaf} REPLICA IDENTITY FULL")
         elif self.kind.product == "postgres" and table.unique_only:
             index = self.sql.unique_key(table)
             statements.append(f"ALTER TABLE {quoted} REPLICA IDENTITY USING INDEX {index}")
@@ -123,13 +135,19 @@ class _Generator:
     def row(self, table: Table, key: int | None = None) -> dict[str, object]:
         row: dict[str, object] = {table.key: table.fresh_key() if key is None else key}
         for column in table.value_columns():
-            row[column.name] = value(column.kind, self.kind.product, self.rng, column.nullable)
+            row[column.name] = self.value(column)
         return row
+
+    def value(self, column: Column) -> object:
+        """A value of ``column``: a parent's key (or NULL) for a foreign key."""
+        if column.references is not None:
+            return reference_value(column, self.tables, self.rng)
+        return value(column.kind, self.kind.product, self.rng, column.nullable)
 
     def some_values(self, table: Table) -> dict[str, object]:
         columns = table.value_columns()
         chosen = self.rng.sample(columns, k=min(len(columns), self.rng.randint(1, 2)))
-        return {c.name: value(c.kind, self.kind.product, self.rng, c.nullable) for c in chosen}
+        return {c.name: self.value(c) for c in chosen}
 
     def key_range(self, table: Table) -> tuple[int, int]:
         low = table.known_key(self.rng)
@@ -143,7 +161,7 @@ class _Generator:
             self.delete_one, self.delete_range, self.key_change, self.key_shift, self.upsert,
             self.delete_reinsert, self.join, self.big_insert,
         ]  # fmt: skip
-        weights = (6, 3, 6, 2, 2, 1, 2, 1, 2, 2, 2 if others else 0, 1)
+        weights: tuple[int, ...] = (6, 3, 6, 2, 2, 1, 2, 1, 2, 2, 2 if others else 0, 1)
         if not self.ddl_ok:  # around a re-sync: drifted rows live on, changed in part
             weights = (3, 1, 8, 2, 1, 0, 3, 1, 2, 0, 0, 0)
         if not table.keyed:  # equal rows: copies made, and one copy changed or deleted
@@ -210,7 +228,7 @@ class _Generator:
         if self.rng.random() < 0.5 or not table.value_columns():
             return [self.sql.join_delete(table, other, *self.key_range(table))]
         column = self.rng.choice(table.value_columns())
-        fill = value(column.kind, self.kind.product, self.rng, column.nullable)
+        fill = self.value(column)
         return [self.sql.join_update(table, other, column, fill)]
 
     def big_insert(self, table: Table, _: list[Table]) -> list[str]:
@@ -247,6 +265,10 @@ class _Generator:
 
     def interleaved(self) -> Item:
         tables = self.rng.sample(self.tables, k=min(len(self.tables), self.rng.randint(2, 3)))
+        if self.table_kinds is not None:  # one table per family: no session waits on a lock
+            family = families(self.tables)
+            tables = [t for i, t in enumerate(tables)
+                      if family[t.name] not in {family[u.name] for u in tables[:i]}]  # fmt: skip
         queues = [self.transaction(i + 1, [t], []) for i, t in enumerate(tables)]
         steps: list[Step] = []
         while any(queues):
@@ -370,12 +392,11 @@ def _follow(table: Table, ddl: str, column: Column, name: str, product: str) -> 
         table.columns.append(added[ddl])
     elif ddl == "drop":
         del table.columns[index]
-    elif ddl == "rename":
-        table.columns[index] = Column(name, column.kind, column.nullable)
+    elif ddl == "rename":  # a foreign key, an invisible column stays one
+        table.columns[index] = dataclasses.replace(column, name=name)
     elif ddl == "modify":
-        table.columns[index] = Column(
-            column.name, "bigint" if column.kind == "int" else column.kind
-        )
+        kind = "bigint" if column.kind == "int" else column.kind
+        table.columns[index] = dataclasses.replace(column, kind=kind, nullable=True)
 
 
 def generate(
