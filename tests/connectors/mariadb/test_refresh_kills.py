@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,17 @@ def _config(work: Path, server: MariaDBServer, database: str) -> Path:
     return config
 
 
+def _wait_until_reading(log: Path, offset: int, process: subprocess.Popen[bytes]) -> None:
+    """Until the run started after ``offset`` of its log reads the binlog (or has ended)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        with log.open("rb") as file:
+            file.seek(offset)
+            if b"reading the log from" in file.read():
+                return
+        time.sleep(0.05)
+
+
 def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
     mariadb_full: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str], tmp_path: Path
 ) -> None:
@@ -68,8 +80,10 @@ def test_kills_during_a_refresh_leave_the_lake_equal_to_the_source(
     )
     kills = during = 0
     for _ in range(KILLS):
+        offset = log.stat().st_size
         process = start_catching_up(config, log, "kills")
-        time.sleep(rng.uniform(0.5, 3.0))
+        _wait_until_reading(log, offset, process)  # started: a busy machine starts slowly
+        time.sleep(rng.uniform(0.0, 1.5))
         if process.poll() is not None:
             break  # it finished before this kill
         process.send_signal(signal.SIGKILL)
