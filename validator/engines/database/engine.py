@@ -19,18 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from connectors.pushdown import LeafScheme
 from merkle.layout import RowLayout
-from merkle.tree import LeafDigest, diff_leaves
+from merkle.tree import LeafDigest
 from validator.engines.database.keys import (
     ColumnDiffer,
+    KeyedDiff,
     KeyEntry,
     KeyFinding,
     classify,
-    reported,
-    to_differences,
+    detailed,
 )
 from validator.engines.database.plan import DatabaseSide, choose_leaves, leaf_slices
 from validator.engines.database.slices import (
@@ -43,8 +45,9 @@ from validator.engines.database.slices import (
     side_rows,
 )
 from validator.engines.progress import PhaseTimer
+from validator.engines.walk import Compared, LeafDigests, walk
 from validator.plan import ComparisonPlan, EngineRun
-from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
+from validator.result import ColumnChange, ComparisonResult, Difference, Key
 from validator.settings import CompareSettings
 
 
@@ -64,44 +67,37 @@ def compare_in_databases(
         # A database target is read as it is now: no log position to agree on.
         snapshot = stack.enter_context(source.connector.shared_snapshot(at_log_position=False))
         timer.snapshot(snapshot)
-        sides = [
+        slices = [
             open_slices(stack, side, scheme, intervals, shared)
             for side, shared in ((source, snapshot), (target, None))
         ]
-        with timer.phase("leaves"):
-            digests = _leaf_digests(sides)
-            mismatched = diff_leaves(*digests)
-        counts = [sum(d.count for d in side.values()) for side in digests]
-        timer.hashed(counts, len(mismatched), scheme.count)
-        with timer.phase("keys"):
-            keyed = _keys(sides, mismatched)
-            diff = classify(keyed[0], keyed[1], layout.whole_row_key)
-        timer.classified(diff.total, len(mismatched))
-        findings = reported(diff, settings.max_reported_rows)
-        with timer.phase("columns"):
-            columns = _changed_columns(sides, layout, findings, settings)
-        positions = positions_of(sides[0], scheme)
-    differences: list[Difference] = []
-    for finding in findings:
-        differences.extend(to_differences(finding, columns))
-    return ComparisonResult(
-        name=name,
-        status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,
-        source=source.label,
-        target=target.label,
-        source_rows=counts[0],
-        target_rows=counts[1],
-        source_position=positions.describe() if positions else None,
-        depth=scheme.depth,
-        leaves_compared=scheme.count,
-        leaves_mismatched=len(mismatched),
-        mismatched_leaves=diff.per_leaf,
-        differences=tuple(differences),
-        differences_total=diff.total,
-        counts_by_kind=diff.by_kind,
-        timings=timer.phases,
-        engine="database",
-    )
+        positions = positions_of(slices[0], scheme)
+        position = positions.describe() if positions else None
+        compared = Compared(name, source.label, target.label, position, None, "database")
+        return walk(_InDatabases(slices, scheme, layout, settings), compared, timer)
+
+
+@dataclass(frozen=True, slots=True)
+class _InDatabases:
+    """The walk's sides (``validator.engines.walk.Sides``): both sides' slices, each phase
+    run by every slice of both sides at once."""
+
+    slices: Sequence[Sequence[Slice]]
+    scheme: LeafScheme
+    layout: RowLayout
+    settings: CompareSettings
+
+    def leaf_digests(self) -> LeafDigests:
+        source, target = _leaf_digests(self.slices)
+        return LeafDigests(source, target, self.scheme.depth, self.scheme.count)
+
+    def differing_keys(self, depth: int, mismatched: tuple[int, ...]) -> KeyedDiff:
+        keyed = _keys(self.slices, mismatched)
+        return classify(keyed[0], keyed[1], self.layout.whole_row_key)
+
+    def differences(self, keys: KeyedDiff) -> list[Difference]:
+        columns = partial(_changed_columns, self.slices, self.layout, self.settings)
+        return detailed(keys, self.settings.max_reported_rows, columns)
 
 
 def _per_side(
@@ -131,13 +127,10 @@ def _keys(
 def _changed_columns(
     sides: Sequence[Sequence[Slice]],
     layout: RowLayout,
-    findings: Sequence[KeyFinding],
     settings: CompareSettings,
+    changed: list[KeyFinding],
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys, read in each slice's own snapshot."""
-    changed = [f for f in findings if f.kind == "changed"]
-    if not changed:
-        return {}
     rows = [side_rows(side, changed, index, layout) for index, side in enumerate(sides)]
     differ = ColumnDiffer(layout, settings.sensitive)
     result: dict[Key, tuple[ColumnChange, ...]] = {}

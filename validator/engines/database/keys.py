@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,19 @@ def to_differences(
         if entry is not None and entry.count > 1:
             found.append(DuplicateKey(finding.key, side, entry.count))
     return found
+
+
+ColumnsOf = Callable[[list[KeyFinding]], dict[Key, tuple[ColumnChange, ...]]]
+"""An engine's columns phase: the changed columns of changed keys, by key."""
+
+
+def detailed(diff: KeyedDiff, limit: int, columns_of: ColumnsOf) -> list[Difference]:
+    """The differences a result details: the ``reported`` findings, with the columns
+    ``columns_of`` finds changed in those of kind ``changed`` (not called when none is)."""
+    findings = reported(diff, limit)
+    changed = [finding for finding in findings if finding.kind == "changed"]
+    columns = columns_of(changed) if changed else {}
+    return [difference for f in findings for difference in to_differences(f, columns)]
 
 
 def display(value: Any) -> str | None:

@@ -31,18 +31,16 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from contextlib import ExitStack, nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from connectors.pushdown import LeafScheme, RangeLeaves
 from merkle.layout import RowLayout
-from merkle.tree import LeafDigest, diff_leaves
 from validator.engines.database.keys import (
     ColumnDiffer,
-    KeyEntry,
+    KeyedDiff,
     KeyFinding,
     classify,
-    reported,
-    to_differences,
+    detailed,
 )
 from validator.engines.database.plan import DatabaseSide, choose_leaves, leaf_slices
 from validator.engines.database.slices import (
@@ -54,61 +52,19 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
+from validator.engines.lake_reader import HashedLake, LakeRead, LakeReader
 from validator.engines.progress import PhaseTimer
+from validator.engines.walk import Compared, LeafDigests, Tally, walk
 from validator.expectations import check_columns
 from validator.incremental.rehash import source_digests
 from validator.incremental.run import Increment
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions
-from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
+from validator.result import ColumnChange, ComparisonResult, Difference, Key
 from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
     from validator.engines.spark.compare import Side
-
-# The lake is read by no slice of the source: its key entries carry this slice index.
-LAKE_SLICE = -1
-
-LakeRow = tuple[list[bytes | None], list[Any]]
-"""A lake row's canonical payloads and values, in layout order."""
-
-
-class HashedLake(Protocol):
-    """The lake's compared rows, hashed into the source's leaves."""
-
-    def digests(self) -> dict[int, LeafDigest]:
-        """The lake's leaf digests."""
-
-    def keys(self, leaves: Sequence[int]) -> dict[bytes, KeyEntry]:
-        """The lake's keys in ``leaves``, by canonical key bytes (as the source's are)."""
-
-    def rows(self, changed: Sequence[KeyFinding]) -> dict[bytes, LakeRow]:
-        """The payloads and values of the lake's rows of ``changed`` keys, by key bytes."""
-
-
-class LakeRead(Protocol):
-    """A lake table as of the agreed positions, not hashed yet."""
-
-    label: str  # the target's display label (no secrets)
-    position: str | None  # the position(s) it was read at, for the result
-    columns: Sequence[str]  # the lake's column names (expectations name them)
-    target: Side | None  # the rows as a Spark frame, for expectations (Spark only)
-
-    def hashed(
-        self, scheme: LeafScheme, leaves: Collection[int] | None, stack: ExitStack
-    ) -> HashedLake:
-        """The compared columns hashed into ``scheme``'s leaves, only the rows of
-        ``leaves`` (range leaves) when given; anything cached is released by ``stack``."""
-
-
-class LakeReader(Protocol):
-    """Reads a plan's lake target as of the source's positions (Spark, or DuckDB)."""
-
-    engine: str  # the engine's name in the result
-    where: str  # where the work runs, for the progress lines
-
-    def read(self, plan: ComparisonPlan, positions: SourcePositions | None) -> LakeRead:
-        """Wait for the lake to reach ``positions``, then read it as of them."""
 
 
 def _with_lake(
@@ -146,67 +102,74 @@ def compare_with_lake(
         check_columns(plan.comparison.expectations, target.columns, target.label)
         with timer.phase("changes") if increment.active else nullcontext():
             rehash = increment.leaves_to_rehash(positions)
-        work: Callable[[Slice], dict[Any, Any]] = digests_of
-        leaves: Collection[int] | None = None
-        if rehash is not None and isinstance(scheme, RangeLeaves):
-            leaves = rehash
-            work = partial(source_digests, leaves=rehash)
-        with timer.phase("leaves"):  # with a replay DuckDB materialises (Spark: lazily)
-            lake = target.hashed(scheme, leaves, stack)
-            fresh = _with_lake(slices, work, lake.digests)
-            mismatched = diff_leaves(*fresh)  # only the fresh digests: see Increment
-        hashed = [sum(d.count for d in side.values()) for side in fresh]
-        timer.hashed(hashed, len(mismatched), scheme.count if leaves is None else len(leaves))
-        with timer.phase("keys"):
-            keyed = _with_lake(
-                slices, partial(keys_of, mismatched=mismatched), partial(lake.keys, mismatched)
-            )
-            diff = classify(*keyed, whole_row=layout.whole_row_key)
-        timer.classified(diff.total, len(mismatched))
-        findings = reported(diff, settings.max_reported_rows)
-        with timer.phase("columns"):
-            columns = _changed_columns(slices, lake, layout, findings, settings)
-    differences: list[Difference] = []
-    for finding in findings:
-        differences.extend(to_differences(finding, columns))
-    stored = increment.merged(fresh)  # every leaf's digests, when the state is kept
-    coverage = increment.finish(stored, positions)
-    counts = hashed if stored is None else [side.rows() for side in stored]
-    result = ComparisonResult(
-        name=plan.comparison.name,
-        status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,
-        source=source.label,
-        target=target.label,
-        source_rows=counts[0],
-        target_rows=counts[1],
-        source_position=positions.describe() if positions else None,
-        target_position=target.position,
-        depth=scheme.depth,
-        leaves_compared=scheme.count,
-        leaves_mismatched=len(mismatched),
-        mismatched_leaves=diff.per_leaf,
-        differences=tuple(differences),
-        differences_total=diff.total,
-        counts_by_kind=diff.by_kind,
-        timings=timer.phases,
-        engine=reader.engine,
-        coverage=coverage,
-    )
+        leaves = rehash if isinstance(scheme, RangeLeaves) else None
+        sides = _SourceAndLake(slices, target, scheme, leaves, layout, settings, stack)
+        position = positions.describe() if positions else None
+        labels = (source.label, target.label, position, target.position)
+        compared = Compared(plan.comparison.name, *labels, engine=reader.engine)
+        result = walk(sides, compared, timer, partial(_tally, increment, positions))
     return result, target.target
+
+
+def _tally(increment: Increment, positions: SourcePositions | None, digests: LeafDigests) -> Tally:
+    """Store the run's state when it keeps one; then every leaf's rows are counted, the
+    reused leaves' from the stored digests."""
+    stored = increment.merged((digests.source, digests.target))
+    coverage = increment.finish(stored, positions)
+    rows = digests.rows if stored is None else (stored[0].rows(), stored[1].rows())
+    return Tally(rows, coverage)
+
+
+class _SourceAndLake:
+    """The walk's sides (``validator.engines.walk.Sides``): the source's slices and the
+    hashed lake, each phase run by every slice and the lake at once. The lake is hashed in
+    the leaves phase (DuckDB materialises a replay there; Spark, lazily) and kept for the
+    later phases. ``leaves``: only these are re-hashed (an incremental run's range leaves)."""
+
+    def __init__(
+        self,
+        slices: Sequence[Slice],
+        target: LakeRead,
+        scheme: LeafScheme,
+        leaves: Collection[int] | None,
+        layout: RowLayout,
+        settings: CompareSettings,
+        stack: ExitStack,
+    ) -> None:
+        self.slices, self.target, self.scheme, self.leaves = slices, target, scheme, leaves
+        self.layout, self.settings, self.stack = layout, settings, stack
+        self.lake: HashedLake | None = None
+
+    def leaf_digests(self) -> LeafDigests:
+        work: Callable[[Slice], dict[Any, Any]] = digests_of
+        if self.leaves is not None:
+            work = partial(source_digests, leaves=self.leaves)
+        self.lake = self.target.hashed(self.scheme, self.leaves, self.stack)
+        source, lake = _with_lake(self.slices, work, self.lake.digests)
+        rehashed = None if self.leaves is None else len(self.leaves)
+        return LeafDigests(source, lake, self.scheme.depth, self.scheme.count, rehashed)
+
+    def differing_keys(self, depth: int, mismatched: tuple[int, ...]) -> KeyedDiff:
+        assert self.lake is not None  # hashed in the leaves phase
+        work = partial(keys_of, mismatched=mismatched)
+        keyed = _with_lake(self.slices, work, partial(self.lake.keys, mismatched))
+        return classify(*keyed, whole_row=self.layout.whole_row_key)
+
+    def differences(self, keys: KeyedDiff) -> list[Difference]:
+        assert self.lake is not None  # hashed in the leaves phase
+        columns = partial(_changed_columns, self.slices, self.lake, self.layout, self.settings)
+        return detailed(keys, self.settings.max_reported_rows, columns)
 
 
 def _changed_columns(
     slices: Sequence[Slice],
     lake: HashedLake,
     layout: RowLayout,
-    findings: Sequence[KeyFinding],
     settings: CompareSettings,
+    changed: list[KeyFinding],
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys: the source's rows read in their
     slices' snapshots, the lake's payloads and values from its hashed rows (both at once)."""
-    changed = [f for f in findings if f.kind == "changed"]
-    if not changed:
-        return {}
     reads: list[Callable[[], Any]] = [
         partial(side_rows, slices, changed, 0, layout),
         partial(lake.rows, changed),

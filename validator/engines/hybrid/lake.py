@@ -1,5 +1,5 @@
 """The lake side of the hybrid engine: Spark hashes the lake into the source's leaves
-(``SparkLake``, a ``LakeReader`` of ``flow.py`` here).
+(``SparkLake``, a ``LakeReader`` of ``validator.engines.lake_reader``).
 
 The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
@@ -32,7 +32,7 @@ from merkle.spark import (
 )
 from merkle.tree import LeafDigest
 from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
-from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
+from validator.engines.lake_reader import LAKE_SLICE, LakeRow
 from validator.engines.spark.compare import Side, cache_level
 from validator.engines.spark.engine import in_layout_names, target_side
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs

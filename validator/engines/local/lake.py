@@ -1,5 +1,5 @@
 """The lake side of the local engine: DuckDB reads the lake and hashes it into the source's
-leaves (``DuckDBLake``, a ``LakeReader`` of ``validator.engines.hybrid.flow``).
+leaves (``DuckDBLake``, a ``LakeReader`` of ``validator.engines.lake_reader``).
 
 The lake's rows at the agreed position (``state.py`` here), only the compared columns,
 get the MD5 flavour of the hash contract in DuckDB SQL (``merkle.duckdb``) and the leaf the
@@ -31,7 +31,7 @@ from merkle.duckdb import (
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest
 from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
-from validator.engines.hybrid.flow import LAKE_SLICE, LakeRow
+from validator.engines.lake_reader import LAKE_SLICE, LakeRow
 from validator.engines.local.state import LakeFiles, lake_files, register, state_sql
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan

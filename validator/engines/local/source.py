@@ -15,8 +15,8 @@ database that computes its own digests keeps its rows in its server instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import ExitStack, closing
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,22 +26,22 @@ from connectors.pushdown import HashLeaves, LeafScheme
 from merkle import types as lt
 from merkle.duckdb import quote
 from merkle.layout import RowLayout
-from merkle.tree import diff_leaves
 from validator.engines.database.keys import (
     ColumnDiffer,
+    KeyedDiff,
     KeyFinding,
     classify,
-    reported,
-    to_differences,
+    detailed,
 )
 from validator.engines.database.plan import MAX_DEPTH, range_leaves
 from validator.engines.database.slices import run_parallel
 from validator.engines.local.lake import DuckDBHashedLake, DuckDBLake, connect
 from validator.engines.progress import PhaseTimer
+from validator.engines.walk import Compared, LeafDigests, walk
 from validator.plan import ComparisonPlan
 from validator.positions import PartitionPosition, SourcePositions
 from validator.reflection import Reflected
-from validator.result import ColumnChange, ComparisonResult, Difference, Key, Status
+from validator.result import ColumnChange, ComparisonResult, Difference, Key
 from validator.settings import CompareSettings
 
 _SOURCE_ROWS, _BATCHES = "source_rows", "source_batches"
@@ -65,41 +65,34 @@ def compare_read_here(plan: ComparisonPlan, spill_dir: Path) -> ComparisonResult
         scheme = _leaves(source_db, layout, settings.depth)
         rows = f"SELECT {', '.join(quote(n) for n in layout.names)} FROM {_SOURCE_ROWS}"
         source = DuckDBHashedLake(source_db, rows, layout, types, scheme, None)
-        lake = target.hashed(scheme, None, stack)
-        with timer.phase("leaves"):
-            digests = run_parallel([source.digests, lake.digests])
-            mismatched = diff_leaves(digests[0], digests[1])
-        hashed = [sum(d.count for d in side.values()) for side in digests]
-        timer.hashed(hashed, len(mismatched), scheme.count)
-        with timer.phase("keys"):
-            keys = run_parallel([partial(side.keys, mismatched) for side in (source, lake)])
-            diff = classify(keys[0], keys[1], whole_row=layout.whole_row_key)
-        timer.classified(diff.total, len(mismatched))
-        findings = reported(diff, settings.max_reported_rows)
-        with timer.phase("columns"):
-            columns = _changed_columns(source, lake, layout, findings, settings)
-    differences: list[Difference] = []
-    for finding in findings:
-        differences.extend(to_differences(finding, columns))
-    return ComparisonResult(
-        name=plan.comparison.name,
-        status=Status.DIFFERENCES if diff.total else Status.IN_SYNC,
-        source=reflected.source_label,
-        target=target.label,
-        source_rows=hashed[0],
-        target_rows=hashed[1],
-        source_position=positions.describe() if positions else None,
-        target_position=target.position,
-        depth=scheme.depth,
-        leaves_compared=scheme.count,
-        leaves_mismatched=len(mismatched),
-        mismatched_leaves=diff.per_leaf,
-        differences=tuple(differences),
-        differences_total=diff.total,
-        counts_by_kind=diff.by_kind,
-        timings=timer.phases,
-        engine="local",
-    )
+        sides = _BothInDuckDB(source, target.hashed(scheme, None, stack), scheme, layout, settings)
+        position = positions.describe() if positions else None
+        labels = (reflected.source_label, target.label, position, target.position)
+        return walk(sides, Compared(plan.comparison.name, *labels, engine="local"), timer)
+
+
+@dataclass(frozen=True, slots=True)
+class _BothInDuckDB:
+    """The walk's sides (``validator.engines.walk.Sides``): the source's rows and the lake,
+    each hashed in DuckDB on a connection of its own, each phase run on both at once."""
+
+    source: DuckDBHashedLake
+    lake: DuckDBHashedLake
+    scheme: LeafScheme
+    layout: RowLayout
+    settings: CompareSettings
+
+    def leaf_digests(self) -> LeafDigests:
+        source, lake = run_parallel([self.source.digests, self.lake.digests])
+        return LeafDigests(source, lake, self.scheme.depth, self.scheme.count)
+
+    def differing_keys(self, depth: int, mismatched: tuple[int, ...]) -> KeyedDiff:
+        found = run_parallel([partial(side.keys, mismatched) for side in (self.source, self.lake)])
+        return classify(found[0], found[1], whole_row=self.layout.whole_row_key)
+
+    def differences(self, keys: KeyedDiff) -> list[Difference]:
+        columns = partial(_changed_columns, self.source, self.lake, self.layout, self.settings)
+        return detailed(keys, self.settings.max_reported_rows, columns)
 
 
 def _made(directory: Path) -> Path:
@@ -156,13 +149,10 @@ def _changed_columns(
     source: DuckDBHashedLake,
     lake: DuckDBHashedLake,
     layout: RowLayout,
-    findings: Sequence[KeyFinding],
     settings: CompareSettings,
+    changed: list[KeyFinding],
 ) -> dict[Key, tuple[ColumnChange, ...]]:
     """Changed columns of the reported changed keys, from both sides' hashed rows."""
-    changed = [f for f in findings if f.kind == "changed"]
-    if not changed:
-        return {}
     found = run_parallel([partial(side.rows, changed) for side in (source, lake)])
     differ = ColumnDiffer(layout, settings.sensitive)
     result: dict[Key, tuple[ColumnChange, ...]] = {}

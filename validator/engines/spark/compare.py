@@ -28,8 +28,9 @@ from cdc_core.names import backtick_quote
 from merkle.layout import RowLayout
 from merkle.spark import KEY_HASH, LEAF, ROW_HASH, leaf_column, payload_column
 from merkle.spark import with_hashes as _with_hashes
-from merkle.tree import LeafDigest, choose_depth, diff_leaves
+from merkle.tree import LeafDigest, choose_depth
 from validator.engines.progress import PhaseTimer
+from validator.engines.walk import Compared, LeafDigests, walk
 from validator.result import (
     MASK,
     Changed,
@@ -40,7 +41,6 @@ from validator.result import (
     ExtraInTarget,
     Key,
     MissingInTarget,
-    Status,
     key_order,
 )
 from validator.settings import CompareSettings
@@ -82,47 +82,48 @@ def hashed_rows(frame: DataFrame, layout: RowLayout) -> DataFrame:
 
 
 def compare_sides(
-    name: str, source: Side, target: Side, layout: RowLayout, settings: CompareSettings
+    name: str,
+    source: Side,
+    target: Side,
+    layout: RowLayout,
+    settings: CompareSettings,
+    timer: PhaseTimer | None = None,
 ) -> ComparisonResult:
     """Compare ``source`` with ``target`` under ``layout``; see the module docstring.
 
     A side whose frame already has the hash columns (``hashed_rows``) is used as it is: its
-    caller persists and unpersists it. Other sides are hashed and persisted here.
+    caller persists and unpersists it. Other sides are hashed and persisted here. ``timer``
+    is the comparison's, when its caller timed phases of its own before.
     """
-    timer = PhaseTimer(name, "in Spark")
+    timer = timer or PhaseTimer(name, "in Spark")
+    labels = (source.label, target.label, source.position, target.position)
+    compared = Compared(name, *labels, engine="spark")
     hashed, owned = _hashed_frames((source, target), layout)
     try:
-        with timer.phase("leaves"):
-            depth, digests = _leaf_digests(hashed, settings)
-            mismatched = diff_leaves(*digests)
-        counts = [sum(d.count for d in side.values()) for side in digests]
-        timer.hashed(counts, len(mismatched), 1 << depth)
-        with timer.phase("keys"):
-            keyed = _classify_keys(hashed, layout, depth, mismatched)
-        timer.classified(keyed.total, len(mismatched))
-        with timer.phase("columns"):
-            differences = _detail(keyed, hashed, layout, settings)
+        return walk(_InSpark(hashed, layout, settings), compared, timer)
     finally:
         for frame in owned:
             frame.unpersist()
-    return ComparisonResult(
-        name=name,
-        status=Status.DIFFERENCES if keyed.total else Status.IN_SYNC,
-        source=source.label,
-        target=target.label,
-        source_rows=counts[0],
-        target_rows=counts[1],
-        source_position=source.position,
-        target_position=target.position,
-        depth=depth,
-        leaves_compared=1 << depth,
-        leaves_mismatched=len(mismatched),
-        mismatched_leaves=keyed.per_leaf,
-        differences=tuple(differences),
-        differences_total=keyed.total,
-        counts_by_kind=keyed.by_kind,
-        timings=timer.phases,
-    )
+
+
+@dataclass(frozen=True, slots=True)
+class _InSpark:
+    """The walk's sides (``validator.engines.walk.Sides``): both hashed frames, each phase
+    one Spark job over both."""
+
+    hashed: list[DataFrame]
+    layout: RowLayout
+    settings: CompareSettings
+
+    def leaf_digests(self) -> LeafDigests:
+        depth, (source, target) = _leaf_digests(self.hashed, self.settings)
+        return LeafDigests(source, target, depth, 1 << depth)
+
+    def differing_keys(self, depth: int, mismatched: tuple[int, ...]) -> _KeyedDiff:
+        return _classify_keys(self.hashed, self.layout, depth, mismatched)
+
+    def differences(self, keys: _KeyedDiff) -> list[Difference]:
+        return _detail(keys, self.hashed, self.layout, self.settings)
 
 
 def _hashed_frames(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cdc_core.config import ConnectionConfig
@@ -127,10 +126,11 @@ def compare_in_spark(spark: SparkSession, plan: ComparisonPlan) -> tuple[Compari
             Side(target_frame, target.label, target.position),
             reconciled.layout,
             settings,
+            timer,
         )
     finally:
         source.unpersist()
-    return replace(result, timings={**timer.phases, **result.timings}), target
+    return result, target
 
 
 def in_layout_names(frame: DataFrame, reconciled: Reconciled) -> DataFrame:
