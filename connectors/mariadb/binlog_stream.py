@@ -8,6 +8,11 @@ sees events. Server errors become replcheck errors that name the fix:
 - 1227 / 1044 / 1045 (access denied) -> ``ReplicationPrivilegeError``;
 - a connection the server closed or does not answer (``CONNECTION_LOST_CODES``) ->
   ``BinlogConnectionLostError``.
+
+The server's product and version are asked first (``flavour``): a server replcheck is not
+built for is refused before anything else is read, and MySQL's settings and statements
+differ where MariaDB's do not exist (``SHOW BINARY LOG STATUS`` replaced ``SHOW MASTER
+STATUS`` in MySQL 8.4, https://dev.mysql.com/doc/refman/8.4/en/show-binary-log-status.html).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from connectors.mariadb.errors import (
     BinlogSetupError,
     ReplicationPrivilegeError,
 )
+from connectors.mariadb.flavour import ServerFlavour, detect_flavour
 from connectors.urls import parse_url
 
 if TYPE_CHECKING:
@@ -82,13 +88,27 @@ class StreamSettings:
 
 @dataclass(frozen=True, slots=True)
 class ServerFacts:
-    """The server's binlog settings and end, read before streaming."""
+    """The server's binlog settings and end, read before streaming.
 
+    Args:
+        flavour: The server's product and version.
+        log_bin: Whether it writes a binlog.
+        binlog_format: ``ROW``, ``STATEMENT`` or ``MIXED``.
+        row_metadata: ``binlog_row_metadata``.
+        log_file: The binlog file written now ("" when the binlog is off).
+        offset: Its end.
+        compression: MySQL's ``binlog_transaction_compression`` (``OFF`` on MariaDB).
+        row_value_options: MySQL's ``binlog_row_value_options`` ("" on MariaDB).
+    """
+
+    flavour: ServerFlavour
     log_bin: bool
     binlog_format: str
     row_metadata: str
     log_file: str
     offset: int
+    compression: str = "OFF"
+    row_value_options: str = ""
 
     @property
     def basename(self) -> str:
@@ -103,12 +123,19 @@ class ServerFacts:
             raise BinlogSetupError.not_row_format(source, self.binlog_format)
         if self.row_metadata.upper() != "FULL":
             raise BinlogSetupError.metadata_not_full(source, self.row_metadata)
+        # MySQL only (https://dev.mysql.com/doc/refman/8.0/en/replication-options-binary-log.html):
+        # both settings hide rows in events the reader cannot decode yet.
+        if self.compression.upper() in ("ON", "1"):
+            raise BinlogSetupError.compressed(source)
+        if "PARTIAL_JSON" in self.row_value_options.upper():
+            raise BinlogSetupError.partial_json(source, self.row_value_options)
 
 
 def server_facts(settings: StreamSettings) -> ServerFacts:
-    """Read the binlog settings and ``SHOW MASTER STATUS``.
+    """Read the server's flavour, its binlog settings and its binlog's end.
 
     Raises:
+        UnsupportedServerError: A product or version replcheck is not built for.
         ReplicationPrivilegeError: The user may not see the binlog status.
         TransientError: The server cannot be reached.
     """
@@ -120,17 +147,45 @@ def server_facts(settings: StreamSettings) -> ServerFacts:
     except pymysql.err.OperationalError as exc:
         raise _translate(exc, settings, "") from exc
     with contextlib.closing(connection), connection.cursor() as cursor:
+        flavour = detect_flavour(cursor, settings.display)
         cursor.execute(
             "SELECT @@global.log_bin, @@global.binlog_format, @@global.binlog_row_metadata"
         )
         log_bin, binlog_format, row_metadata = cursor.fetchone()
+        mysql = _mysql_settings(cursor) if flavour.is_mysql else {}
         try:
-            cursor.execute("SHOW MASTER STATUS")
+            cursor.execute(_status_statement(flavour))
         except pymysql.err.MySQLError as exc:
             raise _translate(exc, settings, "") from exc
         status = cursor.fetchone()
     log_file, offset = (str(status[0]), int(status[1])) if status else ("", 0)
-    return ServerFacts(bool(log_bin), str(binlog_format), str(row_metadata), log_file, offset)
+    return ServerFacts(
+        flavour,
+        bool(log_bin),
+        str(binlog_format),
+        str(row_metadata),
+        log_file,
+        offset,
+        compression=mysql.get("binlog_transaction_compression", "OFF"),
+        row_value_options=mysql.get("binlog_row_value_options", ""),
+    )
+
+
+def _mysql_settings(cursor: Any) -> dict[str, str]:
+    """MySQL's settings that hide rows from the reader; a MySQL 8.0 before 8.0.20 has no
+    ``binlog_transaction_compression`` (so ``SHOW``, which leaves it out, not ``@@``)."""
+    cursor.execute(
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN"
+        " ('binlog_transaction_compression', 'binlog_row_value_options')"
+    )
+    return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
+
+
+def _status_statement(flavour: ServerFlavour) -> str:
+    """The statement that shows the binlog's end (MySQL 8.4 removed ``SHOW MASTER STATUS``)."""
+    if flavour.is_mysql and flavour.version >= (8, 4, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
 
 
 def _translate(exc: Exception, settings: StreamSettings, position: str) -> Exception:
@@ -152,6 +207,10 @@ def _event_classes() -> list[type]:
     return [
         event.MariadbGtidEvent,
         event.GtidEvent,
+        event.PreviousGtidsEvent,
+        # MySQL's ANONYMOUS_GTID and TRANSACTION_PAYLOAD events and MariaDB's compressed
+        # events: mysql-replication does not parse them; the reader tells them apart.
+        event.NotImplementedEvent,
         event.QueryEvent,
         event.XidEvent,
         event.XAPrepareEvent,
@@ -165,6 +224,7 @@ def _event_classes() -> list[type]:
         row_event.WriteRowsEvent,
         row_event.UpdateRowsEvent,
         row_event.DeleteRowsEvent,
+        row_event.PartialUpdateRowsEvent,
     ]
 
 
@@ -205,6 +265,7 @@ class BinlogStream:
             blocking=True,
             slave_heartbeat=self.settings.heartbeat_s,
             only_events=_event_classes(),
+            filter_non_implemented_events=False,
             only_schemas=self.schemas,
             enable_logging=False,
         )

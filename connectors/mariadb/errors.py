@@ -16,6 +16,8 @@ from cdc_core.errors import ConfigError, TerminalError, TransientError
 # 2006 CR_SERVER_GONE_ERROR, 2013 CR_SERVER_LOST; server errors 1053 ER_SERVER_SHUTDOWN,
 # 1927 ER_CONNECTION_KILLED (https://mariadb.com/kb/en/mariadb-error-code-reference/).
 CONNECTION_LOST_CODES = (2003, 2006, 2013, 1053, 1927)
+# The issue tracking MySQL as a source; refusals of what is not built yet name it.
+MYSQL_ISSUE = "replcheck issue 40 (MySQL 8 as a source)"
 
 
 @contextlib.contextmanager
@@ -67,6 +69,27 @@ class BinlogSetupError(ConfigError):
             " binlog_row_metadata = 'FULL' and set binlog_row_metadata=FULL in the server's"
             " configuration",
             {"source": source, "setting": "binlog_row_metadata", "value": value},
+        )
+
+    @classmethod
+    def compressed(cls, source: str) -> BinlogSetupError:
+        """MySQL compresses transactions (``TRANSACTION_PAYLOAD_EVENT``), not read yet."""
+        return cls(
+            "binlog_transaction_compression is ON: MySQL then writes each transaction's rows"
+            f" inside one zstd-compressed payload event, which replcheck cannot read yet"
+            f" ({MYSQL_ISSUE}); run SET GLOBAL binlog_transaction_compression = OFF and set it"
+            " in the server's configuration",
+            {"source": source, "setting": "binlog_transaction_compression", "value": "ON"},
+        )
+
+    @classmethod
+    def partial_json(cls, source: str, value: str) -> BinlogSetupError:
+        """MySQL logs partial JSON updates (``PARTIAL_UPDATE_ROWS_EVENT``), not read yet."""
+        return cls(
+            f"binlog_row_value_options is {value}: MySQL then logs JSON updates as diffs"
+            f" that replcheck cannot apply yet ({MYSQL_ISSUE}); run SET GLOBAL"
+            " binlog_row_value_options = '' and set it in the server's configuration",
+            {"source": source, "setting": "binlog_row_value_options", "value": value},
         )
 
 
@@ -172,4 +195,76 @@ class TableChangedError(TransientError):
         return cls(
             f"table {table} changed (a DDL) while it was read; read it again",
             {"table": table},
+        )
+
+
+class UnsupportedServerError(ConfigError):
+    """The URL reaches a server product or version replcheck is not built for
+    (``connectors/mariadb/flavour.py``): refused before anything is read."""
+
+    @classmethod
+    def product(
+        cls, source: str, product: str, named: str, accepted: str
+    ) -> UnsupportedServerError:
+        """Another product speaking the MySQL protocol."""
+        return cls(
+            f"the server at {source} is {product} (VERSION() {named}); replcheck reads only"
+            f" {accepted}: point the URL at one of those",
+            {"source": source, "server": named},
+        )
+
+    @classmethod
+    def version(cls, source: str, series: str, named: str, accepted: str) -> UnsupportedServerError:
+        """A MariaDB or MySQL version outside the supported series."""
+        return cls(
+            f"the server at {source} is {series} (VERSION() {named}), which replcheck is not"
+            f" built for; it reads only {accepted}",
+            {"source": source, "server": named},
+        )
+
+
+class UntrackedChangeError(TerminalError):
+    """A change of a captured table arrived with no open transaction the reader knows:
+    emitting it would invent a transaction, and skipping it would lose it without a trace."""
+
+    @classmethod
+    def at(cls, source: str, what: str, table: str, position: str) -> UntrackedChangeError:
+        """``what`` (a rows event, a TRUNCATE) of ``table`` at ``position``."""
+        return cls(
+            f"the binlog has {what} of captured table {table} at {position} that belongs to"
+            " no transaction the reader saw begin (no GTID event opened one before it), so"
+            " it cannot be placed and is not skipped; report it as a replcheck bug with the"
+            f" output of mysqlbinlog -vv around {position}, and take a new snapshot of the"
+            " table to go on",
+            {"source": source, "table": table, "position": position},
+        )
+
+
+class UnreadableEventError(TerminalError):
+    """The binlog holds an event whose changes replcheck cannot read yet (compressed
+    transactions, partial JSON updates, MySQL XA): refused at its position, never skipped."""
+
+    @classmethod
+    def at(cls, source: str, what: str, position: str, fix: str) -> UnreadableEventError:
+        """``what`` at ``position``, and the server setting that avoids it."""
+        return cls(
+            f"the binlog has {what} at {position}, which replcheck cannot read yet"
+            f" ({MYSQL_ISSUE}); {fix}, then take a new snapshot and stream from its position",
+            {"source": source, "position": position},
+        )
+
+
+class MySQLNotBuiltError(ConfigError):
+    """A MySQL path that is not built yet (``MYSQL_ISSUE``)."""
+
+    @classmethod
+    def snapshot(cls, source: str, series: str) -> MySQLNotBuiltError:
+        """MySQL's snapshot position (``LOCK INSTANCE FOR BACKUP`` and
+        ``performance_schema.log_status``) is not built: refused instead of "binlog off"."""
+        return cls(
+            f"the server at {source} is {series}: replcheck cannot take a snapshot of MySQL"
+            " yet, because MySQL does not report the binlog position of a consistent snapshot"
+            " the way MariaDB does (Binlog_snapshot_file); MySQL's way (LOCK INSTANCE FOR"
+            f" BACKUP with performance_schema.log_status) is part of {MYSQL_ISSUE}",
+            {"source": source, "server": series},
         )

@@ -1,8 +1,21 @@
-"""MariaDB's binlog as raw changes (``cdc_core.source.LogReader``).
+"""MariaDB's and MySQL's binlog as raw changes (``cdc_core.source.LogReader``).
 
 Reads the binlog with mysql-replication as a replica would (COM_BINLOG_DUMP from a file and
 offset) and turns its events into ``Begin``/``RowChange``/``Commit``/``Rollback`` in log
 order, plus ``Idle`` while the log is quiet.
+
+Transactions: MariaDB opens each event group with its GTID event
+(https://mariadb.com/kb/en/gtid_event/); MySQL with a ``GTID_LOG_EVENT`` or, with
+``gtid_mode=OFF``, an ``ANONYMOUS_GTID_LOG_EVENT``, followed by a ``BEGIN`` query for DML
+(https://dev.mysql.com/doc/dev/mysql-server/latest/classmysql_1_1binlog_1_1event_1_1Gtid__event.html).
+Both end with an XID event or a ``COMMIT``/``ROLLBACK`` query; DDL is a group of its own.
+An anonymous transaction has no id in the log, so its txid is its GTID event's position.
+
+A change never vanishes without a trace: filtering by table is the only way a captured
+change is not emitted. A rows event (or TRUNCATE) of a captured table with no open
+transaction, and an event whose rows the reader cannot decode (MySQL's compressed
+transactions and partial JSON updates, MariaDB's compressed events, MySQL XA), stop the
+reader with an error naming their position.
 
 Positions (``connectors/mariadb/position.py``, ``file number << 32 | offset``):
 
@@ -44,7 +57,7 @@ from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
-from connectors.mariadb.errors import lost_connections
+from connectors.mariadb.errors import UnreadableEventError, UntrackedChangeError, lost_connections
 from connectors.mariadb.generated import logs_full_images, virtual_columns
 from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.row_changes import row_changes
@@ -60,6 +73,13 @@ _Item = TypeVar("_Item", RawChange, TableChanged)
 # MariaDB GTID event flags (https://mariadb.com/kb/en/gtid_event/).
 FL_STANDALONE, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_COMPLETED_XA = 1, 2, 64, 128
 _IGNORED_QUERIES = ("BEGIN", "SAVEPOINT", "XA END", "XA START", "ROLLBACK TO")
+# Event types mysql-replication reads as ``NotImplementedEvent``, by the name the reader
+# gives them; any other such type is skipped, as the stream filtered it before. MySQL:
+# https://dev.mysql.com/doc/dev/mysql-server/latest/namespacemysql_1_1binlog_1_1event.html
+# (enum Log_event_type); MariaDB: https://mariadb.com/kb/en/2-binlog-event-header/.
+ANONYMOUS_GTID, TRANSACTION_PAYLOAD, HEARTBEAT_V2 = 34, 40, 41
+MARIADB_COMPRESSED = range(165, 172)  # QUERY_COMPRESSED .. DELETE_ROWS_COMPRESSED
+_ROWS_KINDS = ("WriteRowsEvent", "UpdateRowsEvent", "DeleteRowsEvent")
 
 
 @dataclass(slots=True)
@@ -70,6 +90,7 @@ class _Transaction:
     begin_pos: Position
     standalone: bool
     begun: bool = False  # a Begin was yielded (lazily, at its first captured change)
+    mysql: bool = False  # opened by a MySQL GTID or anonymous GTID event
 
 
 class MariaDBLogReader:
@@ -198,7 +219,9 @@ class _Session:
         events = stream.events(log_file, offset, self._reached)
         boundary = offset <= 4
         for event in events:
-            kind = type(event).__name__
+            kind = _kind_of(event)
+            if kind is None:
+                continue
             if kind == "RotateEvent":
                 self._rotate(event)
                 continue
@@ -225,7 +248,9 @@ class _Session:
         )
         stream.close()
         for event in stream.events(log_file, 4, self._reached):
-            kind = type(event).__name__
+            kind = _kind_of(event)
+            if kind is None:
+                continue
             if kind == "RotateEvent":
                 self._rotate(event)
             elif kind == "HeartbeatLogEvent":
@@ -248,16 +273,22 @@ class _Session:
         at, after = self._at(begin), self._at(end)
         if kind == "MariadbGtidEvent":
             self.txn = _gtid_transaction(event, after)
+        elif kind == "GtidEvent":
+            self.txn = _Transaction(event.gtid, after, standalone=False, mysql=True)
+        elif kind == "AnonymousGtidEvent":
+            self.txn = _Transaction(f"anonymous@{at.text}", after, standalone=False, mysql=True)
         elif kind == "TableMapEvent":
             self.tracker.on_table_map(event)
-        elif kind in ("WriteRowsEvent", "UpdateRowsEvent", "DeleteRowsEvent"):
+        elif kind in _ROWS_KINDS:
             yield from self._rows(event, at)
         elif kind == "XidEvent":
             yield from self._finish(after, event.timestamp, commit=True)
         elif kind == "QueryEvent":
             yield from self._query(event, at, after)
         elif kind == "XAPrepareEvent":
-            self.txn = None  # prepared: stays open until its XA COMMIT / XA ROLLBACK group
+            yield from self._xa_prepare(event, at, after)
+        elif kind in ("PartialUpdateRowsEvent", "TransactionPayloadEvent", "CompressedEvent"):
+            self._refuse(kind, event, at)
         if self.log_file:
             self.read_to = max(self.read_to, after)
 
@@ -276,10 +307,33 @@ class _Session:
 
     def _rows(self, event: Any, at: Position) -> Iterator[RawChange]:
         layout = self.tracker.layout(event.table_id)
-        if layout is None or self.txn is None or at < self.start:
+        if layout is None or at < self.start:
             return  # not captured, or before the start: not even decoded
+        if self.txn is None:
+            source = self.reader.settings.display
+            raise UntrackedChangeError.at(source, "a rows event", layout.table, at.text)
         yield from self._begin()
         yield from row_changes(event, layout, self.txn.txid, at)
+
+    def _xa_prepare(self, event: Any, at: Position, after: Position) -> Iterator[RawChange]:
+        txn = self.txn
+        if txn is None or not txn.mysql:
+            self.txn = None  # prepared: stays open until its XA COMMIT / XA ROLLBACK group
+        elif event.one_phase:  # MySQL's XA COMMIT ... ONE PHASE ends its own group
+            yield from self._finish(after, event.timestamp, commit=True)
+        elif txn.begun:  # its outcome comes in a group of its own, under another GTID
+            self._refuse("XAPrepareEvent", event, at)
+        else:
+            self.txn = None  # no captured change: nothing to follow to its outcome
+
+    def _refuse(self, kind: str, event: Any, at: Position) -> None:
+        """Stop at an event whose changes cannot be read (``_UNREADABLE``): never skip it."""
+        if at < self.start:
+            return
+        if kind == "PartialUpdateRowsEvent" and self.tracker.layout(event.table_id) is None:
+            return  # a table that is not captured
+        what, fix = _UNREADABLE[kind]
+        raise UnreadableEventError.at(self.reader.settings.display, what, at.text, fix)
 
     def _finish(self, at: Position, timestamp: int, *, commit: bool) -> Iterator[RawChange]:
         txn, self.txn = self.txn, None
@@ -335,6 +389,9 @@ class _Session:
             )
         if change.kind == "truncate" and self.txn is not None:
             yield from self._truncate(captured, at, after, event.timestamp)
+        elif change.kind == "truncate" and at >= self.start:
+            source = self.reader.settings.display
+            raise UntrackedChangeError.at(source, "a TRUNCATE", captured[0], at.text)
         if change.kind == "alter":
             action, reason = classify_alter(change.specification, ignore=change.ignore)
             for table in captured:
@@ -352,11 +409,50 @@ class _Session:
         yield from self._finish(after, timestamp, commit=True)
 
 
+def _kind_of(event: Any) -> str | None:
+    """The event's class name, or the reader's name for a type mysql-replication does not
+    parse; ``None`` for such a type the reader does not need."""
+    kind = type(event).__name__
+    if kind != "NotImplementedEvent":
+        return kind
+    event_type = event.event_type
+    if event_type in MARIADB_COMPRESSED:
+        return "CompressedEvent"
+    return {
+        ANONYMOUS_GTID: "AnonymousGtidEvent",
+        TRANSACTION_PAYLOAD: "TransactionPayloadEvent",
+        HEARTBEAT_V2: "HeartbeatLogEvent",
+    }.get(event_type)
+
+
+# What each unreadable event is, and the server setting that avoids it.
+_UNREADABLE = {
+    "TransactionPayloadEvent": (
+        "a compressed transaction (TRANSACTION_PAYLOAD_EVENT)",
+        "run SET GLOBAL binlog_transaction_compression = OFF",
+    ),
+    "PartialUpdateRowsEvent": (
+        "a partial JSON update of a captured table (PARTIAL_UPDATE_ROWS_EVENT)",
+        "run SET GLOBAL binlog_row_value_options = ''",
+    ),
+    "CompressedEvent": (
+        "a compressed event (log_bin_compress)",
+        "run SET GLOBAL log_bin_compress = OFF",
+    ),
+    "XAPrepareEvent": (
+        "a MySQL XA transaction with changes of captured tables (XA PREPARE)",
+        "commit changes of captured tables without XA",
+    ),
+}
+
+
 def _starts_group(kind: str) -> bool:
     """Whether an event can be the first one read at a transaction boundary."""
     return kind in (
         "MariadbGtidEvent",
         "GtidEvent",
+        "AnonymousGtidEvent",
+        "PreviousGtidsEvent",
         "FormatDescriptionEvent",
         "MariadbGtidListEvent",
         "MariadbBinLogCheckPointEvent",

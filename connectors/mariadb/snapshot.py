@@ -6,6 +6,11 @@ the snapshot, https://mariadb.com/kb/en/enhancements-for-start-transaction-with-
 then reads every table in that transaction: no lock is taken, and the snapshot at P holds
 exactly the transactions whose commit_pos <= P, so streaming the binlog from P continues it
 without a gap or an overlap. Values come out exactly as the log reader decodes them.
+
+MySQL has no ``binlog_snapshot_file``: its way to an exact snapshot position (``LOCK
+INSTANCE FOR BACKUP`` with ``performance_schema.log_status``) is not built yet, so a MySQL
+server is refused by name (``MySQLNotBuiltError``) before any table is read, instead of
+failing as if its binlog were off; so is any server ``flavour`` refuses.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
-from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
+from connectors.mariadb.errors import (
+    BinlogSetupError,
+    MySQLNotBuiltError,
+    TableChangedError,
+    lost_connections,
+)
+from connectors.mariadb.flavour import ServerFlavour, detect_flavour
 from connectors.mariadb.generated import virtual_refusals
 from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
@@ -108,6 +119,21 @@ class MariaDBSnapshotReader:
         self.connector = MariaDBConnector(config.url, password)
         self.database = parse_url(config.url).database or ""
         self.keys = {qualify(t, self.database): tuple(k) for t, k in config.keys.items()}
+        self._flavour: ServerFlavour | None = None
+
+    def _check_flavour(self) -> None:
+        """Refuse a server whose snapshot position is not built (asked once per reader).
+
+        Raises:
+            UnsupportedServerError: A product or version replcheck is not built for.
+            MySQLNotBuiltError: MySQL (its snapshot position is not built yet).
+        """
+        if self._flavour is None:
+            source = mask_url(self.connector.url)
+            with self.connector.connect() as connection, connection.cursor() as cursor:
+                self._flavour = detect_flavour(cursor, source)
+        if self._flavour.is_mysql:
+            raise MySQLNotBuiltError.snapshot(mask_url(self.connector.url), self._flavour.series)
 
     @contextlib.contextmanager
     def snapshot(
@@ -120,10 +146,12 @@ class MariaDBSnapshotReader:
 
         Raises:
             BinlogSetupError: The server writes no binlog, so the snapshot has no position.
+            MySQLNotBuiltError: The server is MySQL (``_check_flavour``).
         """
         names = [qualify(table, self.database) for table in tables]
         wanted = {qualify(t, self.database): rows for t, rows in (keys or {}).items()}
         with lost_connections(mask_url(self.connector.url)):
+            self._check_flavour()
             check_capturable(self.connector, names)  # refused before any row is read
             descriptions = [describe_table(self.connector, name, self.keys) for name in names]
             connection = self.connector.connect()
@@ -199,6 +227,7 @@ class MariaDBSnapshotReader:
             BinlogSetupError: The server writes no binlog, so the snapshot has no position.
         """
         name = qualify(table, self.database)
+        self._check_flavour()
         check_capturable(self.connector, [name])
         description = describe_table(self.connector, name, self.keys)
         schema = self.connector.reflect(name)
