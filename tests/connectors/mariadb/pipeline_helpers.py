@@ -4,6 +4,7 @@ the rows of the lake's mirror and of the source, keyed alike, for exact comparis
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ from connectors.mariadb.log_source import source_config
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.model import LogSource
 from connectors.registry import log_source_for
+from tests.cli_runs import replcheck
 from tests.private_servers import MariaDBServer
 
 Rows = dict[tuple[Any, ...], dict[str, Any]]
@@ -84,3 +86,21 @@ def execute(server: MariaDBServer, database: str, *statements: str) -> None:
     with contextlib.closing(server.connect(database)) as connection, connection.cursor() as cur:
         for statement in statements:
             cur.execute(statement)
+
+
+def validated(config: Path, work: Path, table: str, exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """``result.json`` of validating ``table`` (``schema.table``) of the config's pipeline
+    source against its lake with the local engine, ``exclude`` left out of the comparison."""
+    columns = f", columns: {{exclude: [{', '.join(exclude)}]}}" if exclude else ""
+    judged = work / "validate.yaml"
+    judged.write_text(
+        config.read_text(encoding="utf-8") + "comparisons:\n"
+        f"  - {{name: t, source: {{connection: src, table: {table}}},"
+        f" target: {{connection: lake, table: {table}}}, engine: local{columns}}}\n",
+        encoding="utf-8",
+    )
+    out = work / f"out-{len(exclude)}"
+    done = replcheck("validate", "-c", str(judged), "--out", str(out))
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    document: dict[str, Any] = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    return document

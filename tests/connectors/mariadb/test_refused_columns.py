@@ -8,14 +8,13 @@ digits than the lake's decimals hold)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.cli_runs import catch_up, replcheck, write_config
-from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows
+from tests.cli_runs import catch_up, write_config
+from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, validated
 from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
@@ -87,31 +86,13 @@ def test_ignored_columns_let_the_rest_of_the_table_replicate(
 
     # The validator compares every source column: the ignored ones are missing in the lake
     # until the comparison excludes them too.
-    missing = _validate(config, tmp_path, database, exclude=())
+    missing = validated(config, tmp_path, f"{database}.t")
     assert missing["status"] == "differences"
     differences = missing["comparisons"][0]["schema_differences"]
     assert sorted((d["column"], d["kind"]) for d in differences) == [
         (column, "missing_in_target") for column in sorted(REFUSED)
     ]
-    assert _validate(config, tmp_path, database, exclude=sorted(REFUSED))["status"] == "in_sync"
-
-
-def _validate(
-    config: Path, work: Path, database: str, exclude: list[str] | tuple[()]
-) -> dict[str, object]:
-    columns = f", columns: {{exclude: [{', '.join(exclude)}]}}" if exclude else ""
-    judged = work / "validate.yaml"
-    judged.write_text(
-        config.read_text(encoding="utf-8") + "comparisons:\n"
-        f"  - {{name: t, source: {{connection: src, table: {database}.t}},"
-        f" target: {{connection: lake, table: {database}.t}}, engine: local{columns}}}\n",
-        encoding="utf-8",
-    )
-    out = work / f"out-{len(exclude)}"
-    done = replcheck("validate", "-c", str(judged), "--out", str(out))
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    document: dict[str, object] = json.loads((out / "result.json").read_text(encoding="utf-8"))
-    return document
+    assert validated(config, tmp_path, f"{database}.t", sorted(REFUSED))["status"] == "in_sync"
 
 
 def test_a_column_added_later_is_refused_by_name_too(

@@ -10,14 +10,13 @@ order is measured here, not assumed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.cli_runs import catch_up, replcheck, write_config
-from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows
+from tests.cli_runs import catch_up, write_config
+from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows, validated
 from tests.private_servers import MariaDBServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]
@@ -70,17 +69,4 @@ def test_uuid_columns_and_keys_stream_as_their_text(
     expected = source_rows(server, database, "t", ["id"])
     assert len(expected) == len(UUIDS) - 1
     assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == expected
-    assert _validated(config, tmp_path, database) == "in_sync"
-
-
-def _validated(config: Path, work: Path, database: str) -> object:
-    judged = work / "validate.yaml"
-    judged.write_text(
-        config.read_text(encoding="utf-8") + "comparisons:\n"
-        f"  - {{name: t, source: {{connection: src, table: {database}.t}},"
-        f" target: {{connection: lake, table: {database}.t}}, engine: local}}\n",
-        encoding="utf-8",
-    )
-    done = replcheck("validate", "-c", str(judged), "--out", str(work / "out"))
-    assert done.returncode in (0, 1), done.stderr[-3000:]
-    return json.loads((work / "out" / "result.json").read_text(encoding="utf-8"))["status"]
+    assert validated(config, tmp_path, f"{database}.t")["status"] == "in_sync"
