@@ -578,8 +578,8 @@ class _Session:
             yield TableChanged(self._after(), table, "refresh", "ALTER", reason)
 
     def _on_row(self, message: Any, _: int) -> Iterator[RawChange]:
-        txid = self._current_txid()
         position = self._after()
+        txid = self._current_txid(position)
         if isinstance(message, pg.TruncateMessage):
             changes = list(self.relations.truncates(message, txid, position, self.stream_xid))
         else:
@@ -592,11 +592,16 @@ class _Session:
             self._remember(message.xid, change)
             yield change
 
-    def _current_txid(self) -> str:
+    def _current_txid(self, position: Position) -> str:
+        """The transaction of a row message; none is an error, never a skip: a change must
+        not vanish without a trace (issue 40's rule for every reader)."""
         if self.stream_xid is not None:
             return str(self.stream_xid)
         if self.txid is None:
-            raise pg.ProtocolError("a change outside a transaction")
+            raise pg.ProtocolError(
+                f"a change outside a transaction at {position.text} (a server or replcheck"
+                " bug): the pipeline stops rather than drop it; report it with this position"
+            )
         return self.txid
 
     def _remember(self, subxid: int | None, change: RowChange) -> None:

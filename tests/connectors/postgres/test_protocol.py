@@ -147,3 +147,30 @@ def test_status_update_layout() -> None:
     message = status_update(0x16B3748, reply=True)
     kind, write, flush, apply, _, reply = struct.unpack(">cQQQqB", message)
     assert (kind, write, flush, apply, reply) == (b"r", 0x16B3748, 0x16B3748, 0x16B3748, 1)
+
+
+def test_a_row_message_outside_any_transaction_stops_the_reader_at_its_position() -> None:
+    """A change never vanishes without a trace (issue 40's rule for every reader): an insert
+    with no Begin before it is an error naming its position, never a skip."""
+    from types import SimpleNamespace
+
+    from connectors.postgres.log_reader import _Session
+
+    reader = SimpleNamespace(
+        tables=frozenset({"public.t"}),
+        key_of=lambda table: ("id",),
+        lookup_type=lambda oid: None,
+        generated_columns=lambda table: (),
+        generated_names=lambda table: frozenset(),
+        connector=SimpleNamespace(connect=None),
+        _lost_connections=None,
+    )
+    session = _Session(reader, _Positions(0x1000), None)  # type: ignore[arg-type]
+    relation = (
+        b"R" + struct.pack(">I", 16385) + _string("public") + _string("t") + b"d"
+        + struct.pack(">h", 1) + b"\x01" + _string("id") + struct.pack(">Ii", 23, -1)
+    )  # fmt: skip
+    assert list(session._message(relation, 0)) == []
+    insert = b"I" + struct.pack(">I", 16385) + b"N" + _tuple(b"\x00\x00\x00\x07")
+    with pytest.raises(TerminalError, match=r"a change outside a transaction at 0/1000\+1"):
+        list(session._message(insert, 0))
