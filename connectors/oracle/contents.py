@@ -23,8 +23,12 @@ view returns them (redo order, so SCNs never decrease), into ``cdc_core.events``
   position (``schema``, ``refresh`` or ``stop``), and the table's columns in ``tables``
   follow it, so later SQL_REDO parses with them; other DDL (indexes, constraints, grants)
   changes nothing.
-- 34 MISSING_SCN -> ``MissingLogError``; LOB locator operations and 255 UNSUPPORTED rows
-  of a captured table, and ``STATUS = 2`` rows -> errors naming the table and the SCN.
+- 34 MISSING_SCN -> ``MissingLogError``; 255 UNSUPPORTED rows of a captured table, and
+  ``STATUS = 2`` rows -> errors naming the table and the SCN.
+- LOB operations (SEL_LOB_LOCATOR, LOB_WRITE, LOB_TRIM, LOB_ERASE) of a captured table
+  with LOB columns change only those columns, which the table's description refuses (so a
+  running pipeline ignores them: ``types.refusal``): skipped. Of a table without LOB
+  columns they are an error naming the table and the SCN.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from connectors.oracle.errors import (
 from connectors.oracle.position import position_of
 from connectors.oracle.redo_parser import parse_redo
 from connectors.oracle.redo_values import row_images
-from connectors.oracle.types import OracleColumn, logical_type, refusal
+from connectors.oracle.types import LOB_TYPES, OracleColumn, logical_type, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +230,8 @@ class ChangeAssembler:
             return self._dml(row, schema)
         if code == DDL:
             return self._ddl(row, schema)
+        if code in LOB_OPERATIONS and _has_lobs(schema):
+            return None  # only refused (hence ignored) LOB columns change; see the docstring
         if code in LOB_OPERATIONS or code == UNSUPPORTED:
             raise _unsupported(row, f"operation {row.operation or code}")
         return None  # INTERNAL, SELECT_FOR_UPDATE ...: no row change
@@ -269,6 +275,10 @@ class ChangeAssembler:
         statement = _statement(insert.sql_redo, insert, "c")
         images = row_images(statement, self.tables[insert.table], insert.scn)
         return replace(delete, op="u", after=images.after, new_locator=insert.row_id)
+
+
+def _has_lobs(schema: TableSchema) -> bool:
+    return any(column.native_type in LOB_TYPES for column in schema.columns)
 
 
 def _moves(delete: ContentsRow, row: ContentsRow) -> bool:

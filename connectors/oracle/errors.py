@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cdc_core.errors import ReplcheckError, TerminalError, TransientError
+from connectors.oracle.source_config import BUILD_IN_REDO
 
 PRIVILEGE_FIX = (
     "as a DBA run: GRANT CREATE SESSION, LOGMINING, SELECT ANY TRANSACTION,"
@@ -65,10 +66,13 @@ class DictionaryMismatchError(OracleLogError):
 
     def __init__(self, table: str, scn: int, what: str) -> None:
         super().__init__(
-            f"table {table} changed its definition at SCN {scn} ({what}); LogMiner's online"
-            " catalog only describes the table as it is now. Re-snapshot the table (initial load"
-            f" AS OF SCN at or after {scn}) and restart capture from that snapshot's SCN, or mine"
-            " with a flat-file dictionary built before the DDL (dictionary: flat_file)",
+            f"table {table} changed its definition at SCN {scn} ({what}); the dictionary"
+            " LogMiner mines with (the online catalog, or a flat file) describes it as it was"
+            " when that dictionary was taken, not as this redo wrote it. Re-snapshot the table"
+            f" (initial load AS OF SCN at or after {scn}) and restart capture from that"
+            " snapshot's SCN, or mine with the dictionary in the redo logs, which LogMiner"
+            " follows across DDL: set dictionary=redo_logs in the source URL and, on the"
+            f" primary, run {BUILD_IN_REDO}",
             {"table": table, "scn": scn},
         )
 
@@ -76,13 +80,40 @@ class DictionaryMismatchError(OracleLogError):
 class MissingLogError(OracleLogError):
     """The redo needed for an SCN is neither online nor archived any more."""
 
-    def __init__(self, scn: int, detail: str) -> None:
+    def __init__(
+        self, scn: int, detail: str, thread: int | None = None, sequence: int | None = None
+    ) -> None:
+        restore = f"RESTORE ARCHIVELOG FROM SCN {scn};"
+        if thread is not None and sequence is not None:
+            restore = f"RESTORE ARCHIVELOG SEQUENCE {sequence} THREAD {thread};"
+        located = {"thread": thread, "sequence": sequence} if thread is not None else {}
         super().__init__(
-            f"the redo log covering SCN {scn} is gone ({detail}); restore it (RMAN: RESTORE"
-            f" ARCHIVELOG FROM SCN {scn};) or re-snapshot the captured tables and restart capture"
-            " at the snapshot's SCN; keep archived logs longer than the longest capture outage",
-            {"scn": scn, "detail": detail},
+            f"the redo log covering SCN {scn} is gone ({detail}); restore it (RMAN: {restore})"
+            " or re-snapshot the captured tables and restart capture at the snapshot's SCN;"
+            " keep archived logs longer than the longest capture outage",
+            {"scn": scn, "detail": detail, **located},
         )
+
+
+class LogReusedError(OracleLogError):
+    """An online log was archived and overwritten while LogMiner read it (ORA-00310,
+    ORA-00334): the reader mines the window again from the archived copy."""
+
+
+class MiningModeError(OracleLogError):
+    """The database's role does not match the source's ``mining`` setting."""
+
+
+class DictionaryUnavailableError(OracleLogError):
+    """The LogMiner dictionary the source names cannot be read."""
+
+
+class ArchiveDestinationError(OracleLogError):
+    """An archive destination named in ``archive_dest`` is not a valid one."""
+
+
+class UnsupportedTableError(OracleLogError):
+    """A captured table whose redo LogMiner cannot give replcheck (index-organized)."""
 
 
 class FlashbackTooOldError(OracleLogError):
@@ -111,6 +142,9 @@ class RedoParseError(OracleLogError):
 # ORA- codes (Oracle Database Error Messages): privileges, then missing or unreadable logs.
 _PRIVILEGE_CODES = frozenset({1031, 942, 6550})  # no privilege; view unseen; PLS-00201
 _MISSING_LOG_CODES = frozenset({308, 1284, 1289, 1291, 1292, 1371})
+# ORA-00310 "archived log contains sequence %s; sequence %s required" and ORA-00334
+# "archived log: %s": the file of an online log being read now holds a later sequence.
+_REUSED_LOG_CODES = frozenset({310, 334})
 # Flashback reads past the undo: snapshot too old, SCN too old or invalid, table redefined.
 _FLASHBACK_CODES = frozenset({1555, 8180, 8181, 1466})
 
@@ -134,6 +168,8 @@ def from_driver_error(
         )
     elif code in _PRIVILEGE_CODES:
         error = LogMinerPrivilegeError(action, f"ORA-{code:05d}: {message}")
+    elif code in _REUSED_LOG_CODES:
+        error = LogReusedError(f"an online redo log was overwritten while read: ORA-{code:05d}")
     elif code in _MISSING_LOG_CODES:
         error = MissingLogError(
             scn if isinstance(scn, int) else -1, f"ORA-{code:05d} while trying to {action}"

@@ -2,19 +2,27 @@
 
 One loop iteration mines one SCN window ``[low, high]``:
 
-1. ``high`` is the current SCN, read right after committing an update of the flush table
-   (which makes the log writer write out every redo record generated so far), capped at
-   ``low + window_scns - 1``; when nothing is new the reader yields ``Idle`` and waits.
+1. ``high`` is the current SCN, capped at ``low + window_scns - 1``; when nothing is new
+   the reader yields ``Idle`` and waits. On a primary the SCN is read right after committing
+   an update of the flush table (which makes the log writer write out every redo record
+   generated so far); with ``mining=standby`` nothing is written and the SCN is the one the
+   standby's redo apply has reached.
 2. The logs covering the window are chosen (``plan_logs``) from V$ARCHIVED_LOG and the
    online logs (V$LOG/V$LOGFILE, or V$STANDBY_LOG on an Active Data Guard standby),
    preferring an archived copy, whose file never gets reused. A needed log that is neither
-   online nor archived stops the reader with ``MissingLogError`` naming the SCN.
+   online nor archived stops the reader with ``MissingLogError`` naming the SCN, the thread
+   and the sequence. With ``dictionary=redo_logs`` the list starts at the latest dictionary
+   extracted into the archived redo before the window.
 3. When that list differs from the session's (a log switch, an online log archived), the
    logs are added again (``ADD_LOGFILE`` NEW, then ADDFILE): LogMiner only sees logs added
    before ``START_LOGMNR`` (Oracle Database Utilities, "Starting LogMiner").
-4. ``START_LOGMNR`` over the window with the online catalog (or a flat-file dictionary), then
-   the V$LOGMNR_CONTENTS query; rows become raw changes through ``ChangeAssembler``, the
-   code the replay (``replay.py``) runs too. Then ``low = high + 1``.
+4. ``START_LOGMNR`` over the window with the configured dictionary, then the
+   V$LOGMNR_CONTENTS query; rows become raw changes through ``ChangeAssembler``, the code
+   the replay (``replay.py``) runs too. Then ``low = high + 1``.
+5. An online log archived and overwritten while it is read (ORA-00310/ORA-00334) makes the
+   reader list the logs again (the archived copy now) and mine the same window again,
+   skipping the rows it already fed: a window's rows come back in the same redo order from
+   either copy.
 
 Windows split at SCN boundaries, and all rows of one SCN lie in one window, so a CSF
 continuation or a row movement pair never straddles two windows, and re-mining from a
@@ -47,44 +55,25 @@ from connectors.oracle.contents import (
     description_of,
 )
 from connectors.oracle.errors import (
+    ArchiveDestinationError,
+    DictionaryUnavailableError,
+    LogReusedError,
+    MiningModeError,
     MissingLogError,
     NotArchiveLogError,
     SupplementalLoggingError,
+    UnsupportedTableError,
     from_driver_error,
 )
 from connectors.oracle.position import position_of
+from connectors.oracle.source_config import BUILD_FLAT_FILE, BUILD_IN_REDO, LogMinerConfig
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class LogMinerConfig:
-    """The Oracle log reader's section of the configuration.
-
-    Args:
-        window_scns: The most SCNs one LogMiner session covers.
-        poll_interval_s: How long to wait when the reader has caught up.
-        dictionary_file: A flat-file LogMiner dictionary on the server; ``None`` mines with
-            the online catalog.
-        standby_logs: Read the standby redo logs (mining on an Active Data Guard standby).
-        flush_table: The table whose update flushes the log buffer (created if missing);
-            ``None`` skips the flush (only safe when nothing else writes redo).
-        server_time_zone: IANA zone of the server's clock; ``None`` asks the server for its
-            current offset.
-    """
-
-    window_scns: int = 100_000
-    poll_interval_s: float = 1.0
-    dictionary_file: str | None = None
-    standby_logs: bool = False
-    flush_table: str | None = "REPLCHECK_LOGMNR_FLUSH"
-    server_time_zone: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.window_scns < 1:
-            raise ConfigError("oracle.window_scns must be >= 1")
-        if self.poll_interval_s < 0:
-            raise ConfigError("oracle.poll_interval_s must be >= 0")
+__all__ = ["LogFile", "LogMinerConfig", "OracleLogReader", "next_window", "plan_logs"]
+STANDBY_OPEN_MODE = "READ ONLY WITH APPLY"
+REUSED_LOG_RETRIES = 3  # re-mining a window whose online log was overwritten, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +116,15 @@ def plan_logs(
 
 
 def _check_thread(logs: list[LogFile], low: int) -> None:
-    if logs[0].first_scn > low:
+    oldest = logs[0]
+    if oldest.first_scn > low:
         raise MissingLogError(
-            low, f"thread {logs[0].thread}'s oldest available log starts at SCN {logs[0].first_scn}"
+            low,
+            f"thread {oldest.thread} sequence {oldest.sequence - 1} is neither online nor"
+            f" archived: the oldest available log of the thread is sequence {oldest.sequence},"
+            f" from SCN {oldest.first_scn}",
+            oldest.thread,
+            oldest.sequence - 1,
         )
     for before, after in itertools.pairwise(logs):
         if after.sequence != before.sequence + 1:
@@ -137,6 +132,8 @@ def _check_thread(logs: list[LogFile], low: int) -> None:
                 before.next_scn,
                 f"thread {before.thread} sequence {before.sequence + 1} is neither online nor"
                 " archived",
+                before.thread,
+                before.sequence + 1,
             )
 
 
@@ -201,13 +198,34 @@ class OracleLogReader:
                 yield Idle(position_of(low - 1))
                 self._sleep(self.config.poll_interval_s)
                 continue
-            self._start_session(low, high)
-            for row in self._rows(low, high):
+            for row in self._window_rows(low, high):
                 yield from assembler.feed(row)
             yield from assembler.flush()
             low = high + 1
             if high == current:
                 yield Idle(position_of(high))
+
+    def check_tables(self) -> None:
+        """Refuse, by name, captured tables whose redo LogMiner cannot give (index-organized
+        tables: no ROWID); call before anything of them is read.
+
+        Raises:
+            UnsupportedTableError: Names each such table and the way out.
+        """
+        pairs = [parse_table(table).parts for table in sorted(self.tables)]
+        query = lm.INDEX_ORGANIZED.format(pairs=lm.table_pairs(len(pairs)))
+        binds = lm.contents_binds(0, 0, pairs)  # type: ignore[arg-type]
+        del binds["low_scn"], binds["high_scn"]
+        found = self._fetch(query, binds, "find index-organized tables")
+        if found:
+            names = ", ".join(f"{owner}.{table} ({kind})" for owner, table, kind in found)
+            raise UnsupportedTableError(
+                f"captured tables {names} are index-organized: LogMiner gives their rows no"
+                " ROWID, by which replcheck locates rows, so their changes cannot be captured;"
+                " remove them from the pipeline's tables (or move their data to a heap table:"
+                " CREATE TABLE ... AS SELECT)",
+                {"tables": ", ".join(f"{owner}.{table}" for owner, table, _ in found)},
+            )
 
     def close(self) -> None:
         """End the LogMiner session and close the connection."""
@@ -221,11 +239,50 @@ class OracleLogReader:
     # -- database state ------------------------------------------------------------------
     def _check_database(self) -> None:
         rows = self._fetch(lm.DATABASE_STATE, {}, "read V$DATABASE")
-        log_mode, supplemental_min, _, _ = rows[0]
+        log_mode, supplemental_min, role, open_mode = rows[0]
         if log_mode != "ARCHIVELOG":
             raise NotArchiveLogError(str(log_mode))
         if supplemental_min == "NO":
             raise SupplementalLoggingError()
+        self._check_role(str(role), str(open_mode))
+        if self.config.archive_dest:
+            self._check_destinations()
+
+    def _check_role(self, role: str, open_mode: str) -> None:
+        context = {"database_role": role, "open_mode": open_mode}
+        if self.config.mining == "primary" and role != "PRIMARY":
+            raise MiningModeError(
+                f"the database is a {role} (open {open_mode}), which cannot hold the flush"
+                " table: set mining=standby in the source URL to mine it without writing",
+                context,
+            )
+        if self.config.mining == "standby" and role != "PHYSICAL STANDBY":
+            raise MiningModeError(
+                f"mining=standby, but the database is a {role}: connect to the Active Data"
+                " Guard standby, or set mining=primary",
+                context,
+            )
+        if self.config.mining == "standby" and open_mode != STANDBY_OPEN_MODE:
+            raise MiningModeError(
+                f"the standby is open {open_mode}, not {STANDBY_OPEN_MODE}: LogMiner reads a"
+                " standby open read-only with redo apply (Active Data Guard); on it run"
+                " ALTER DATABASE RECOVER MANAGED STANDBY DATABASE CANCEL; ALTER DATABASE OPEN"
+                " READ ONLY; ALTER DATABASE RECOVER MANAGED STANDBY DATABASE DISCONNECT;",
+                context,
+            )
+
+    def _check_destinations(self) -> None:
+        rows = self._fetch(lm.VALID_DESTINATIONS, {}, "read V$ARCHIVE_DEST_STATUS")
+        valid = {int(dest) for (dest,) in rows}
+        missing = sorted(set(self.config.archive_dest) - valid)
+        if missing:
+            raise ArchiveDestinationError(
+                f"archive_dest names {missing}, which are not VALID archive destinations (valid:"
+                f" {sorted(valid)}); see SELECT DEST_ID, DEST_NAME, STATUS, ERROR FROM"
+                " V$ARCHIVE_DEST_STATUS, and enable one with ALTER SYSTEM SET"
+                f" LOG_ARCHIVE_DEST_STATE_{missing[0]} = ENABLE;",
+                {"archive_dest": missing},
+            )
 
     def _server_zone(self) -> dt.tzinfo:
         if self.config.server_time_zone:
@@ -236,7 +293,8 @@ class OracleLogReader:
         return dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes))
 
     def _flushed_scn(self) -> int:
-        if self.config.flush_table is not None:
+        if self.config.flushes:
+            assert self.config.flush_table is not None  # ``flushes`` says so
             self._flush_log_buffer(self.config.flush_table)
         return int(self._scalar(lm.CURRENT_SCN, "read the current SCN"))
 
@@ -256,14 +314,32 @@ class OracleLogReader:
         self._open().commit()
 
     # -- the LogMiner session ------------------------------------------------------------
+    def _window_rows(self, low: int, high: int) -> Iterator[ContentsRow]:
+        """The window's rows, once each, mined again from the logs listed anew when an
+        online log was overwritten while read (see the module docstring, step 5)."""
+        done = 0
+        for attempt in itertools.count(1):
+            try:
+                self._start_session(low, high)
+                for index, row in enumerate(self._rows(low, high)):
+                    if index >= done:
+                        done += 1
+                        yield row
+                return
+            except LogReusedError:
+                if attempt >= REUSED_LOG_RETRIES:
+                    raise
+                logger.warning(
+                    "LogMiner: an online log was overwritten while read at SCN %s..%s; mining"
+                    " the window again from the logs listed now (%s rows already read)",
+                    low,
+                    high,
+                    done,
+                )
+                self._added = ()
+
     def _start_session(self, low: int, high: int) -> None:
-        online = lm.STANDBY_LOGS if self.config.standby_logs else lm.ONLINE_LOGS
-        binds = {"low_scn": low, "high_scn": high}
-        logs = plan_logs(
-            self._fetch(lm.ARCHIVED_LOGS, binds, "list archived logs"),
-            self._fetch(online, binds, "list online logs"),
-            low,
-        )
+        logs = self._plan(low, high)
         names = tuple(log.name for log in logs)
         if names != self._added:
             logger.info("LogMiner: adding %s logs for SCN %s..%s", len(names), low, high)
@@ -271,16 +347,47 @@ class OracleLogReader:
                 statement = lm.ADD_FIRST_LOGFILE if index == 0 else lm.ADD_LOGFILE
                 self._execute(statement, {"name": name}, "add a redo log", scn=low)
             self._added = names
-        if self.config.dictionary_file is None:
-            start, extra = lm.START_WITH_ONLINE_CATALOG, {}
-        else:
-            start, extra = (
-                lm.START_WITH_DICTIONARY_FILE,
-                {"dictionary_file": self.config.dictionary_file},
-            )
-        self._execute(
-            start, {"start_scn": low, "end_scn": high, **extra}, "start LogMiner", scn=low
+        dictionary = self.config.dictionary
+        start, extra = lm.START_WITH_ONLINE_CATALOG, {}
+        if dictionary.kind == "redo_logs":
+            start = lm.START_WITH_REDO_DICTIONARY
+        elif dictionary.kind == "flat_file":
+            start, extra = lm.START_WITH_DICTIONARY_FILE, {"dictionary_file": dictionary.path}
+        binds = {"start_scn": low, "end_scn": high, **extra}
+        try:
+            self._execute(start, binds, "start LogMiner", scn=low)
+        except MissingLogError as exc:
+            if dictionary.kind != "flat_file":
+                raise
+            raise DictionaryUnavailableError(
+                f"LogMiner cannot open the dictionary file {dictionary.path} ({exc.message});"
+                f" build it on the server with {BUILD_FLAT_FILE}, or set dictionary=redo_logs",
+                {"dictionary": dictionary.to_text()},
+            ) from exc
+
+    def _plan(self, low: int, high: int) -> list[LogFile]:
+        """The logs of the window [low, high] (from the dictionary's logs on, if in redo)."""
+        first = self._dictionary_scn(low) if self.config.dictionary.kind == "redo_logs" else low
+        online = lm.STANDBY_LOGS if self.config.mining == "standby" else lm.ONLINE_LOGS
+        binds: dict[str, object] = {"low_scn": first, "high_scn": high}
+        destinations = {f"dest{i}": d for i, d in enumerate(self.config.archive_dest, start=1)}
+        archived = lm.archived_logs_query(len(destinations))
+        return plan_logs(
+            self._fetch(archived, binds | destinations, "list archived logs"),
+            self._fetch(online, binds, "list online logs"),
+            first,
         )
+
+    def _dictionary_scn(self, low: int) -> int:
+        scn = self._fetch(lm.DICTIONARY_BUILD, {"low_scn": low}, "find the redo dictionary")
+        if not scn or scn[0][0] is None:
+            raise DictionaryUnavailableError(
+                f"dictionary=redo_logs, but no dictionary extracted into the archived redo ends"
+                f" before SCN {low}; on the primary run {BUILD_IN_REDO} (then restart capture"
+                " at or after its SCN), or set dictionary=online_catalog",
+                {"scn": low, "dictionary": "redo_logs"},
+            )
+        return int(scn[0][0])
 
     def _rows(self, low: int, high: int) -> Iterator[ContentsRow]:
         pairs = [parse_table(table).parts for table in sorted(self.tables)]
@@ -289,9 +396,21 @@ class OracleLogReader:
         cursor = self._open().cursor()
         cursor.arraysize = 1000
         self._run(cursor, query, binds, "query V$LOGMNR_CONTENTS", scn=low)
-        while batch := cursor.fetchmany():
+        while batch := self._fetch_batch(cursor, low):
             for values in batch:
                 yield ContentsRow.from_record(dict(zip(CONTENTS_COLUMNS, values, strict=True)))
+
+    @staticmethod
+    def _fetch_batch(cursor: Any, low: int) -> list[Any]:
+        import oracledb
+
+        try:
+            return list(cursor.fetchmany())
+        except oracledb.DatabaseError as exc:
+            (error,) = exc.args
+            raise from_driver_error(
+                error.code, error.message, "read V$LOGMNR_CONTENTS", {"scn": low}
+            ) from exc
 
     # -- driver plumbing -----------------------------------------------------------------
     def _open(self) -> Any:

@@ -1,4 +1,8 @@
-"""Oracle as a pipeline source: ``replcheck cdc run`` with an ``oracle+oracledb://`` URL."""
+"""Oracle as a pipeline source: ``replcheck cdc run`` with an ``oracle+oracledb://`` URL.
+
+The URL's query parameters ``source_config.LOG_PARAMETERS`` configure the LogMiner reader
+(``mining``, ``dictionary``, ``window_scns``, ``archive_dest``, ...); ``service_name`` is
+the driver's."""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from cdc_core.names import format_table
 from connectors.model import LogSource
 from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
-from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
+from connectors.oracle.log_reader import OracleLogReader
 from connectors.oracle.snapshot import OracleSnapshotReader
+from connectors.oracle.source_config import LogMinerConfig, from_url, is_log_parameter
 from connectors.oracle.unavailable_columns import UnavailableColumns
 from connectors.registry import register_log_source
 
@@ -18,20 +23,27 @@ from connectors.registry import register_log_source
 def log_reader(
     connector: OracleConnector, tables: Sequence[str], config: LogMinerConfig | None = None
 ) -> OracleLogReader:
-    """A LogMiner reader of ``tables`` (named ``OWNER.TABLE`` in its changes)."""
+    """A LogMiner reader of ``tables`` (named ``OWNER.TABLE`` in its changes).
+
+    Raises:
+        UnsupportedTableError: A table is index-organized (refused before any read).
+    """
     schemas = {}
     for table in tables:
         owner, name = sql.split_table(table, connector.owner())
         exact = format_table(owner, name)
         schemas[exact] = connector.reflect(exact)
-    return OracleLogReader(connector.connect, schemas, config)
+    reader = OracleLogReader(connector.connect, schemas, config)
+    reader.check_tables()
+    return reader
 
 
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
     """A LogMiner reader of ``tables``, AS OF SCN snapshots, and the hook reading values
     LogMiner cannot render as of their commit, over one connector."""
+    config = from_url(url)  # a bad setting fails before anything connects
     connector = OracleConnector(url, password)
-    reader = log_reader(connector, tables)
+    reader = log_reader(connector, tables, config)
     unavailable = UnavailableColumns(connector.connect, reader.tables)
 
     def list_tables() -> list[str]:
@@ -47,4 +59,4 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     return LogSource(reader, snapshots, list_tables, captured, fetch_unavailable=hooks)
 
 
-register_log_source(("oracle",), open_source)
+register_log_source(("oracle",), open_source, is_log_parameter)

@@ -27,11 +27,16 @@ from connectors.oracle.contents import (
 from connectors.oracle.sql import quote
 
 DATABASE_STATE = (
-    "SELECT LOG_MODE, SUPPLEMENTAL_LOG_DATA_MIN, CURRENT_SCN, RESETLOGS_CHANGE# FROM V$DATABASE"
+    "SELECT LOG_MODE, SUPPLEMENTAL_LOG_DATA_MIN, DATABASE_ROLE, OPEN_MODE FROM V$DATABASE"
 )
-"""ARCHIVELOG mode, minimal supplemental logging (both required) and the current SCN."""
+"""ARCHIVELOG mode, minimal supplemental logging (both required), and the role and open mode
+the ``mining`` setting is checked against (``PRIMARY``; ``PHYSICAL STANDBY`` open ``READ ONLY
+WITH APPLY`` for Active Data Guard)."""
 
 CURRENT_SCN = "SELECT CURRENT_SCN FROM V$DATABASE"
+"""On a primary the SCN now; on a physical standby the SCN redo apply has reached (Oracle
+Database Reference, V$DATABASE.CURRENT_SCN), so a standby's windows never pass what its
+received redo holds."""
 SERVER_OFFSET = "SELECT TO_CHAR(SYSTIMESTAMP, 'TZH:TZM') FROM DUAL"
 """The offset of the server's clock, which V$LOGMNR_CONTENTS.TIMESTAMP (a DATE) is in."""
 
@@ -47,17 +52,41 @@ SESSION_SETUP = (
 _LOCAL_DESTINATIONS = (
     "SELECT DEST_ID FROM V$ARCHIVE_DEST_STATUS WHERE STATUS = 'VALID' AND TYPE = 'LOCAL'"
 )
+VALID_DESTINATIONS = "SELECT DEST_ID FROM V$ARCHIVE_DEST_STATUS WHERE STATUS = 'VALID'"
+"""The archive destinations in use, against which ``archive_dest`` is checked at start."""
 
-ARCHIVED_LOGS = (
-    "SELECT NAME, THREAD#, SEQUENCE#, FIRST_CHANGE#, NEXT_CHANGE# FROM V$ARCHIVED_LOG"
+_READABLE_ARCHIVES = (
     " WHERE NAME IS NOT NULL AND ARCHIVED = 'YES' AND STATUS = 'A' AND DELETED = 'NO'"
-    " AND STANDBY_DEST = 'NO' AND NEXT_CHANGE# > :low_scn AND FIRST_CHANGE# <= :high_scn"
-    " AND RESETLOGS_CHANGE# = (SELECT RESETLOGS_CHANGE# FROM V$DATABASE)"
-    f" AND DEST_ID IN ({_LOCAL_DESTINATIONS})"
-    " ORDER BY THREAD#, SEQUENCE#"
+    " AND STANDBY_DEST = 'NO' AND RESETLOGS_CHANGE# = (SELECT RESETLOGS_CHANGE# FROM V$DATABASE)"
 )
-"""Archived logs overlapping the window [low_scn, high_scn], local destinations only (a
-standby destination lists the same sequences again), of the current incarnation."""
+
+
+def archived_logs_query(destinations: int = 0) -> str:
+    """Archived logs overlapping the window [low_scn, high_scn] of the current incarnation,
+    from the local valid destinations (a standby destination lists the same sequences again)
+    or, with ``destinations`` > 0, from those bound as ``:dest1`` ... (``archive_dest``)."""
+    chosen = _LOCAL_DESTINATIONS
+    if destinations:
+        chosen = ", ".join(f":dest{index}" for index in range(1, destinations + 1))
+    return (
+        "SELECT NAME, THREAD#, SEQUENCE#, FIRST_CHANGE#, NEXT_CHANGE# FROM V$ARCHIVED_LOG"
+        f"{_READABLE_ARCHIVES} AND NEXT_CHANGE# > :low_scn AND FIRST_CHANGE# <= :high_scn"
+        f" AND DEST_ID IN ({chosen}) ORDER BY THREAD#, SEQUENCE#"
+    )
+
+
+ARCHIVED_LOGS = archived_logs_query()
+
+DICTIONARY_BUILD = (
+    "SELECT MAX(B.FIRST_CHANGE#) FROM V$ARCHIVED_LOG B"
+    f"{_READABLE_ARCHIVES} AND B.DICTIONARY_BEGIN = 'YES'"
+    " AND EXISTS (SELECT 1 FROM V$ARCHIVED_LOG E WHERE E.DICTIONARY_END = 'YES'"
+    " AND E.THREAD# = B.THREAD# AND E.SEQUENCE# >= B.SEQUENCE# AND E.NEXT_CHANGE# <= :low_scn)"
+)
+"""The first SCN of the latest dictionary extracted into the redo (``dictionary=redo_logs``)
+whose last log ends before the window starting at ``low_scn``: LogMiner reads the dictionary
+from the logs added to the session, so they are listed from there on (Oracle Database
+Utilities, "Extracting the LogMiner Dictionary to the Redo Log Files")."""
 
 _ONLINE_TEMPLATE = (
     "SELECT MIN(F.MEMBER), L.THREAD#, L.SEQUENCE#, L.FIRST_CHANGE#, L.NEXT_CHANGE#"
@@ -72,8 +101,33 @@ ONLINE_LOGS = _ONLINE_TEMPLATE.format(view="V$LOG", statuses="'CURRENT', 'ACTIVE
 """Online redo log groups overlapping the window, one valid member each (the CURRENT log's
 NEXT_CHANGE# is the largest SCN, so it always overlaps an open-ended window)."""
 
-STANDBY_LOGS = _ONLINE_TEMPLATE.format(view="V$STANDBY_LOG", statuses="'ACTIVE'")
-"""On an Active Data Guard standby: the standby redo logs being written by redo transport."""
+STANDBY_LOGS = (
+    "SELECT MIN(F.MEMBER), L.THREAD#, L.SEQUENCE#, L.FIRST_CHANGE#,"
+    " NVL(L.NEXT_CHANGE#, L.LAST_CHANGE# + 1)"
+    " FROM V$STANDBY_LOG L JOIN V$LOGFILE F ON F.GROUP# = L.GROUP#"
+    " WHERE L.STATUS = 'ACTIVE' AND L.ARCHIVED = 'NO' AND F.TYPE = 'STANDBY'"
+    " AND (F.STATUS IS NULL OR F.STATUS NOT IN ('INVALID', 'DELETED'))"
+    " AND NVL(L.NEXT_CHANGE#, L.LAST_CHANGE# + 1) > :low_scn AND L.FIRST_CHANGE# <= :high_scn"
+    " GROUP BY L.THREAD#, L.SEQUENCE#, L.FIRST_CHANGE#, L.NEXT_CHANGE#, L.LAST_CHANGE#"
+    " ORDER BY L.THREAD#, L.SEQUENCE#"
+)
+"""On an Active Data Guard standby: the standby redo logs redo transport is writing and that
+are not archived yet (an archived one is in V$ARCHIVED_LOG). The one being written has no
+NEXT_CHANGE# yet; it holds redo up to LAST_CHANGE# (Oracle Database Reference,
+V$STANDBY_LOG)."""
+
+INDEX_ORGANIZED = (
+    "SELECT OWNER, TABLE_NAME, IOT_TYPE FROM ALL_TABLES"
+    " WHERE IOT_TYPE IS NOT NULL AND (OWNER, TABLE_NAME) IN ({pairs}) ORDER BY OWNER, TABLE_NAME"
+)
+"""Captured tables that are index-organized (ALL_TABLES.IOT_TYPE; format ``pairs`` with
+``table_pairs``): LogMiner gives their rows no ROWID, which the reader locates rows by."""
+
+
+def table_pairs(count: int) -> str:
+    """``(:owner1, :table1), ...`` for ``count`` tables (binds: ``contents_binds``'s names)."""
+    return ", ".join(f"(:owner{i}, :table{i})" for i in range(1, count + 1))
+
 
 ADD_FIRST_LOGFILE = (
     "BEGIN DBMS_LOGMNR.ADD_LOGFILE(LOGFILENAME => :name, OPTIONS => DBMS_LOGMNR.NEW); END;"
@@ -99,6 +153,13 @@ START_WITH_DICTIONARY_FILE = (
 """Mine with a flat-file dictionary (built by DBMS_LOGMNR_D.BUILD ... STORE_IN_FLAT_FILE),
 which still describes tables as they were before later DDL."""
 
+START_WITH_REDO_DICTIONARY = (
+    "BEGIN DBMS_LOGMNR.START_LOGMNR(STARTSCN => :start_scn, ENDSCN => :end_scn, OPTIONS =>"
+    f" DBMS_LOGMNR.DICT_FROM_REDO_LOGS + DBMS_LOGMNR.DDL_DICT_TRACKING + {_START_OPTIONS}); END;"
+)
+"""Mine with the dictionary extracted into the added logs, kept current across the DDL
+those logs hold (DDL_DICT_TRACKING), so redo renders as of its own time."""
+
 END_LOGMNR = "BEGIN DBMS_LOGMNR.END_LOGMNR; END;"
 
 _CONTROL_CODES = (START, COMMIT, MISSING_SCN, ROLLBACK)
@@ -114,7 +175,7 @@ def contents_query(table_count: int) -> str:
     """
     if table_count < 1:
         raise ValueError("capture at least one table")
-    pairs = ", ".join(f"(:owner{i}, :table{i})" for i in range(1, table_count + 1))
+    pairs = table_pairs(table_count)
     return (
         f"SELECT {', '.join(CONTENTS_COLUMNS)} FROM V$LOGMNR_CONTENTS"
         " WHERE SCN >= :low_scn AND SCN <= :high_scn"

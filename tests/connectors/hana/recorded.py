@@ -1,4 +1,5 @@
-"""Recorded HANA log retention views (``data/log_retention.json``), as rows and as values."""
+"""HANA log retention view rows written by hand (``data/log_retention.json``; not captured
+from a server), as rows and as values."""
 
 from __future__ import annotations
 

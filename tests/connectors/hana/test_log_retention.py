@@ -1,4 +1,5 @@
-"""HANA log retention on recorded view rows (``data/log_retention.json``) and file names.
+"""HANA log retention on hand-written view rows (``data/log_retention.json``, shaped as the
+SAP HANA reference documents the views; not captured from a server) and file names.
 
 Volume 2 (the indexserver) has segments 40-45: 40 and 41 Free (their records only in log
 backups), 42 BackedUp, 43 Truncated, 44 Closed, 45 Writing; its log backups cover

@@ -51,7 +51,7 @@ def table(oracle: OracleConnector) -> Iterator[str]:
             f'CREATE TABLE "{name}" ("ID" NUMBER(10) PRIMARY KEY, "NAME" VARCHAR2(100),'
             ' "AMOUNT" NUMBER(12,2), "AT" TIMESTAMP(6))'
         )
-        yield f"{oracle._owner()}.{name}"
+        yield f"{oracle.owner()}.{name}"
         cursor.execute(f'DROP TABLE "{name}" PURGE')
 
 
@@ -141,7 +141,7 @@ def long_table(oracle: OracleConnector) -> Iterator[str]:
     name = f"RC_{uuid.uuid4().hex[:10].upper()}"
     with contextlib.closing(oracle.connect()) as connection, connection.cursor() as cursor:
         cursor.execute(f'CREATE TABLE "{name}" ("ID" NUMBER(10) PRIMARY KEY, "BODY" LONG)')
-        yield f"{oracle._owner()}.{name}"
+        yield f"{oracle.owner()}.{name}"
         cursor.execute(f'DROP TABLE "{name}" PURGE')
 
 

@@ -18,7 +18,8 @@ from tests.connectors.oracle.harness import DATA
 VIEWS: dict[str, list[str]] = json.loads((DATA / "documented_views.json").read_text("utf-8"))
 KEYWORDS = {
     "SELECT", "FROM", "WHERE", "AND", "OR", "IN", "IS", "NOT", "NULL", "JOIN", "ON", "ORDER",
-    "BY", "GROUP", "MIN", "COUNT", "TO_CHAR", "SYSTIMESTAMP", "DUAL", "BEGIN", "END",
+    "BY", "GROUP", "MIN", "MAX", "COUNT", "NVL", "EXISTS", "TO_CHAR", "SYSTIMESTAMP", "DUAL",
+    "BEGIN", "END",
 }  # fmt: skip
 QUERIES = {
     "DATABASE_STATE": lm.DATABASE_STATE,
@@ -28,6 +29,10 @@ QUERIES = {
     "STANDBY_LOGS": lm.STANDBY_LOGS,
     "FLUSH_TABLE_EXISTS": lm.FLUSH_TABLE_EXISTS,
     "contents_query": lm.contents_query(2),
+    "archived_logs_query": lm.archived_logs_query(2),
+    "DICTIONARY_BUILD": lm.DICTIONARY_BUILD,
+    "VALID_DESTINATIONS": lm.VALID_DESTINATIONS,
+    "INDEX_ORGANIZED": lm.INDEX_ORGANIZED.format(pairs=lm.table_pairs(2)),
 }
 
 
@@ -35,14 +40,12 @@ def referenced_columns(query: str) -> tuple[set[str], dict[str, set[str]]]:
     """Views a query reads and the identifiers it uses per alias ('' for unqualified)."""
     text = re.sub(r"'[^']*'", "", query)  # literals
     text = re.sub(r":\w+", "", text)  # binds
-    views = set(re.findall(r"\b(V\$\w+|USER_TABLES)\b", text))
-    aliases = dict(re.findall(r"\b(V\$\w+)\s+([A-Z])\b", text))
+    views = set(re.findall(r"\b(V\$\w+|USER_TABLES|ALL_TABLES)\b", text))
+    aliases = {alias: view for view, alias in re.findall(r"\b(V\$\w+)\s+([A-Z])\b", text)}
     used: dict[str, set[str]] = {}
     for alias, name in re.findall(r"\b(?:([A-Z])\.)?([A-Z_][A-Z0-9_#$]*)(?![A-Z0-9_#$])", text):
-        if name not in KEYWORDS and name not in views and name not in aliases.values():
-            used.setdefault(alias and next(v for v, a in aliases.items() if a == alias), set()).add(
-                name
-            )
+        if name not in KEYWORDS and name not in views and name not in aliases:
+            used.setdefault(alias and aliases[alias], set()).add(name)
     return views, used
 
 
@@ -79,6 +82,7 @@ def test_session_start_uses_documented_procedure_arguments_and_constants() -> No
         (lm.ADD_LOGFILE, "ADD_LOGFILE"),
         (lm.START_WITH_ONLINE_CATALOG, "START_LOGMNR"),
         (lm.START_WITH_DICTIONARY_FILE, "START_LOGMNR"),
+        (lm.START_WITH_REDO_DICTIONARY, "START_LOGMNR"),
     ):
         arguments = set(re.findall(r"(\w+) =>", statement))
         assert arguments <= set(VIEWS[f"DBMS_LOGMNR.{procedure}"]), statement
@@ -88,7 +92,9 @@ def test_session_start_uses_documented_procedure_arguments_and_constants() -> No
     assert "OPTIONS => DBMS_LOGMNR.ADDFILE" in lm.ADD_LOGFILE
     assert "DICT_FROM_ONLINE_CATALOG" in lm.START_WITH_ONLINE_CATALOG
     assert "DICTFILENAME => :dictionary_file" in lm.START_WITH_DICTIONARY_FILE
-    for start in (lm.START_WITH_ONLINE_CATALOG, lm.START_WITH_DICTIONARY_FILE):
+    assert "DICT_FROM_REDO_LOGS + DBMS_LOGMNR.DDL_DICT_TRACKING" in lm.START_WITH_REDO_DICTIONARY
+    starts = (lm.START_WITH_ONLINE_CATALOG, lm.START_WITH_DICTIONARY_FILE)
+    for start in (*starts, lm.START_WITH_REDO_DICTIONARY):
         assert "STARTSCN => :start_scn, ENDSCN => :end_scn" in start
         assert "COMMITTED_DATA_ONLY" not in start and "CONTINUOUS_MINE" not in start
 
@@ -113,7 +119,8 @@ def test_a_purged_log_is_an_error_naming_the_scn_and_the_fix() -> None:
     with pytest.raises(MissingLogError) as caught:
         plan_logs([], online, 150)
     message = str(caught.value)
-    assert "SCN 150" in message and "RESTORE ARCHIVELOG FROM SCN 150" in message
+    assert "SCN 150" in message and "RESTORE ARCHIVELOG SEQUENCE 11 THREAD 1" in message
+    assert caught.value.context | {"thread": 1, "sequence": 11} == caught.value.context
     assert "re-snapshot" in message
     with pytest.raises(MissingLogError, match="sequence 11 is neither online nor archived"):
         plan_logs([("/arch/1_10.arc", 1, 10, 100, 200)], online, 150)

@@ -1,8 +1,10 @@
-"""Recorded V$LOGMNR_CONTENTS rows through the Oracle connector's row handling and the CDC
+"""Hand-written V$LOGMNR_CONTENTS rows through the Oracle connector's row handling and the CDC
 core (transaction buffer with spill, full-width rebuild by ROWID), asserting the exact
 committed events.
 
-``data/shop_contents.jsonl`` records two tables of a server in Europe/Berlin: interleaved
+``data/shop_contents.jsonl`` is WRITTEN BY HAND, not captured from a server: rows shaped as
+LogMiner documents them (Oracle Database Utilities, "LogMiner"; Database Reference,
+V$LOGMNR_CONTENTS) for two tables of a server whose clock is in Europe/Berlin: interleaved
 transactions, a rollback to a savepoint (``ROLLBACK = 1`` rows), a full rollback, updates
 and deletes without supplemental logging of all columns, an insert whose SQL_REDO spans
 three CSF rows, a row moving between partitions (DELETE + INSERT in one redo record), a

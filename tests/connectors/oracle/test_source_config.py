@@ -1,0 +1,86 @@
+"""The Oracle log source's settings: one list of names (``LogMinerConfig``'s fields), read
+from the connection URL, each bad value refused at start with the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from cdc_core.errors import ConfigError
+from connectors.model import SourceColumn, TableSchema
+from connectors.oracle import source_config as sc
+from connectors.oracle.contents import ChangeAssembler, ContentsRow, description_of
+from connectors.oracle.errors import DictionaryMismatchError
+from connectors.oracle.types import LOB_TYPES
+from merkle import types as lt
+
+URL = "oracle+oracledb://cdc@adg1:1521/?service_name=SALES"
+
+
+def test_every_setting_is_a_url_parameter_read_from_the_url() -> None:
+    assert tuple(f.name for f in dataclasses.fields(sc.LogMinerConfig)) == sc.LOG_PARAMETERS
+    config = sc.from_url(
+        f"{URL}&mining=standby&dictionary=flat_file:/u01/logmnr/dict.ora&window_scns=5000"
+        "&archive_dest=1,3&poll_interval_s=0.5&server_time_zone=Europe/Berlin"
+    )
+    assert config == sc.LogMinerConfig(
+        mining="standby", dictionary=sc.Dictionary("flat_file", "/u01/logmnr/dict.ora"),
+        window_scns=5000, archive_dest=(1, 3), poll_interval_s=0.5,
+        server_time_zone="Europe/Berlin",
+    )  # fmt: skip
+    assert not config.flushes  # a standby is never written
+    assert sc.from_url(URL) == sc.LogMinerConfig()
+    assert sc.from_url(f"{URL}&dictionary=redo_logs").dictionary.kind == "redo_logs"
+    assert sc.is_log_parameter("mining") and not sc.is_log_parameter("service_name")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("mining=replica", "mining=standby to mine on an Active Data Guard"),
+        ("dictionary=flat_file", "DBMS_LOGMNR_D.STORE_IN_FLAT_FILE"),
+        ("dictionary=catalog", "online_catalog, redo_logs or flat_file:<path"),
+        ("window_scns=0", "window_scns must be >= 1"),
+        ("window_scns=many", "window_scns='many' is not valid"),
+        ("archive_dest=1,40", "V\\$ARCHIVE_DEST_STATUS"),
+        ("mining=standby&flush_table=F", "read-only standby cannot be written"),
+        ("mining=primary&mining=standby", "more than once"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_fix(query: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        sc.from_url(f"{URL}&{query}")
+
+
+def test_the_dictionary_mismatch_fix_names_a_setting_that_exists() -> None:
+    message = DictionaryMismatchError("SHOP.ORDERS", 42, "LogMiner INFO: x").message
+    assert "dictionary=redo_logs" in message and "STORE_IN_REDO_LOGS" in message
+    assert sc.from_url(f"{URL}&dictionary=redo_logs").dictionary == sc.Dictionary("redo_logs")
+
+
+DOCS = TableSchema(
+    "SHOP.DOCS",
+    (
+        SourceColumn("ID", "NUMBER(10,0)", lt.IntegerType(), False),
+        SourceColumn("BODY", "CLOB", lt.StringType(), True),
+        SourceColumn("SCAN", "BLOB", lt.BytesType(), True),
+    ),
+    ("ID",),
+)
+
+
+def test_lob_columns_are_refused_by_name_and_their_fragments_skipped_once_ignored() -> None:
+    """A LOB column is refused at start (the way out: ignore_columns); a pipeline running
+    with it ignored gets no error from the LOB_WRITE rows, which change only it."""
+    described = description_of(DOCS)
+    assert {c.name: c.native_type for c in described.refused} == {"BODY": "CLOB", "SCAN": "BLOB"}
+    assert "LOB_WRITE" in described.refused[0].reason and "NCLOB" in LOB_TYPES
+    import datetime as dt
+
+    assembler = ChangeAssembler({"SHOP.DOCS": DOCS}, dt.UTC)
+    for code, operation in ((9, "SEL_LOB_LOCATOR"), (10, "LOB_WRITE"), (11, "LOB_TRIM")):
+        row = ContentsRow(
+            50, dt.datetime(2026, 5, 1), "0A00", code, operation, "SHOP", "DOCS", "AAAR3sAAE"
+        )
+        assert assembler.feed(row) == []
