@@ -12,11 +12,12 @@ pytest_plugins = ["tests.servers"]
 _LIVE_SERVER_URLS = {
     "oracle": ("Oracle", "REPLCHECK_ORACLE_URL"),
     "hana": ("HANA", "REPLCHECK_HANA_URL"),
+    "mysql": ("MySQL", "REPLCHECK_MYSQL_URL"),
 }
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip live Oracle/HANA tests, with the reason, unless their server URL is set."""
+    """Skip live Oracle/HANA/MySQL tests, with the reason, unless their server URL is set."""
     for marker, (vendor, variable) in _LIVE_SERVER_URLS.items():
         if os.environ.get(variable):
             continue

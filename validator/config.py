@@ -81,7 +81,7 @@ INSISTING_ENGINES = ("database", *LAKE_ENGINES)
 # How a live database target is fed (validator.replicas): "replcheck" (a pipeline's progress
 # table), "mariadb" (a MariaDB replica: GTID), "postgres" (a subscriber or standby: LSN),
 # "none" (nothing in flight: no re-check), "unknown" (re-check after the lag).
-REPLICATION_KINDS = ("replcheck", "mariadb", "postgres", "none", "unknown")
+REPLICATION_KINDS = ("replcheck", "mariadb", "mysql", "postgres", "none", "unknown")
 _OPTION_KEYS = (
     "trim_char",
     "case_insensitive",

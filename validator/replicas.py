@@ -4,8 +4,10 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
 - ``replcheck``: a replcheck pipeline writes the target; its progress table in the target
   says which source position it applied. Differences are confirmed at an agreed position
   (``recheck.confirm_at_position``): no sleep, exact.
-- ``mariadb``: a MariaDB/MySQL replica of the source: the source's GTID position
+- ``mariadb``: a MariaDB replica of the source: the source's GTID position
   (``@@gtid_binlog_pos``) is waited for on the replica (``MASTER_GTID_WAIT``), then as above.
+- ``mysql``: a MySQL replica of the source: the source's GTID set (``@@gtid_executed``) is
+  waited for on the replica (``WAIT_FOR_EXECUTED_GTID_SET``), then as above.
 - ``postgres``: a PostgreSQL logical subscriber or physical standby of the source: the
   source's WAL position (``pg_current_wal_lsn()``) is waited for on it
   (``connectors.postgres.replica``), then as above.
@@ -61,8 +63,8 @@ def confirm_live(
     timeout = settings.replica_wait_timeout_s
     if kind == "replcheck":
         return _confirm_on_pipeline(result, layout, sides, target_connection, timeout)
-    if kind == "mariadb":
-        return _confirm_on_replica(result, layout, sides, timeout)
+    if kind in ("mariadb", "mysql"):
+        return _confirm_on_replica(result, layout, sides, timeout, kind)
     if kind == "postgres":
         return _confirm_on_subscriber(result, layout, sides, timeout)
     lag = settings.recheck_lag_s
@@ -147,18 +149,21 @@ def _confirm_on_replica(
     layout: RowLayout,
     sides: tuple[LiveTable, LiveTable],
     timeout_s: float,
+    kind: str = "mariadb",
 ) -> ComparisonResult:
-    """``replication: mariadb``: the source's GTID position, waited for on the replica."""
+    """``replication: mariadb`` or ``mysql``: the source's GTID position, waited for on the
+    replica (``connectors.mariadb.replica.GTID_WAITS``)."""
     from connectors.mariadb.connector import MariaDBConnector
-    from connectors.mariadb.replica import gtid_position, wait_for_gtid
+    from connectors.mariadb.replica import GTID_WAITS
 
-    source, replica = _of_product(result, sides, MariaDBConnector, "mariadb", "MariaDB/MySQL")
+    gtid = GTID_WAITS[kind]
+    source, replica = _of_product(result, sides, MariaDBConnector, kind, gtid.product)
     return confirm_at_position(
         result,
         layout,
         *sides,
-        lambda: gtid_position(source),
-        lambda gtid: wait_for_gtid(replica, gtid, timeout_s),
+        lambda: gtid.position(source),
+        lambda position: gtid.wait(replica, position, timeout_s),
     )
 
 

@@ -154,7 +154,7 @@ def server_facts(settings: StreamSettings) -> ServerFacts:
         log_bin, binlog_format, row_metadata = cursor.fetchone()
         mysql = _mysql_settings(cursor) if flavour.is_mysql else {}
         try:
-            cursor.execute(_status_statement(flavour))
+            cursor.execute(flavour.binlog_status_statement)
         except pymysql.err.MySQLError as exc:
             raise _translate(exc, settings, "") from exc
         status = cursor.fetchone()
@@ -179,13 +179,6 @@ def _mysql_settings(cursor: Any) -> dict[str, str]:
         " ('binlog_transaction_compression', 'binlog_row_value_options')"
     )
     return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
-
-
-def _status_statement(flavour: ServerFlavour) -> str:
-    """The statement that shows the binlog's end (MySQL 8.4 removed ``SHOW MASTER STATUS``)."""
-    if flavour.is_mysql and flavour.version >= (8, 4, 0):
-        return "SHOW BINARY LOG STATUS"
-    return "SHOW MASTER STATUS"
 
 
 def _translate(exc: Exception, settings: StreamSettings, position: str) -> Exception:

@@ -2,9 +2,10 @@
 
 InnoDB snapshots cannot be shared between connections, so every partition opens its own
 ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` and reports the binlog position that
-snapshot corresponds to (``binlog_snapshot_file`` / ``binlog_snapshot_position``, which
-MariaDB reads atomically with the snapshot — https://mariadb.com/kb/en/enhancements-for-start-transaction-with-consistent-snapshot/).
-No lock is taken. The session runs in UTC so TIMESTAMP columns (instants) come back in UTC.
+snapshot corresponds to, as the server's product gives it (``snapshot_position``: MariaDB's
+``binlog_snapshot_file`` / ``binlog_snapshot_position`` with no lock, MySQL's status under a
+brief global read lock). The server's product is asked once per connector (``flavour``).
+The session runs in UTC so TIMESTAMP columns (instants) come back in UTC.
 Zero dates read as NULL; other dates that are not calendar dates are refused, naming the
 row's primary key (``zero_dates``).
 """
@@ -23,7 +24,14 @@ from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import Connector, arrow_type_of, key_text, missing_table
-from connectors.mariadb.position import describe_position, to_position
+from connectors.mariadb.flavour import ServerFlavour, detect_flavour
+from connectors.mariadb.position import describe_position
+from connectors.mariadb.snapshot_position import (
+    SnapshotPosition,
+    begin_snapshot,
+    binlog_basename,
+    binlog_end,
+)
 from connectors.mariadb.system_versioning import system_period, without_period_end
 from connectors.mariadb.types import (
     MAX_LAKE_DIGITS,
@@ -77,6 +85,7 @@ class MariaDBConnector(Connector):
     name = "mariadb"
     schemes = ("mysql", "mariadb")
     _basename: str | None = None  # the binlog's base name, once describe_position read it
+    _flavour: ServerFlavour | None = None  # the server's product, once a snapshot asked it
     # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
     capabilities = Capabilities(
         has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
@@ -282,15 +291,15 @@ class MariaDBConnector(Connector):
                 yield self.to_batch(rows, table, columns, schema, position)
 
     def log_position(self) -> int | None:
-        """The binlog's end; None when the binlog is off. Read from the snapshot status,
-        which outside a snapshot is the binlog's end and, unlike ``SHOW MASTER STATUS``,
-        needs no privilege (a validator's user has none)."""
+        """The binlog's end; None when the binlog is off (``snapshot_position.binlog_end``:
+        no privilege on MariaDB, ``REPLICATION CLIENT`` on MySQL)."""
         connection = self.connect()
         try:
             with connection.cursor() as cursor:
-                return _binlog_snapshot_position(cursor)
+                end = binlog_end(cursor, self.server_flavour(connection), mask_url(self.url))
         finally:
             connection.close()
+        return None if end is None else end.value
 
     def describe_position(self, value: int) -> str:
         """``mariadb-bin.000003:4567``: the binlog's base name is read once per connector."""
@@ -299,23 +308,44 @@ class MariaDBConnector(Connector):
         return describe_position(value, self._basename)
 
     def _binlog_basename(self) -> str:
-        """The binlog files' base name, from the snapshot status any user may read."""
+        """The binlog files' base name, from status or variables any user may read."""
         connection = self.connect()
         try:
             with connection.cursor() as cursor:
-                cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
-                row = cursor.fetchone()
+                return binlog_basename(cursor, self.server_flavour(connection))
         finally:
             connection.close()
-        return str(row[1]).rpartition(".")[0] if row and row[1] else "binlog"
 
-    @staticmethod
-    def begin_snapshot(connection: Any) -> int | None:
+    def flavour(self) -> ServerFlavour:
+        """The server's product and version (asked once per connector, see
+        ``server_flavour``)."""
+        if self._flavour is None:
+            with self.connect() as connection:
+                return self.server_flavour(connection)
+        return self._flavour
+
+    def server_flavour(self, connection: Any) -> ServerFlavour:
+        """The server's product and version, asked on ``connection`` once per connector.
+
+        Raises:
+            UnsupportedServerError: A product or version replcheck is not built for.
+        """
+        if self._flavour is None:
+            with connection.cursor() as cursor:
+                self._flavour = detect_flavour(cursor, mask_url(self.url))
+        return self._flavour
+
+    def begin_snapshot(self, connection: Any) -> int | None:
         """Open a consistent snapshot on ``connection``; the binlog position it sees."""
+        found = self.snapshot_at(connection)
+        return None if found is None else found.value
+
+    def snapshot_at(self, connection: Any) -> SnapshotPosition | None:
+        """Open a consistent snapshot on ``connection``; where it stands in the binlog (None:
+        no binlog), the same way on every path (``snapshot_position.begin_snapshot``)."""
+        flavour = self.server_flavour(connection)
         with connection.cursor() as cursor:
-            cursor.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            return _binlog_snapshot_position(cursor)
+            return begin_snapshot(cursor, flavour, mask_url(self.url))
 
     def select_sql(
         self, table: TableSchema, columns: Sequence[str], partition: Partition
@@ -428,17 +458,6 @@ def _connection_class() -> Any:
             return preferred[0]
 
     return Connection
-
-
-def _binlog_snapshot_position(cursor: Any) -> int | None:
-    """The binlog position the session's snapshot sees (the binlog's end outside one);
-    None when the binlog is off."""
-    cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-    status = dict(cursor.fetchall())
-    log_file = status.get("Binlog_snapshot_file")
-    if not log_file:
-        return None
-    return to_position(str(log_file), int(status.get("Binlog_snapshot_position") or 0))
 
 
 def _primary_key(cursor: Any, schema: str, table: str) -> tuple[str, ...]:

@@ -254,17 +254,32 @@ class UnreadableEventError(TerminalError):
         )
 
 
-class MySQLNotBuiltError(ConfigError):
-    """A MySQL path that is not built yet (``MYSQL_ISSUE``)."""
+class SnapshotLockError(TransientError):
+    """MySQL: the brief global read lock that places a snapshot in the binlog was not
+    granted in time (``snapshot_position``); a later attempt may get it."""
 
     @classmethod
-    def snapshot(cls, source: str, series: str) -> MySQLNotBuiltError:
-        """MySQL's snapshot position (``LOCK INSTANCE FOR BACKUP`` and
-        ``performance_schema.log_status``) is not built: refused instead of "binlog off"."""
+    def timed_out(cls, source: str, wait_s: int) -> SnapshotLockError:
+        """``FLUSH TABLES WITH READ LOCK`` waited ``wait_s`` seconds in vain."""
         return cls(
-            f"the server at {source} is {series}: replcheck cannot take a snapshot of MySQL"
-            " yet, because MySQL does not report the binlog position of a consistent snapshot"
-            " the way MariaDB does (Binlog_snapshot_file); MySQL's way (LOCK INSTANCE FOR"
-            f" BACKUP with performance_schema.log_status) is part of {MYSQL_ISSUE}",
-            {"source": source, "server": series},
+            f"the server at {source} did not grant the brief global read lock (FLUSH TABLES"
+            f" WITH READ LOCK) that places a MySQL snapshot in the binlog within {wait_s} s:"
+            " a long-running query or an open LOCK TABLES holds it off; try again when it has"
+            " finished (SHOW PROCESSLIST shows it)",
+            {"source": source, "wait_s": str(wait_s)},
+        )
+
+
+class SnapshotPrivilegeError(ConfigError):
+    """MySQL: the user may not take the snapshot's position (``snapshot_position``)."""
+
+    @classmethod
+    def denied(cls, source: str, detail: str) -> SnapshotPrivilegeError:
+        """``FLUSH TABLES WITH READ LOCK`` or the binlog status statement was refused."""
+        return cls(
+            f"the server at {source} refused what places a MySQL snapshot in the binlog"
+            f" ({detail}): it needs FLUSH TABLES WITH READ LOCK and SHOW BINARY LOG STATUS"
+            " (SHOW MASTER STATUS before 8.4); run GRANT RELOAD, REPLICATION CLIENT ON *.* TO"
+            " the pipeline's (or validator's) user",
+            {"source": source},
         )

@@ -74,6 +74,15 @@ class ServerFlavour:
         """``MySQL 8.4`` / ``MariaDB 10.11``: how messages name it."""
         return f"{self.product} {self.version[0]}.{self.version[1]}"
 
+    @property
+    def binlog_status_statement(self) -> str:
+        """The statement that shows the binlog's end: MySQL 8.4 removed ``SHOW MASTER
+        STATUS`` for ``SHOW BINARY LOG STATUS``
+        (https://dev.mysql.com/doc/refman/8.4/en/show-binary-log-status.html)."""
+        if self.is_mysql and self.version >= (8, 4, 0):
+            return "SHOW BINARY LOG STATUS"
+        return "SHOW MASTER STATUS"
+
     def built_for(self) -> bool:
         """Whether replcheck is built for this product and version."""
         return any(self.version[: len(series)] == series for series in BUILT_FOR[self.product])

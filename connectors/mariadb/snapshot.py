@@ -1,16 +1,12 @@
 """The initial snapshot: all asked tables in one consistent read at a known binlog position.
 
-One connection runs ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` and reads
-``binlog_snapshot_file``/``binlog_snapshot_position`` (MariaDB reads them atomically with
-the snapshot, https://mariadb.com/kb/en/enhancements-for-start-transaction-with-consistent-snapshot/),
-then reads every table in that transaction: no lock is taken, and the snapshot at P holds
-exactly the transactions whose commit_pos <= P, so streaming the binlog from P continues it
-without a gap or an overlap. Values come out exactly as the log reader decodes them.
-
-MySQL has no ``binlog_snapshot_file``: its way to an exact snapshot position (``LOCK
-INSTANCE FOR BACKUP`` with ``performance_schema.log_status``) is not built yet, so a MySQL
-server is refused by name (``MySQLNotBuiltError``) before any table is read, instead of
-failing as if its binlog were off; so is any server ``flavour`` refuses.
+One connection runs ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` at an exact binlog
+position P (``snapshot_position``: MariaDB reads ``binlog_snapshot_file``/
+``binlog_snapshot_position`` atomically with the snapshot, with no lock; MySQL reads its
+binlog status under a brief global read lock), then reads every table in that transaction:
+the snapshot at P holds exactly the transactions whose commit_pos <= P, so streaming the
+binlog from P continues it without a gap or an overlap. Values come out exactly as the log
+reader decodes them. A server ``flavour`` refuses is refused before any table is read.
 """
 
 from __future__ import annotations
@@ -27,15 +23,8 @@ from cdc_core.names import qualify, split_table
 from cdc_core.position import Position
 from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
-from connectors.mariadb.errors import (
-    BinlogSetupError,
-    MySQLNotBuiltError,
-    TableChangedError,
-    lost_connections,
-)
-from connectors.mariadb.flavour import ServerFlavour, detect_flavour
+from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
 from connectors.mariadb.generated import virtual_refusals
-from connectors.mariadb.position import split_position, to_text
 from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.mariadb.table_kinds import check_capturable
 from connectors.mariadb.types import refusal
@@ -119,21 +108,14 @@ class MariaDBSnapshotReader:
         self.connector = MariaDBConnector(config.url, password)
         self.database = parse_url(config.url).database or ""
         self.keys = {qualify(t, self.database): tuple(k) for t, k in config.keys.items()}
-        self._flavour: ServerFlavour | None = None
 
     def _check_flavour(self) -> None:
-        """Refuse a server whose snapshot position is not built (asked once per reader).
+        """Refuse a server replcheck is not built for before any table is read.
 
         Raises:
             UnsupportedServerError: A product or version replcheck is not built for.
-            MySQLNotBuiltError: MySQL (its snapshot position is not built yet).
         """
-        if self._flavour is None:
-            source = mask_url(self.connector.url)
-            with self.connector.connect() as connection, connection.cursor() as cursor:
-                self._flavour = detect_flavour(cursor, source)
-        if self._flavour.is_mysql:
-            raise MySQLNotBuiltError.snapshot(mask_url(self.connector.url), self._flavour.series)
+        self.connector.flavour()
 
     @contextlib.contextmanager
     def snapshot(
@@ -146,7 +128,9 @@ class MariaDBSnapshotReader:
 
         Raises:
             BinlogSetupError: The server writes no binlog, so the snapshot has no position.
-            MySQLNotBuiltError: The server is MySQL (``_check_flavour``).
+            UnsupportedServerError: A server replcheck is not built for (``_check_flavour``).
+            SnapshotLockError: MySQL's brief global read lock was not granted in time.
+            SnapshotPrivilegeError: MySQL: the user may not take the position.
         """
         names = [qualify(table, self.database) for table in tables]
         wanted = {qualify(t, self.database): rows for t, rows in (keys or {}).items()}
@@ -156,22 +140,24 @@ class MariaDBSnapshotReader:
             descriptions = [describe_table(self.connector, name, self.keys) for name in names]
             connection = self.connector.connect()
             with contextlib.closing(connection):
-                value = self.connector.begin_snapshot(connection)
-                if value is None:
-                    raise BinlogSetupError.binlog_off(self.connector.url)
                 yield (
-                    self._position(connection, value),
+                    self._begin(connection),
                     self._iter_tables(connection, descriptions, wanted),
                 )
                 connection.commit()
 
-    @staticmethod
-    def _position(connection: Any, value: int) -> Position:
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW STATUS LIKE 'binlog_snapshot_file'")
-            log_file = str(cursor.fetchone()[1])
-        _, offset = split_position(value, log_file.rpartition(".")[0])
-        return Position(value, to_text(log_file, offset))
+    def _begin(self, connection: Any) -> Position:
+        """Open the snapshot on ``connection``; its exact binlog position.
+
+        Raises:
+            BinlogSetupError: The server writes no binlog.
+        """
+        found = self.connector.snapshot_at(connection)
+        if found is None:
+            raise BinlogSetupError.binlog_off(self.connector.url)
+        if found.gtid_set:
+            logger.info("snapshot at %s, GTID set %s", found.to_position().text, found.gtid_set)
+        return found.to_position()
 
     def _iter_tables(
         self,
@@ -234,10 +220,7 @@ class MariaDBSnapshotReader:
         ordered = bool(description.key) and tuple(schema.primary_key) == description.key
         connection = self.connector.connect()
         with contextlib.closing(connection):
-            value = self.connector.begin_snapshot(connection)
-            if value is None:
-                raise BinlogSetupError.binlog_off(self.connector.url)
-            position = self._position(connection, value)
+            position = self._begin(connection)
             batch, last = self._chunk(
                 connection,
                 schema,

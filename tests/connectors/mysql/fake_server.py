@@ -5,8 +5,10 @@ It speaks (https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_basic
 
 - the v10 handshake, ``mysql_native_password`` offered and any password accepted (no TLS);
 - ``COM_QUERY`` answered from a list of recorded answers (a regular expression per
-  statement, a result set or OK); a statement with no answer gets an error and is kept in
-  ``unanswered``, so a test fails on any statement it did not expect;
+  statement, a result set or OK), or, given a ``recording`` (``recorded_session``), from it
+  alone, each recorded exchange once (a result set, OK or a server error); a statement with
+  no answer gets an error and is kept in ``unanswered``, so a test fails on any statement it
+  did not expect;
 - ``COM_REGISTER_SLAVE`` and ``COM_PING`` (OK), ``COM_QUIT``;
 - ``COM_BINLOG_DUMP``: an artificial ROTATE, the file's FORMAT_DESCRIPTION (artificial
   when the dump starts past it), the events from the asked offset on, the files after it,
@@ -24,6 +26,7 @@ import struct
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tests.connectors.mysql.binlog_encoder import (
     BinlogFile,
@@ -58,6 +61,22 @@ class ResultSet:
 
 
 OK = None  # an answer that is an OK packet (SET statements)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerError:
+    """A query's answer that is an error packet (the server's error number and message)."""
+
+    code: int
+    message: str
+
+
+class Replay(Protocol):
+    """Answers from a recorded session (``recorded_session.Recording``)."""
+
+    def answer(self, sql: str) -> ResultSet | ServerError | None:
+        """The recorded answer to ``sql``; raises ``LookupError`` when there is none."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +165,14 @@ class FakeMySQLServer:
         answers: The recorded answers to ``COM_QUERY`` statements.
         version: The version the handshake announces.
         heartbeat_s: How often a dump that reached the end sends a heartbeat.
+        recording: A recorded session: it alone answers ``COM_QUERY`` (``answers`` unused).
     """
 
     files: Sequence[BinlogFile]
     answers: Sequence[Answer]
     version: str = "8.0.36"
     heartbeat_s: float = 0.05
+    recording: Replay | None = None
     statements: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
     dumps: list[tuple[str, int]] = field(default_factory=list)
@@ -196,13 +217,19 @@ class FakeMySQLServer:
         with contextlib.suppress(OSError, ConnectionError), contextlib.closing(client):
             session.run()
 
-    def answer(self, sql: str) -> ResultSet | None:
+    def answer(self, sql: str) -> ResultSet | ServerError | None:
         """The recorded answer to ``sql``.
 
         Raises:
             LookupError: There is none.
         """
         self.statements.append(sql)
+        if self.recording is not None:
+            try:
+                return self.recording.answer(sql)
+            except LookupError:
+                self.unanswered.append(sql)
+                raise
         for answer in self.answers:
             if re.fullmatch(answer.pattern, sql.strip(), re.IGNORECASE | re.DOTALL):
                 return answer.result
@@ -283,6 +310,9 @@ class _Session:
             return
         if result is None:
             self._ok()
+            return
+        if isinstance(result, ServerError):
+            self._error(result.code, result.message)
             return
         self._write(packed(len(result.columns)))
         for index, name in enumerate(result.columns):

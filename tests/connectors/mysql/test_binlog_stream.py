@@ -23,14 +23,12 @@ from cdc_core.position import Position
 from cdc_core.source import Idle, TableChanged
 from connectors.mariadb.errors import (
     BinlogSetupError,
-    MySQLNotBuiltError,
     UnreadableEventError,
     UnsupportedServerError,
     UntrackedChangeError,
 )
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.position import position_of
-from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mysql.binlog_encoder import BinlogFile, Column, Table
 from tests.connectors.mysql.fake_server import FakeMySQLServer, mysql_answers
@@ -261,16 +259,6 @@ def test_servers_not_built_for_exit_2_before_anything_is_read(
         assert server.dumps == []
     assert isinstance(raised.value, ConfigError) and raised.value.exit_code == 2
     assert named in str(raised.value)
-
-
-def test_a_mysql_snapshot_is_refused_by_name_not_as_binlog_off() -> None:
-    binlog = _binlog()
-    with _served(binlog) as server:
-        config = MariaDBSourceConfig(url=server.url("shop"), tables=("t",))
-        reader = MariaDBSnapshotReader(config)
-        with pytest.raises(MySQLNotBuiltError) as raised, reader.snapshot(["t"]):
-            pass
-    assert "MySQL 8.0" in str(raised.value) and "issue 40" in str(raised.value)
 
 
 def test_a_mariadb_stream_is_read_as_before() -> None:
