@@ -98,6 +98,6 @@ def test_a_replcheck_target_is_confirmed_at_an_agreed_position(
 
 
 def test_an_unknown_replication_kind_is_refused_by_name(tmp_path: Path) -> None:
-    _, check = _configs(tmp_path, "mysql+pymysql://u@h/db", "postgresql://u@h/db", "mysql")
+    _, check = _configs(tmp_path, "mysql+pymysql://u@h/db", "postgresql://u@h/db", "galera")
     with pytest.raises(ConfigError, match=r"replication: must be one of replcheck, mariadb"):
         load_validator_config(check, environ={})
