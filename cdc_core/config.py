@@ -26,6 +26,14 @@ from cdc_core.input_limits import (
     check_private,
     read_limited,
 )
+from cdc_core.lake_location import (
+    SECRET_STORAGE_OPTIONS,
+    STORAGE_OPTIONS,
+    LakeLocation,
+    Revealable,
+    as_location,
+    plain,
+)
 
 T = TypeVar("T")
 ENV_PREFIX = "REPLCHECK__"
@@ -341,6 +349,9 @@ class Section:
 
 # -- connections (shared by the validator and the pipelines) -------------------------------
 
+# The keys of one connection (its storage options: cdc_core.lake_location.STORAGE_OPTIONS).
+CONNECTION_KEYS = ("url", "lake", "password", "storage_options")
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectionConfig:
@@ -349,7 +360,8 @@ class ConnectionConfig:
     name: str
     url: str | None = None
     password: Secret | None = None
-    lake: Path | None = None
+    # A lake: its folder when on local disk, else its object-store location.
+    lake: Path | LakeLocation | None = None
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.lake is None):
@@ -359,6 +371,11 @@ class ConnectionConfig:
     def is_lake(self) -> bool:
         """True for a Delta lake, False for a database."""
         return self.lake is not None
+
+    @property
+    def location(self) -> LakeLocation | None:
+        """Where the lake is, local or not (None for a database)."""
+        return None if self.lake is None else as_location(self.lake)
 
     def display(self) -> str:
         """A form safe for logs and reports: no password, ever."""
@@ -431,7 +448,7 @@ def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, Con
     connections = {}
     for name in section.data:
         entry = section.child(name)
-        entry.check_keys(["url", "lake", "password"])
+        entry.check_keys(CONNECTION_KEYS)
         url = entry.get("url", str)
         if url is not None:
             url = expand_placeholders(url, environ, entry.where("url"), masked=True)
@@ -441,12 +458,35 @@ def read_connections(root: Section, environ: Mapping[str, str]) -> dict[str, Con
                     "url", f"has an inline password {where}; use password: {{env: NAME}}"
                 )
         lake = entry.get("lake", str)
+        if url is not None and "storage_options" in entry.data:
+            raise entry.error("storage_options", "applies to a lake connection only")
         if (url is None) == (lake is None):
             raise entry.error(None, "give exactly one of 'url' (a database) or 'lake' (a path)")
         connections[name] = ConnectionConfig(
             name=name,
             url=url,
             password=read_secret(entry, "password", environ),
-            lake=Path(lake) if lake is not None else None,
+            lake=_lake_location(entry, lake, environ) if lake is not None else None,
         )
     return connections
+
+
+def _lake_location(entry: Section, lake: str, environ: Mapping[str, str]) -> Path | LakeLocation:
+    """A lake connection's ``lake:`` (a local folder as a path, as ever) or its object-store
+    URL with ``storage_options`` (cdc_core.lake_location)."""
+    options: dict[str, Revealable] = {}
+    child = entry.optional_child("storage_options")
+    if child is not None:
+        child.check_keys(list(STORAGE_OPTIONS))
+        for key, value in child.data.items():
+            if isinstance(value, str) and key not in SECRET_STORAGE_OPTIONS:
+                options[key] = plain(value)
+            else:
+                secret = read_secret(child, key, environ)
+                if secret is not None:
+                    options[key] = secret
+    try:
+        location = LakeLocation.from_config(lake, options)
+    except ConfigError as exc:
+        raise entry.error("lake", exc.message) from exc
+    return location.local_path if location.is_local else location

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.files import deleted_on_failure
+from cdc_core.lake_location import LakeLocation, as_location
 from cdc_core.names import parse_table, to_lake_dir
 from cdc_core.position import Position
-from cdc_core.state_file import corrupt_file, read_json_file
+from cdc_core.state_file import corrupt_file, read_json_bytes, read_json_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,18 +64,49 @@ RESYNC_REQUEST_KEY = "replcheck.resync_request"
 
 @dataclass(frozen=True, slots=True)
 class LakeTable:
-    """Where one source table lives in the lake."""
+    """Where one source table lives in the lake.
 
-    lake: Path
+    ``place`` is a local folder or an object-store location (``cdc_core.lake_location``);
+    ``root_at``, ``changelog_at`` and ``mirror_at`` work for both, while ``root``,
+    ``changelog`` and ``mirror`` are the local folders, for the readers that still need them
+    (an object-store lake has none: ``LakeLocation.local_path`` says so by name).
+    """
+
+    place: Path | LakeLocation  # the lake's root: its folder, or its object-store location
     table: str  # canonical "schema.table" (or "table"): cdc_core.names
 
     @property
+    def location(self) -> LakeLocation:
+        """The lake's root, local or not."""
+        return as_location(self.place)
+
+    @property
+    def lake(self) -> Path:
+        """The lake's local folder (an object-store lake has none: an error says so)."""
+        return self.location.local_path
+
+    @property
+    def root_at(self) -> LakeLocation:
+        """Where this table's changelog and mirror are, one level per encoded name part."""
+        return self.location.join(*self._parts())
+
+    @property
+    def changelog_at(self) -> LakeLocation:
+        """Where the changelog Delta table is."""
+        return self.root_at.join("changelog")
+
+    @property
+    def mirror_at(self) -> LakeLocation:
+        """Where the mirror Delta table is."""
+        return self.root_at.join("mirror")
+
+    @property
     def root(self) -> Path:
-        """The directory holding this table's changelog and mirror.
+        """The directory holding this table's changelog and mirror (a local lake's).
 
         One directory per name part, encoded by ``cdc_core.names.to_lake_dir``.
         """
-        return self.lake.joinpath(*map(to_lake_dir, parse_table(self.table).parts))
+        return self.location.local_path.joinpath(*self._parts())
 
     @property
     def changelog(self) -> Path:
@@ -88,7 +120,10 @@ class LakeTable:
 
     def exists(self) -> bool:
         """True when the changelog has been created."""
-        return (self.changelog / "_delta_log").is_dir()
+        return self.changelog_at.join("_delta_log").is_dir()
+
+    def _parts(self) -> list[str]:
+        return list(map(to_lake_dir, parse_table(self.table).parts))
 
 
 def meta_fields() -> list[pa.Field]:
@@ -108,19 +143,16 @@ def append_changelog(
     table: LakeTable, events: pa.Table, position: int, position_text: str, app_id: str
 ) -> None:
     """Append committed events in one Delta commit that records the position they reach."""
-    from deltalake import CommitProperties, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction
 
     properties = CommitProperties(
         custom_metadata={POSITION_KEY: str(position), POSITION_TEXT_KEY: position_text},
         app_transactions=[Transaction(app_id=app_id, version=position)],
     )
-    table.changelog.mkdir(parents=True, exist_ok=True)
-    write_deltalake(
-        str(table.changelog),
-        events,
-        mode="append",
-        schema_mode="merge",
-        commit_properties=properties,
+    if table.location.is_local:
+        table.changelog.mkdir(parents=True, exist_ok=True)
+    table.changelog_at.write_delta(
+        events, mode="append", schema_mode="merge", commit_properties=properties
     )
 
 
@@ -133,12 +165,12 @@ def high_water_mark(table: LakeTable) -> int | None:
     """
     positions = [
         progress.value
-        for progress, tables in read_progress(table.lake).values()
+        for progress, tables in read_progress(table.place).values()
         if table.table in tables
     ]
     positions += [int(commit[POSITION_KEY]) for commit in _history(table) if POSITION_KEY in commit]
     mark = max(positions, default=None)
-    since = read_marks(table.lake).refreshing.get(table.table)
+    since = read_marks(table.place).refreshing.get(table.table)
     if mark is not None and since is not None:
         return min(mark, since - 1) if since > 0 else None  # 0: the lake holds none of it yet
     return mark
@@ -147,14 +179,13 @@ def high_water_mark(table: LakeTable) -> int | None:
 def _history(table: LakeTable) -> list[dict[str, Any]]:
     """The changelog's commits; none while it is being created, or moved aside by a reload
     at this moment (a validator waiting for the lake reads it while the pipeline writes)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     if not table.exists():
         return []
     generation = _log_identity(table)
     try:
-        return DeltaTable(str(table.changelog)).history()
+        return table.changelog_at.open_delta().history()
     except (FileNotFoundError, TableNotFoundError):
         return []
     except DeltaError:  # a log file listed, then gone with the table: moved aside
@@ -213,17 +244,22 @@ class RefreshMarks:
         return None
 
 
-def read_marks(lake: Path) -> RefreshMarks:
+def read_marks(lake: Path | LakeLocation) -> RefreshMarks:
     """The refresh marks of every pipeline writing ``lake``."""
     marks = RefreshMarks()
-    directory = progress_dir(lake)
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        marks = marks.merged(_read_progress_file(path).marks)
+    for progress in _progress_files(lake):
+        marks = marks.merged(progress.marks)
     return marks
 
 
-def read_marks_of(lake: Path, pipeline: str) -> RefreshMarks:
+def read_marks_of(lake: Path | LakeLocation, pipeline: str) -> RefreshMarks:
     """The refresh marks one pipeline last recorded (none when it recorded nothing)."""
+    lake = _path_if_local(lake)
+    if isinstance(lake, LakeLocation):
+        data = _progress_at(lake).join(f"{pipeline}.json").read_bytes()
+        if data is None:
+            return RefreshMarks()
+        return _read_progress(data, _progress_at(lake).join(f"{pipeline}.json")).marks
     path = progress_dir(lake) / f"{pipeline}.json"
     if not path.is_file():
         return RefreshMarks()
@@ -235,13 +271,39 @@ def progress_dir(lake: Path) -> Path:
     return lake / "_replcheck" / "progress"
 
 
+def _path_if_local(lake: Path | LakeLocation) -> Path | LakeLocation:
+    """A local lake as its folder (its files are written as ever), else its location."""
+    return lake.local_path if isinstance(lake, LakeLocation) and lake.is_local else lake
+
+
+def _progress_at(lake: LakeLocation) -> LakeLocation:
+    """``progress_dir`` of a lake on an object store."""
+    return lake.join("_replcheck", "progress")
+
+
+def _progress_files(lake: Path | LakeLocation) -> list[_Progress]:
+    """Every pipeline's progress file, in name order."""
+    lake = _path_if_local(lake)
+    if isinstance(lake, LakeLocation):
+        directory = _progress_at(lake)
+        found = []
+        for name in directory.list_names(".json"):
+            data = directory.join(name).read_bytes()
+            if data is not None:  # gone since listed: its pipeline is no more
+                found.append(_read_progress(data, directory.join(name)))
+        return found
+    folder = progress_dir(lake)
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return [_read_progress_file(path) for path in paths]
+
+
 def retired_dir(lake: Path, pipeline: str) -> Path:
     """Where a pipeline moves lake tables it had to load again with another schema."""
     return lake / "_replcheck" / "retired" / pipeline
 
 
 def write_progress(
-    lake: Path,
+    lake: Path | LakeLocation,
     pipeline: str,
     position: Position,
     tables: Sequence[str],
@@ -249,7 +311,6 @@ def write_progress(
 ) -> None:
     """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``
     (except where ``marks`` say otherwise)."""
-    directory = progress_dir(lake)
     document = {
         "pipeline": pipeline,
         "position": position.value,
@@ -257,6 +318,11 @@ def write_progress(
         "tables": sorted(tables),
         **(marks or RefreshMarks()).to_document(),
     }
+    lake = _path_if_local(lake)
+    if isinstance(lake, LakeLocation):  # one PUT: readers see the old file or the new one
+        _progress_at(lake).join(f"{pipeline}.json").write_bytes(json.dumps(document).encode())
+        return
+    directory = progress_dir(lake)
     path = directory / f"{pipeline}.json"
     temporary = directory / f".{pipeline}.json.tmp"
     with naming_full_disk(path, lake):  # the old one stays whole
@@ -266,12 +332,10 @@ def write_progress(
         os.replace(temporary, path)
 
 
-def read_progress(lake: Path) -> dict[str, tuple[Position, frozenset[str]]]:
+def read_progress(lake: Path | LakeLocation) -> dict[str, tuple[Position, frozenset[str]]]:
     """Per pipeline, the position it has reached and the tables it covers."""
     found = {}
-    directory = progress_dir(lake)
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        progress = _read_progress_file(path)
+    for progress in _progress_files(lake):
         found[progress.pipeline] = (progress.position, progress.tables)
     return found
 
@@ -293,7 +357,15 @@ class _Progress:
 
 def _read_progress_file(path: Path) -> _Progress:
     """A progress file, read through the checked reader: a corrupt one names the fix."""
-    document = read_json_file(path, _PROGRESS_FIX)
+    return _from_document(read_json_file(path, _PROGRESS_FIX), path)
+
+
+def _read_progress(data: bytes, where: LakeLocation) -> _Progress:
+    """A progress file of an object-store lake (``_read_progress_file``)."""
+    return _from_document(read_json_bytes(data, where.display(), _PROGRESS_FIX), where.display())
+
+
+def _from_document(document: dict[str, Any], path: Path | str) -> _Progress:
     try:
         position = Position(int(document["position"]), str(document["position_text"]))
         tables = frozenset(map(str, document["tables"]))
@@ -306,7 +378,6 @@ def _read_progress_file(path: Path) -> _Progress:
 def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     """Data files of the changelog's newest version and its Arrow schema."""
     import pyarrow as pa
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
     generation = _log_identity(table)
@@ -314,16 +385,16 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
         if _was_retired(table):
             raise ChangelogMoved.of(table)
         raise TerminalError(
-            f"lake table {table.table} has no changelog at {table.changelog}: "
+            f"lake table {table.table} has no changelog at {table.changelog_at}: "
             "check the comparison's target table, or run the CDC pipeline first"
         )
     try:
-        delta = DeltaTable(str(table.changelog))
+        delta = table.changelog_at.open_delta()
         return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
     except (OSError, DeltaError) as exc:
         if generation is not None and _log_identity(table) == generation:
             raise TerminalError(
-                f"lake table {table.table}: its changelog at {table.changelog} cannot be"
+                f"lake table {table.table}: its changelog at {table.changelog_at} cannot be"
                 f" read ({str(exc).splitlines()[0]}); check the Delta log files under that"
                 " path (one is missing or damaged)",
                 {"table": table.table},
@@ -345,6 +416,8 @@ class ChangelogMoved(TransientError):
 
 def _was_retired(table: LakeTable) -> bool:
     """Whether a pipeline moved ``table`` aside to load it again (``retired_dir``)."""
+    if not table.location.is_local:
+        return False  # no table is moved aside on an object store (LakeSink.retire_table)
     retired = retired_dir(table.lake, "*").relative_to(table.lake)
     name = glob.escape(str(table.root.relative_to(table.lake)))
     return any(table.lake.glob(f"{retired}/{name}@*"))
@@ -352,7 +425,10 @@ def _was_retired(table: LakeTable) -> bool:
 
 def _log_identity(table: LakeTable) -> int | None:
     """Which generation of the changelog is there (None: none): a reload moves the table's
-    directory aside and creates a new one, so the log's inode tells them apart."""
+    directory aside and creates a new one, so the log's inode tells them apart (an
+    object-store lake's tables are never moved aside: one generation, 0)."""
+    if not table.location.is_local:
+        return 0 if table.exists() else None
     try:
         return os.stat(table.changelog / "_delta_log").st_ino
     except FileNotFoundError:

@@ -49,8 +49,6 @@ def rebuild_mirror(
 ) -> None:
     """Write the state the changelog holds over ``table``'s mirror, with ``properties``
     (the label of the batch whose MERGE failed on ``damaged``)."""
-    from deltalake import write_deltalake
-
     log.warning(
         "lake table %s: mirror file(s) %s no longer match their Delta entries (%s):"
         " rebuilding the mirror from the changelog",
@@ -59,8 +57,7 @@ def rebuild_mirror(
         "; ".join(f.problem for f in damaged),
     )
     state = replayed(_changelog(table), key)
-    write_deltalake(
-        str(table.mirror),
+    table.mirror_at.write_delta(
         state,
         mode="overwrite",
         schema_mode="overwrite",
@@ -70,10 +67,9 @@ def rebuild_mirror(
 
 def _changelog(table: LakeTable) -> pa.Table:
     import pyarrow as pa
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
-    delta = DeltaTable(str(table.changelog))
+    delta = table.changelog_at.open_delta()
     try:
         return delta.to_pyarrow_table()
     except (OSError, DeltaError, pa.ArrowException) as exc:
@@ -82,7 +78,7 @@ def _changelog(table: LakeTable) -> pa.Table:
         raise TerminalError(
             f"lake table {table.table}: its mirror and its changelog were damaged behind the"
             f" pipeline's back (changelog files: {named}); restore those files, or move the"
-            f" table's folder {table.root} aside and load the table again from the source",
+            f" table's folder {table.root_at} aside and load the table again from the source",
             {"table": table.table},
         ) from exc
 

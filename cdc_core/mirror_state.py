@@ -25,7 +25,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
@@ -40,6 +39,7 @@ from cdc_core.lake import (
     SNAPSHOT_KEY,
     LakeTable,
 )
+from cdc_core.lake_location import LakeLocation
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -113,11 +113,9 @@ class LakeAudit:
     unpaired: str | None = None  # how the two histories' labels disagree (None: they pair)
 
 
-def _commits(path: Path) -> list[dict[str, Any]]:
+def _commits(path: LakeLocation) -> list[dict[str, Any]]:
     """A Delta table's history, oldest first."""
-    from deltalake import DeltaTable
-
-    history = DeltaTable(str(path)).history()
+    history = path.open_delta().history()
     return sorted(history, key=lambda commit: int(commit["version"]))
 
 
@@ -149,29 +147,29 @@ def mirror_read(table: LakeTable, position: int | None, highest: int | None = No
         TerminalError: The mirror's Delta log no longer reaches back to the position, or a
             writer gave the mirror a Delta feature a Parquet read would get wrong.
     """
-    from deltalake import DeltaTable
-
-    changelog = DeltaTable(str(table.changelog))
+    changelog = table.changelog_at.open_delta()
     after_schema = _arrow_schema(changelog)
     upto = highest if highest is not None else position
-    if not (table.mirror / "_delta_log").is_dir():  # a table without a key: its changelog
-        files = tuple(f for f in changelog.file_uris() if _holds_events(f, None, upto))
+    if not table.mirror_at.join("_delta_log").is_dir():  # no key: its changelog holds it
+        files = tuple(
+            f for f in changelog.file_uris() if _holds_events(table.location, f, None, upto)
+        )
         return MirrorRead(-1, (), after_schema, None, files, after_schema)
     version, mark = _version_at(table, position)
     after = _pipeline_files_after(table, mark, upto)
     if version < 0:
         return MirrorRead(-1, (), after_schema, None, after, after_schema)
-    delta = DeltaTable(str(table.mirror), version=version)
+    delta = table.mirror_at.open_delta(version)
     _check_plain(table, delta, version)
     _check_present(table, delta, version)
     # The newest schema: a column added since the version reads as NULL, as at the source.
-    schema = _arrow_schema(DeltaTable(str(table.mirror)))
+    schema = _arrow_schema(table.mirror_at.open_delta())
     return MirrorRead(version, tuple(delta.file_uris()), schema, mark, after, after_schema)
 
 
 def _version_at(table: LakeTable, position: int | None) -> tuple[int, Mark | None]:
     """The mirror version before its first commit labelled above ``position``, and its mark."""
-    commits = _commits(table.mirror)
+    commits = _commits(table.mirror_at)
     chosen, mark = -1, None
     for commit in commits:
         labelled = _position(commit)
@@ -195,38 +193,42 @@ def _pipeline_files_after(table: LakeTable, mark: Mark | None, upto: int | None)
     it at or below ``upto``. Another writer's appends are no part of the mirror's state:
     they are named by ``audit_lake``."""
     wanted: list[str] = []
-    for commit in _commits(table.changelog):
+    for commit in _commits(table.changelog_at):
         reached = _mark(commit)
         if reached is None and commit.get(RESYNC_POSITION_KEY) is not None:
             reached = (int(commit[RESYNC_POSITION_KEY]), MAX_SEQ)
         if reached is not None and (mark is None or reached > mark):
-            wanted += _added_files(table.changelog, int(commit["version"]))
-    return tuple(f for f in wanted if os.path.exists(f) and _holds_events(f, mark, upto))
+            wanted += _added_files(table.changelog_at, int(commit["version"]))
+    lake = table.location
+    return tuple(f for f in wanted if lake.file_exists(f) and _holds_events(lake, f, mark, upto))
 
 
-def _added_files(path: Path, version: int) -> list[str]:
+def _added_files(path: LakeLocation, version: int) -> list[str]:
     """The data files a Delta commit added (its ``add`` actions; Delta protocol, "Actions")."""
     from urllib.parse import unquote
 
-    commit = path / "_delta_log" / f"{version:020d}.json"
+    data = path.join("_delta_log", f"{version:020d}.json").read_bytes()
     try:
-        lines = commit.read_text(encoding="utf-8").splitlines()
+        if data is None:
+            raise FileNotFoundError(version)
+        lines = data.decode("utf-8").splitlines()
     except FileNotFoundError as exc:
         raise TerminalError(
             f"the Delta log of {path} no longer holds version {version}, which the mirror's"
             " state at the position needs; validate again once the pipeline has caught up",
         ) from exc
     actions = [json.loads(line) for line in lines if line.strip()]
-    return [str(path / unquote(a["add"]["path"])) for a in actions if "add" in a]
+    return [path.join(unquote(a["add"]["path"])).url for a in actions if "add" in a]
 
 
-def _holds_events(uri: str, mark: Mark | None, upto: int | None) -> bool:
+def _holds_events(lake: LakeLocation, uri: str, mark: Mark | None, upto: int | None) -> bool:
     """Whether a changelog file holds an event after ``mark`` at or below ``upto`` (its
     statistics only bound them: the last batch's file also holds the events before it)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    events = pq.read_table(uri, columns=[COMMIT_POS, SEQ])
+    path, filesystem = lake.file_of(uri)
+    events = pq.read_table(path, columns=[COMMIT_POS, SEQ], filesystem=filesystem)
     position, seq = events.column(COMMIT_POS), events.column(SEQ)
     wanted = pc.is_valid(position)
     if mark is not None:
@@ -287,10 +289,8 @@ def _check_present(table: LakeTable, delta: Any, version: int) -> None:
 def audit_lake(table: LakeTable) -> LakeAudit:
     """The self-consistency check of ``table``'s changelog and mirror (see the module
     docstring): foreign commits, unpaired histories, changed data files."""
-    from deltalake import DeltaTable
-
-    paths = {"changelog": table.changelog, "mirror": table.mirror}
-    present = {name: p for name, p in paths.items() if (p / "_delta_log").is_dir()}
+    paths = {"changelog": table.changelog_at, "mirror": table.mirror_at}
+    present = {name: p for name, p in paths.items() if p.join("_delta_log").is_dir()}
     histories = {name: _commits(p) for name, p in present.items()}
     foreign = tuple(
         ForeignCommit(name, int(c["version"]), str(c.get("operation", "unknown")), _writer(c))
@@ -301,7 +301,7 @@ def audit_lake(table: LakeTable) -> LakeAudit:
     changed = tuple(
         changed
         for name, path in present.items()
-        for changed in changed_files(DeltaTable(str(path)), name)
+        for changed in changed_files(path.open_delta(), name)
     )
     unpaired = None
     if len(histories) == 2:

@@ -42,6 +42,7 @@ from cdc_core.image_store import ImageStoreCorruptError, RowImageStore
 from cdc_core.initial_load import LoadContext, load_tables
 from cdc_core.key_moves import KeyMoves
 from cdc_core.lake import RefreshMarks
+from cdc_core.lake_location import LakeLocation
 from cdc_core.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.pipeline_config import PipelineConfig
 from cdc_core.position import Position
@@ -626,7 +627,7 @@ class Pipeline(FollowsDdl):
             )
 
 
-def _lake_of(config: PipelineConfig) -> Path:
+def _lake_of(config: PipelineConfig) -> Path | LakeLocation:
     if config.lake is None:
         raise ConfigError(f"pipeline {config.name} writes to a database: pass its sink")
     return config.lake

@@ -36,6 +36,7 @@ from pathlib import Path
 from cdc_core.config import SECTIONS, ConnectionConfig, Section, load_root, read_connections
 from cdc_core.errors import ConfigError
 from cdc_core.filters import TableFilter
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import parse_table
 from cdc_core.rebuild import FetchMissing, FetchUnavailable
 
@@ -62,8 +63,8 @@ class PipelineConfig:
     """
 
     name: str
-    lake: Path | None
-    state_dir: Path
+    lake: Path | LakeLocation | None  # an object-store lake: cdc_core.lake_location
+    state_dir: Path  # always local, also for an object-store lake
     tables: TableFilter
     memory_budget_bytes: int = 256 << 20
     batch_max_events: int = 50_000

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.errors import TerminalError
+from cdc_core.lake_location import LakeLocation
 from cdc_core.position import Position
 from cdc_core.state_file import corrupt_file, read_json_file
 from cdc_core.value_codec import from_tagged, to_tagged
@@ -84,8 +85,10 @@ def write_request(lake: Path, request: ResyncRequest) -> Path:
     return path
 
 
-def read_requests(lake: Path, tables: Collection[str]) -> list[ResyncRequest]:
+def read_requests(lake: Path | LakeLocation, tables: Collection[str]) -> list[ResyncRequest]:
     """The requests waiting for ``tables``, oldest first (others are another pipeline's)."""
+    if isinstance(lake, LakeLocation):
+        return []  # re-syncs do not write into object-store lakes yet (docs/object-storage.md)
     directory = requests_dir(lake)
     if not directory.is_dir():
         return []

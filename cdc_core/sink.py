@@ -20,6 +20,7 @@ losslessly (e.g. INT widened to BIGINT), otherwise the sink stops with ``SchemaC
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
@@ -55,6 +56,7 @@ from cdc_core.lake import (
     retired_dir,
     write_progress,
 )
+from cdc_core.lake_location import LakeLocation, as_location
 from cdc_core.mirror_rebuild import merge_or_rebuild
 from cdc_core.names import merge_assignments, merge_key_predicate
 from cdc_core.position import Position
@@ -235,12 +237,13 @@ class LakeSink:
         pipeline: The pipeline's name (its app transaction id and progress file).
     """
 
-    def __init__(self, lake: Path, pipeline: str) -> None:
+    def __init__(self, lake: Path | LakeLocation, pipeline: str) -> None:
         self.lake = lake
         self.pipeline = pipeline
         self.app_id = app_id_of(pipeline)
-        self._tables: dict[Path, DeltaTable] = {}
-        self._marks: dict[Path, Written] = {}
+        # Keyed by each Delta table's location (cdc_core.lake_location): local or not.
+        self._tables: dict[LakeLocation, DeltaTable] = {}
+        self._marks: dict[LakeLocation, Written] = {}
 
     def table(self, name: str) -> LakeTable:
         """Where source table ``name`` lives in this lake."""
@@ -252,23 +255,26 @@ class LakeSink:
 
     def where(self, table: str) -> str:
         """The lake directory of ``table``."""
-        return str(self.table(table).root)
+        return str(self.table(table).root_at)
 
     def load_position(self, table: str) -> int | None:
         """The position this pipeline's commits to ``table``'s changelog reached."""
-        return self.written_position(self.table(table).changelog)
+        return self.written_position(self.table(table).changelog_at)
 
     def remove_table(self, name: str) -> None:
         """Delete a table's changelog and mirror (an initial load that did not finish)."""
-        root = self.table(name).root
-        self._forget(root)
-        shutil.rmtree(root, ignore_errors=True)
+        target = self.table(name)
+        self._forget(target.root_at)
+        if target.location.is_local:
+            shutil.rmtree(target.root, ignore_errors=True)
+        else:
+            target.root_at.delete_tree()
 
     def held_schema(self, table: str) -> pa.Schema | None:
         """The columns of the table's changelog (bookkeeping columns left out)."""
         import pyarrow as pa
 
-        delta = self._open(self.table(table).changelog)
+        delta = self._open(self.table(table).changelog_at)
         if delta is None:
             return None
         lake = pa.schema(delta.schema().to_arrow())
@@ -279,7 +285,7 @@ class LakeSink:
         columns as described (the same or a wider type); True when they do not exist."""
         import pyarrow as pa
 
-        delta = self._open(self.table(description.table).changelog)
+        delta = self._open(self.table(description.table).changelog_at)
         if delta is None:
             return True
         lake = pa.schema(delta.schema().to_arrow())
@@ -304,33 +310,38 @@ class LakeSink:
         from deltalake import CommitProperties
 
         target = self.table(description.table)
-        for path in (target.changelog, target.mirror):  # no position: the marks stay
+        for path in (target.changelog_at, target.mirror_at):  # no position: the marks stay
             if self._open(path) is not None:
                 self._write(path, self._arrow(path, description, []), CommitProperties())
 
     def retire_table(self, name: str, position: Position) -> Path | None:
         """Move a table's changelog and mirror aside (under ``_replcheck/retired``) so it can
         be loaded again with another schema; returns where they went (None: no table)."""
-        root = self.table(name).root
+        table = self.table(name)
+        if not table.location.is_local:
+            raise TerminalError(
+                f"lake table {name} must be loaded again after a DDL, which moves its tables"
+                f" aside: not done on an object-store lake ({table.root_at}) yet; delete the"
+                " table's folder there and restart the pipeline (docs/object-storage.md)",
+                {"table": name},
+            )
+        root, lake = table.root, table.lake
         if not root.exists():
             return None
-        target = (
-            retired_dir(self.lake, self.pipeline)
-            / f"{root.relative_to(self.lake)}@{position.value}"
-        )
-        self._forget(root)
-        with naming_full_disk(target, self.lake):
+        target = retired_dir(lake, self.pipeline) / f"{root.relative_to(lake)}@{position.value}"
+        self._forget(table.root_at)
+        with naming_full_disk(target, lake):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(root), str(target))
         return target
 
-    def _forget(self, root: Path) -> None:
+    def _forget(self, root: LakeLocation) -> None:
         """Drop what the sink knows of the Delta tables under ``root``."""
         for known in (self._tables, self._marks):
-            for path in [path for path in known if path.is_relative_to(root)]:
+            for path in [path for path in known if path.is_within(root)]:
                 del known[path]
 
-    def written_position(self, path: Path) -> int | None:
+    def written_position(self, path: LakeLocation) -> int | None:
         """The position this pipeline's commits to the Delta table at ``path`` reached."""
         delta = self._open(path)
         return None if delta is None else delta.transaction_version(self.app_id)
@@ -382,60 +393,74 @@ class LakeSink:
         target = self.table(description.table)
         properties = self._properties(position, snapshot=True)
         records = [event.to_record() for event in events]
-        for path in (target.changelog, target.mirror) if description.key else (target.changelog,):
+        changelog, mirror = target.changelog_at, target.mirror_at
+        for path in (changelog, mirror) if description.key else (changelog,):
             self._write(path, self._arrow(path, description, records), properties)
 
     def finish_snapshot(self, description: TableDescription, position: Position) -> None:
         """Mark a table's initial load complete: an empty commit with the app transaction."""
         target = self.table(description.table)
-        empty = self._arrow(target.changelog, description, [])
-        paths = (target.mirror, target.changelog) if description.key else (target.changelog,)
+        empty = self._arrow(target.changelog_at, description, [])
+        paths = (
+            (target.mirror_at, target.changelog_at) if description.key else (target.changelog_at,)
+        )
         # Every event of the load is at ``position``; a refresh chunk there may follow.
         properties = self._properties(position, last_seq=REFRESH_SEQ_BASE - 1)
         for path in paths:  # the changelog's mark last: it is what a restart checks
             self._write(path, empty, properties)
             self._marks[path] = Written(position.value, REFRESH_SEQ_BASE - 1, None, -1)
 
-    def _write(self, path: Path, data: pa.Table, properties: Any) -> None:
+    def _write(self, path: LakeLocation, data: pa.Table, properties: Any) -> None:
         from deltalake import write_deltalake
 
-        with naming_full_disk(path, self.lake):
-            path.mkdir(parents=True, exist_ok=True)
+        with self._naming_full_disk(path):
+            if path.is_local:
+                path.local_path.mkdir(parents=True, exist_ok=True)
             self._allow_types(path, data.schema)
-            target = self._open(path) or str(path)
-            write_deltalake(
-                target, data, mode="append", schema_mode="merge", commit_properties=properties
-            )
+            delta = self._open(path)
+            if delta is None:
+                path.write_delta(
+                    data, mode="append", schema_mode="merge", commit_properties=properties
+                )
+            else:
+                write_deltalake(
+                    delta, data, mode="append", schema_mode="merge", commit_properties=properties
+                )
+
+    def _naming_full_disk(self, path: LakeLocation) -> contextlib.AbstractContextManager[None]:
+        """``naming_full_disk`` for a local lake (an object store has no disk to fill)."""
+        if not path.is_local:
+            return contextlib.nullcontext()
+        return naming_full_disk(path.local_path, as_location(self.lake).local_path)
 
     def _write_table(self, batch: TableBatch, position: Position) -> int:
         target = self.table(batch.description.table)
         last_seq = max((e.seq for e in batch.events if e.commit_pos == position.value), default=-1)
         properties = self._properties(position, last_seq=last_seq)
         reached = Written(position.value, last_seq, None, -1)
-        events = self._unwritten(target.changelog, batch.events)
+        changelog, mirror = target.changelog_at, target.mirror_at
+        events = self._unwritten(changelog, batch.events)
         # A table with nothing to write yet (an empty table added while running) still gets
         # its lake tables, empty: a reader must find it, not an error.
-        if events or not _is_delta(target.changelog):
-            data = self._arrow(target.changelog, batch.description, [e.to_record() for e in events])
-            self._write(target.changelog, data, properties)
-            self._marks[target.changelog] = reached
+        if events or not _is_delta(changelog):
+            data = self._arrow(changelog, batch.description, [e.to_record() for e in events])
+            self._write(changelog, data, properties)
+            self._marks[changelog] = reached
         if batch.description.key:
-            mirror_events = self._unwritten(target.mirror, batch.events)
+            mirror_events = self._unwritten(mirror, batch.events)
             if mirror_events:
-                self._merge_mirror(target.mirror, batch.description, mirror_events, properties)
-                self._marks[target.mirror] = reached
-            elif not _is_delta(target.mirror):
-                self._write(
-                    target.mirror, self._arrow(target.mirror, batch.description, []), properties
-                )
-                self._marks[target.mirror] = reached
+                self._merge_mirror(mirror, batch.description, mirror_events, properties)
+                self._marks[mirror] = reached
+            elif not _is_delta(mirror):
+                self._write(mirror, self._arrow(mirror, batch.description, []), properties)
+                self._marks[mirror] = reached
         return len(events)
 
-    def _unwritten(self, path: Path, events: list[LakeEvent]) -> list[LakeEvent]:
+    def _unwritten(self, path: LakeLocation, events: list[LakeEvent]) -> list[LakeEvent]:
         """The events not in the Delta table yet (``unwritten``)."""
         return unwritten(self._written(path), events)
 
-    def _written(self, path: Path) -> Written:
+    def _written(self, path: LakeLocation) -> Written:
         """How far this pipeline's commits to ``path`` reached: read from the Delta log once,
         then kept up to date by the sink's own writes (nobody else writes these marks)."""
         mark = self._marks.get(path)
@@ -443,7 +468,7 @@ class LakeSink:
             mark = self._marks[path] = self._read_mark(path)
         return mark
 
-    def _read_mark(self, path: Path) -> Written:
+    def _read_mark(self, path: LakeLocation) -> Written:
         delta = self._open(path)
         if delta is None:
             return Written(None, -1, None, -1)
@@ -469,9 +494,9 @@ class LakeSink:
         written = 0
         for batch in batches:
             target = self.table(batch.description.table)
-            paths = (
-                [target.changelog, target.mirror] if batch.description.key else [target.changelog]
-            )
+            paths = [target.changelog_at]
+            if batch.description.key:
+                paths.append(target.mirror_at)
             for path in paths:
                 events = self._unwritten(path, batch.events)
                 if not events:
@@ -481,7 +506,7 @@ class LakeSink:
                     PART_SEQ_KEY: str(events[-1].seq),
                 }
                 properties = self._part_properties(marker)
-                if path == target.changelog:
+                if path == target.changelog_at:
                     data = self._arrow(path, batch.description, [e.to_record() for e in events])
                     self._write(path, data, properties)
                     written += len(events)
@@ -491,7 +516,7 @@ class LakeSink:
                 self._marks[path] = Written(mark.done, mark.seq, commit_pos.value, events[-1].seq)
         return written
 
-    def _allow_types(self, path: Path, schema: pa.Schema) -> None:
+    def _allow_types(self, path: LakeLocation, schema: pa.Schema) -> None:
         """A column added by schema merge may need a table feature the table was created
         without: a timestamp without time zone needs ``timestampNtz`` (Delta protocol,
         "Timestamp without timezone"), which delta-rs adds only when it creates a table."""
@@ -502,7 +527,7 @@ class LakeSink:
             return
         features = delta.protocol().writer_features or []
         if "timestampNtz" not in features:
-            with naming_full_disk(path, self.lake):
+            with self._naming_full_disk(path):
                 delta.alter.add_feature(
                     TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True
                 )
@@ -513,16 +538,14 @@ class LakeSink:
 
         return CommitProperties(custom_metadata=marker)
 
-    def _open(self, path: Path) -> DeltaTable | None:
-        from deltalake import DeltaTable
-
+    def _open(self, path: LakeLocation) -> DeltaTable | None:
         delta = self._tables.get(path)
         if delta is not None:
             delta.update_incremental()
             return delta
-        if not (path / "_delta_log").is_dir():
+        if not _is_delta(path):
             return None
-        delta = self._tables[path] = DeltaTable(str(path))
+        delta = self._tables[path] = path.open_delta()
         return delta
 
     def _properties(self, position: Position, *, snapshot: bool = False, last_seq: int = -1) -> Any:
@@ -545,7 +568,7 @@ class LakeSink:
 
     def _merge_mirror(
         self,
-        path: Path,
+        path: LakeLocation,
         description: TableDescription,
         events: list[LakeEvent],
         properties: Any,
@@ -584,16 +607,16 @@ class LakeSink:
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
         target = self.table(description.table)
-        with naming_full_disk(path, self.lake):
+        with self._naming_full_disk(path):
             merge_or_rebuild(merger, delta, target, description.key, properties)
 
-    def _create_mirror(self, path: Path, data: pa.Table, properties: Any) -> None:
+    def _create_mirror(self, path: LakeLocation, data: pa.Table, properties: Any) -> None:
         import pyarrow.compute as pc
 
         self._write(path, data.filter(pc.not_equal(data[OP], "d")), properties)
 
     def _arrow(
-        self, path: Path, description: TableDescription, records: list[dict[str, object]]
+        self, path: LakeLocation, description: TableDescription, records: list[dict[str, object]]
     ) -> pa.Table:
         """The records as Arrow, typed by the source description, fitted to the lake's types."""
         import pyarrow as pa
@@ -796,6 +819,6 @@ def _same_type(source: pa.DataType, lake: pa.DataType) -> bool:
     return False
 
 
-def _is_delta(path: Path) -> bool:
+def _is_delta(path: LakeLocation) -> bool:
     """Whether a Delta table exists at ``path`` (its log has a commit)."""
-    return (path / "_delta_log").is_dir()
+    return path.join("_delta_log").is_dir()

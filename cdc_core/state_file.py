@@ -113,8 +113,13 @@ def read_json_file(path: Path, fix: str) -> dict[str, Any]:
     Raises:
         StateFileCorruptError: The file is not one complete JSON object.
     """
+    return read_json_bytes(path.read_bytes(), path, fix)
+
+
+def read_json_bytes(data: bytes, path: Path | str, fix: str) -> dict[str, Any]:
+    """``read_json_file`` of bytes already read (an object store's file at ``path``)."""
     try:
-        document = json.loads(path.read_bytes().decode("utf-8"))
+        document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise corrupt_file(path, f"it is not a complete JSON document ({exc})", fix) from exc
     if not isinstance(document, dict):
@@ -122,7 +127,7 @@ def read_json_file(path: Path, fix: str) -> dict[str, Any]:
     return document
 
 
-def corrupt_file(path: Path, what: str, fix: str) -> StateFileCorruptError:
+def corrupt_file(path: Path | str, what: str, fix: str) -> StateFileCorruptError:
     """The error for the state file ``path``: ``what`` is wrong with it, and the ``fix``."""
     return StateFileCorruptError(
         f"the state file {path} is corrupt or truncated ({what}); {fix}", {"path": str(path)}

@@ -47,8 +47,10 @@ def open_pipeline(
         on_transaction: Called with each transaction once it is durable in the lake.
     """
     setup = load_pipeline_config(config_path, name, overrides)
-    if setup.config.lake is not None:
+    if isinstance(setup.config.lake, Path):
         check_output_dir(setup.config.lake, f"pipelines.{name}: the target's lake")
+    elif setup.config.lake is not None:  # an object store: its bucket answers, or exit 2
+        setup.config.lake.check_reachable()
     check_output_dir(setup.config.state_dir, f"pipelines.{name}.state_dir")
     if not setup.target.is_lake:
         _check_target(setup)

@@ -165,8 +165,9 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it
     masker = KeyMasker.for_run(config.validation.mask_key)
-    # The run's history is kept in the first lake connection of the config, if any.
-    lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
+    # The run's history is kept in the first lake connection of the config on local disk, if
+    # any (an object-store lake's history stays in the output folder: docs/object-storage.md).
+    lake = next((c.lake for c in config.connections.values() if isinstance(c.lake, Path)), None)
     return Validated(run_validation(spark, config, names, masker), masker, lake)
 
 

@@ -26,6 +26,7 @@ from cdc_core.lake import (
     read_marks,
     read_progress,
 )
+from cdc_core.lake_location import LakeLocation
 from connectors.model import POSITION_COLUMN, Partition
 from connectors.registry import captures_by_trigger
 from validator.quiet_log import whole_mark
@@ -230,11 +231,12 @@ def wait_for_lake_table(
         TerminalError: No pipeline writes to the lake and the table is not in it.
         TransientError: It did not appear within ``timeout_s``.
     """
+    table.location.check_reachable()  # an object store's bucket answers (else exit 2)
     if table.exists():
         return
-    if not _written_by_a_pipeline(table.lake):
+    if not _written_by_a_pipeline(table.place):
         raise TerminalError(
-            f"lake table {table.table} has no changelog at {table.changelog} and no CDC"
+            f"lake table {table.table} has no changelog at {table.changelog_at} and no CDC"
             " pipeline has written to the lake: check the comparison's target table, or run"
             " the CDC pipeline first",
             {"table": table.table},
@@ -301,16 +303,17 @@ def read_schema(table: LakeTable, changelog: pa.Schema) -> pa.Schema:
     ``changelog``). A column the changelog has and the mirror lacks is a column the lake
     does not carry, so it must not be taken from the changelog."""
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    if not (table.mirror / "_delta_log").is_dir():
+    if not table.mirror_at.join("_delta_log").is_dir():
         return changelog
-    return pa.schema(DeltaTable(str(table.mirror)).schema().to_arrow())
+    return pa.schema(table.mirror_at.open_delta().schema().to_arrow())
 
 
-def _written_by_a_pipeline(lake: Path) -> bool:
+def _written_by_a_pipeline(lake: Path | LakeLocation) -> bool:
     """Whether a pipeline has written to ``lake``: its progress, or a table of its initial
     load (a pipeline records progress with its first batch after the load)."""
+    if isinstance(lake, LakeLocation):  # an object store: anything under the lake's prefix
+        return bool(read_progress(lake)) or lake.is_dir()
     return bool(read_progress(lake)) or (lake.is_dir() and any(lake.iterdir()))
 
 
@@ -393,7 +396,7 @@ def check_exact(table: LakeTable, positions: Sequence[int]) -> None:
         InexactStateError: A position lies in such a window (the message names it and says
             to validate again: a new source snapshot lies after the window).
     """
-    marks = read_marks(table.lake)
+    marks = read_marks(table.place)
     for position in positions:
         window = marks.window_at(table.table, position)
         if window is not None:

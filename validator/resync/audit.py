@@ -147,7 +147,7 @@ def _to_arrow(records: Sequence[AuditRecord]) -> pa.Table:
 
 def audit_store(config: ValidatorConfig, out_dir: Path) -> AuditStore:
     """The audit store of a run: the config's lake unless ``resync.audit`` says ``file``."""
-    lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
+    lake = next((c.lake for c in config.connections.values() if isinstance(c.lake, Path)), None)
     if lake is not None and config.resync.audit != "file":
         return DeltaAudit(lake.joinpath(*LAKE_AUDIT))
     return JsonLinesAudit(out_dir / JSONL_NAME)

@@ -1,0 +1,435 @@
+"""Where a lake lives: a local folder or a prefix in an object store, with its storage options.
+
+``lake:`` in a connection takes a local path, a ``file://`` URL or an ``s3://bucket/prefix``
+URL (DESIGN.md, "Lake URLs"). A ``LakeLocation`` is that URL plus the storage options that
+reach the store; it hands them to the two libraries that read and write the lake, in the
+forms each takes: ``delta_options()`` for deltalake (delta-rs) and ``filesystem()`` for a
+pyarrow filesystem.
+
+Credentials and endpoints come from the standard AWS environment first
+(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``,
+``AWS_ENDPOINT_URL``; ``AWS_PROFILE`` is left to the SDKs' own credential chain), then the
+connection's ``storage_options`` override them. Every value stays masked until it is handed
+to a library: ``display()`` and every error message show the URL only, which holds no secret
+(a URL with user info or a query string is refused when the config is read).
+
+Delta commits on S3 need an atomic put-if-absent. The lake asks delta-rs for S3 conditional
+writes (``conditional_put: etag``: a commit file is written with ``If-None-Match: *``, so of
+two writers racing for one version exactly one wins and the other retries on the next); an
+unsafe rename (``AWS_S3_ALLOW_UNSAFE_RENAME``) is never set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
+
+from cdc_core.errors import ConfigError, TerminalError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    from deltalake import DeltaTable
+
+# One registry of the stores a lake URL may name, keyed the way users write them.
+OBJECT_STORES = {"s3": "S3"}
+LOCAL_SCHEMES = ("", "file")
+
+# The storage options a connection may set, and the environment variable each overrides.
+# Secret ones must be ``{env: NAME}`` or ``{file: PATH}``; the others may also be written out.
+STORAGE_OPTIONS: Mapping[str, str] = {
+    "access_key_id": "AWS_ACCESS_KEY_ID",
+    "secret_access_key": "AWS_SECRET_ACCESS_KEY",
+    "session_token": "AWS_SESSION_TOKEN",
+    "region": "AWS_REGION",
+    "endpoint_url": "AWS_ENDPOINT_URL",
+}
+SECRET_STORAGE_OPTIONS = ("access_key_id", "secret_access_key", "session_token")
+DEFAULT_REGION = "us-east-1"
+# delta-rs's S3 commit mechanism: conditional writes (If-None-Match), see the module docstring.
+CONDITIONAL_PUT = "etag"
+# Bounded waits: a wrong endpoint must fail in seconds, not after the SDKs' default retries.
+CONNECT_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+class Revealable(Protocol):
+    """A masked value (``cdc_core.config.Secret``) that shows itself only when asked."""
+
+    def reveal(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Plain:
+    """A storage option written out in the config (not a secret: a region, an endpoint)."""
+
+    value: str
+
+    def reveal(self) -> str:
+        return self.value
+
+
+def plain(value: str) -> Revealable:
+    """A storage option that is not a secret, as the location holds its values."""
+    return _Plain(value)
+
+
+@dataclass(frozen=True, slots=True)
+class LakeLocation:
+    """A lake's root: a local folder or an object-store URL, plus its storage options.
+
+    Args:
+        url: ``s3://bucket/prefix`` for an object store, else the local folder as a path.
+        storage_options: The connection's overrides of the environment, by option name
+            (``STORAGE_OPTIONS``); values stay masked.
+    """
+
+    url: str
+    storage_options: Mapping[str, Revealable] = field(
+        default_factory=dict, compare=False, hash=False
+    )
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.storage_options) - set(STORAGE_OPTIONS))
+        if unknown:
+            raise ConfigError(f"lake {self.url}: unknown storage option(s) {unknown}")
+        if self.scheme and self.scheme not in OBJECT_STORES:
+            raise ConfigError(f"lake {self.url}: not a local path nor a store in {_stores()}")
+        if not self.is_local and not self.bucket:
+            raise ConfigError(f"lake {self.url}: name a bucket (s3://BUCKET/prefix)")
+
+    @classmethod
+    def from_config(cls, text: str, options: Mapping[str, Revealable]) -> LakeLocation:
+        """The location a config's ``lake:`` names: a path, ``file://`` or a store URL."""
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower() if "://" in text else ""
+        if scheme in LOCAL_SCHEMES:
+            if scheme and parts.netloc not in ("", "localhost"):
+                raise ConfigError(f"lake {text}: a file URL takes an absolute path: file:///PATH")
+            if options:
+                raise ConfigError(f"lake {text}: storage_options apply to object stores only")
+            return cls(str(Path(parts.path if scheme else text)))
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ConfigError(
+                f"lake {scheme}://{parts.hostname or ''}{parts.path}: the URL must not hold"
+                " credentials or a query; use storage_options with {env: NAME} values"
+            )
+        return cls(f"{scheme}://{parts.netloc}/{parts.path.strip('/')}".rstrip("/"), options)
+
+    @property
+    def scheme(self) -> str:
+        """``s3`` for an object store, ``""`` for a local folder."""
+        return urlsplit(self.url).scheme if "://" in self.url else ""
+
+    @property
+    def is_local(self) -> bool:
+        """True for a folder on local disk."""
+        return not self.scheme
+
+    @property
+    def store(self) -> str:
+        """The store's name for messages: ``S3``, or ``local disk``."""
+        return OBJECT_STORES.get(self.scheme, "local disk")
+
+    @property
+    def bucket(self) -> str:
+        """The bucket of an object-store lake (``""`` for a local one)."""
+        return urlsplit(self.url).netloc if not self.is_local else ""
+
+    @property
+    def local_path(self) -> Path:
+        """The folder of a local lake; an object-store lake has none."""
+        if not self.is_local:
+            raise ConfigError(
+                f"lake {self.url} is on {self.store}: this step works on a lake on local disk"
+                " only so far (docs/object-storage.md)"
+            )
+        return Path(self.url)
+
+    def join(self, *parts: str) -> LakeLocation:
+        """A location below this one (parts are already encoded: ``cdc_core.names``)."""
+        if self.is_local:
+            return LakeLocation(str(Path(self.url).joinpath(*parts)), self.storage_options)
+        return LakeLocation("/".join([self.url, *parts]), self.storage_options)
+
+    def display(self) -> str:
+        """A form safe for logs, results and messages: the URL (it never holds a secret)."""
+        return self.url
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __repr__(self) -> str:
+        return f"LakeLocation({self.url!r})"  # never the options, even masked
+
+    def is_within(self, other: LakeLocation) -> bool:
+        """Whether this location is ``other`` or below it."""
+        return self.url == other.url or self.url.startswith(other.url.rstrip("/") + "/")
+
+    def relative_to(self, other: LakeLocation) -> str:
+        """This location's path below ``other`` (``a/b``)."""
+        if not self.is_within(other):
+            raise ValueError(f"{self.url} is not below {other.url}")
+        return self.url[len(other.url) :].strip("/")
+
+    def settings(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Each storage option's value: the connection's, else the environment's."""
+        environ = os.environ if environ is None else environ
+        found = {key: environ[var] for key, var in STORAGE_OPTIONS.items() if environ.get(var)}
+        found.update({key: value.reveal() for key, value in self.storage_options.items()})
+        return found
+
+    def delta_options(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The ``storage_options`` deltalake takes (empty for a local lake)."""
+        if self.is_local:
+            return {}
+        settings = self.settings(environ)
+        options = {f"aws_{key}": value for key, value in settings.items()}
+        options.setdefault("aws_region", DEFAULT_REGION)
+        options["conditional_put"] = CONDITIONAL_PUT
+        if settings.get("endpoint_url", "").startswith("http://"):
+            options["aws_allow_http"] = "true"
+        return options
+
+    def filesystem(self, environ: Mapping[str, str] | None = None) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow filesystem of the store and this location's path in it."""
+        import pyarrow.fs as pafs
+
+        if self.is_local:
+            return pafs.LocalFileSystem(), self.url
+        s3 = _s3_filesystem(tuple(sorted(self.settings(environ).items())))
+        return s3, self.url.split("://", 1)[1]
+
+    def check_reachable(self, environ: Mapping[str, str] | None = None) -> None:
+        """Fail with one line naming the store, the URL and the fix when the lake's bucket
+        cannot be reached: the endpoint does not answer, or the bucket does not exist."""
+        if self.is_local:
+            return
+        import pyarrow.fs as pafs
+
+        filesystem, _ = self.filesystem(environ)
+        try:
+            found = filesystem.get_file_info(self.bucket)
+        except OSError as exc:
+            raise StoreUnreachableError.of(self, environ or os.environ, exc) from exc
+        if found.type == pafs.FileType.NotFound:
+            raise StoreError(_missing_bucket(self), {"lake": self.display()})
+
+    # -- Delta tables ----------------------------------------------------------------------
+
+    def open_delta(self, version: int | None = None) -> DeltaTable:
+        """The Delta table at this location (at ``version``: that version)."""
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.url, version=version, storage_options=self._delta_or_none())
+
+    def write_delta(self, data: pa.Table, **options: Any) -> None:
+        """``write_deltalake`` to the Delta table at this location (created if need be)."""
+        from deltalake import write_deltalake
+
+        write_deltalake(self.url, data, storage_options=self._delta_or_none(), **options)
+
+    def _delta_or_none(self) -> dict[str, str] | None:
+        return None if self.is_local else self.delta_options()
+
+    # -- the few file operations the lake's own files need (progress, marks) -------------
+
+    def is_dir(self) -> bool:
+        """Whether anything is stored at or below this location (a folder, locally)."""
+        if self.is_local:
+            return Path(self.url).is_dir()
+        import pyarrow.fs as pafs
+
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            return filesystem.get_file_info(path).type == pafs.FileType.Directory
+
+    def read_bytes(self) -> bytes | None:
+        """The object's (or file's) bytes; None when there is none."""
+        if self.is_local:
+            try:
+                return Path(self.url).read_bytes()
+            except FileNotFoundError:
+                return None
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            try:
+                with filesystem.open_input_stream(path) as stream:
+                    return bytes(stream.read())
+            except FileNotFoundError:
+                return None
+
+    def write_bytes(self, data: bytes) -> None:
+        """Replace the object with ``data`` in one PUT: readers see the old or the new one,
+        never a part (an object store's writes are atomic per object). Object stores only:
+        local files are written through a temporary file by their owners."""
+        filesystem, path = self.filesystem()
+        with _store_errors(self), filesystem.open_output_stream(path) as stream:
+            stream.write(data)
+
+    def list_names(self, suffix: str) -> list[str]:
+        """The names of the files directly below this location ending with ``suffix``."""
+        if self.is_local:
+            folder = Path(self.url)
+            if not folder.is_dir():
+                return []
+            return sorted(p.name for p in folder.glob(f"*{suffix}"))
+        import pyarrow.fs as pafs
+
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted(
+            info.base_name
+            for info in found
+            if info.type == pafs.FileType.File and info.base_name.endswith(suffix)
+        )
+
+    def file_of(self, uri: str) -> tuple[str, pafs.FileSystem | None]:
+        """A data file Delta lists (``file_uris``) as pyarrow opens it: its path and the
+        filesystem it is on (None: a local path, opened as ever)."""
+        if self.is_local or "://" not in uri:
+            return uri, None
+        return uri.split("://", 1)[1], self.filesystem()[0]
+
+    def file_exists(self, uri: str) -> bool:
+        """Whether a data file Delta lists is there."""
+        path, filesystem = self.file_of(uri)
+        if filesystem is None:
+            return os.path.exists(path)
+        import pyarrow.fs as pafs
+
+        with _store_errors(self):
+            return filesystem.get_file_info(path).type == pafs.FileType.File
+
+    def delete_tree(self) -> None:
+        """Delete everything at or below this location (nothing there: nothing to do)."""
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            try:
+                filesystem.delete_dir(path)
+            except FileNotFoundError:
+                return
+
+
+@functools.lru_cache(maxsize=8)
+def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
+    """One pyarrow S3 filesystem per set of settings (a validation opens many files)."""
+    import pyarrow.fs as pafs
+
+    found = dict(settings)
+    if ("access_key_id" in found) != ("secret_access_key" in found):
+        given, lacking = ("access key id", "secret access key")
+        if "secret_access_key" in found:
+            given, lacking = lacking, given
+        raise ConfigError(
+            f"an S3 {given} is given without its {lacking}: set both (AWS_ACCESS_KEY_ID and"
+            " AWS_SECRET_ACCESS_KEY, or storage_options), or neither to use AWS_PROFILE"
+        )
+    endpoint = urlsplit(found.get("endpoint_url", ""))
+    return pafs.S3FileSystem(
+        access_key=found.get("access_key_id"),
+        secret_key=found.get("secret_access_key"),
+        session_token=found.get("session_token"),
+        region=found.get("region", DEFAULT_REGION),
+        endpoint_override=endpoint.netloc or None,
+        scheme=endpoint.scheme or "https",
+        connect_timeout=CONNECT_TIMEOUT_S,
+        request_timeout=REQUEST_TIMEOUT_S,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
+    )
+
+
+def as_location(lake: Path | LakeLocation) -> LakeLocation:
+    """A lake's location, from its local folder (as most of the code still holds it) or as is."""
+    return lake if isinstance(lake, LakeLocation) else LakeLocation(str(lake))
+
+
+@contextlib.contextmanager
+def _store_errors(location: LakeLocation) -> Iterator[None]:
+    """An object store's failure as one line naming the store, the URL and the fix."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StoreError.of(location, exc) from exc
+
+
+class StoreError(TerminalError):
+    """An object store refused or failed a request (missing bucket, no permission, network)."""
+
+    @classmethod
+    def of(cls, location: LakeLocation, exc: OSError) -> StoreError:
+        message = str(exc)
+        if "nosuchbucket" in message.lower().replace(" ", "") or (
+            "bucket" in message.lower() and "not found" in message.lower()
+        ):
+            return cls(_missing_bucket(location), {"lake": location.display()})
+        return StoreUnreachableError.of(location, os.environ, exc)
+
+
+def _missing_bucket(location: LakeLocation) -> str:
+    return (
+        f"lake {location.display()}: the {location.store} bucket {location.bucket!r} does not"
+        f" exist at {_endpoint(location, os.environ)}; create it, or correct the bucket in"
+        " 'lake:'"
+    )
+
+
+class StoreUnreachableError(StoreError):
+    """An object store's endpoint did not answer (wrong endpoint, network down)."""
+
+    @classmethod
+    def of(  # type: ignore[override]
+        cls, location: LakeLocation, environ: Mapping[str, str], exc: OSError
+    ) -> StoreUnreachableError:
+        reason = _reason(str(exc))
+        return cls(
+            f"lake {location.display()}: cannot reach {location.store} at"
+            f" {_endpoint(location, environ)} ({reason}); check AWS_ENDPOINT_URL or"
+            " storage_options.endpoint_url, and that the store is up",
+            {"lake": location.display()},
+        )
+
+
+def _endpoint(location: LakeLocation, environ: Mapping[str, str]) -> str:
+    """The endpoint a store is reached at, for messages (user info never shown)."""
+    endpoint = urlsplit(location.settings(environ).get("endpoint_url", ""))
+    if not endpoint.netloc:
+        return "the default AWS endpoint"
+    return f"{endpoint.scheme}://{endpoint.hostname}" + (
+        f":{endpoint.port}" if endpoint.port else ""
+    )
+
+
+def _reason(message: str) -> str:
+    """The gist of an SDK error, without request ids or echoed headers."""
+    lowered = message.lower()
+    for found, gist in _GISTS:
+        if found in lowered:
+            return gist
+    return "the request failed"
+
+
+# Phrases of the AWS SDK's (pyarrow's) and delta-rs's errors, and what a message says of them.
+_GISTS = (
+    ("could not connect", "nothing answers there"),
+    ("connection refused", "nothing answers there"),
+    ("could not resolve host", "the host name does not resolve"),
+    ("dns error", "the host name does not resolve"),
+    ("timed out", "it timed out"),
+    ("timeout", "it timed out"),
+    ("access denied", "access denied"),
+    ("forbidden", "access denied"),
+)
+
+
+def _stores() -> list[str]:
+    return [f"{scheme}://" for scheme in OBJECT_STORES]

@@ -1,0 +1,101 @@
+"""A private S3 endpoint for tests: moto's server mode (``moto[server]``, a dev extra) on a
+free loopback port, started and stopped like the private databases (tests/private_servers.py).
+
+moto answers the S3 REST API over real HTTP, so deltalake (delta-rs's object_store) and
+pyarrow's S3 filesystem talk to it as to S3 itself, conditional writes (``If-None-Match``)
+included. It accepts any credentials; tests still pass them through the standard AWS
+environment, as users do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.private_servers import LOOPBACK, ServerStartError, _PrivateServer
+
+ACCESS_KEY_ID = "replcheck-test-key"
+SECRET_ACCESS_KEY = "replcheck-test-secret"  # moto accepts any: not a secret
+REGION = "us-east-1"
+_BUCKETS = itertools.count(1)
+
+
+class MotoS3Server(_PrivateServer):
+    """moto's S3 server in its own process (``moto_server -H 127.0.0.1 -p PORT``)."""
+
+    kind = "moto-s3"
+    stop_signal = signal.SIGTERM
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint URL clients are given (``AWS_ENDPOINT_URL``)."""
+        return f"http://{LOOPBACK}:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """The standard AWS variables that reach this server."""
+        return {
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.endpoint,
+        }
+
+    def create_bucket(self) -> str:
+        """A new, empty bucket with a name unique in this run."""
+        import pyarrow.fs as pafs
+
+        name = f"lake-{os.getpid()}-{next(_BUCKETS)}"
+        pafs.S3FileSystem(
+            access_key=ACCESS_KEY_ID,
+            secret_key=SECRET_ACCESS_KEY,
+            region=REGION,
+            endpoint_override=f"{LOOPBACK}:{self.port}",
+            scheme="http",
+            allow_bucket_creation=True,
+        ).create_dir(name)
+        return name
+
+    def _initialize(self) -> None:
+        if not _moto_server().exists():
+            raise ServerStartError(
+                f"{_moto_server()} is missing: run `make setup` (moto[server] is a dev extra)"
+            )
+
+    def _argv(self) -> list[str]:
+        return [str(_moto_server()), "-H", LOOPBACK, "-p", str(self.port)]
+
+    def _ping(self) -> str | None:
+        try:
+            with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2):
+                return None
+        except (urllib.error.URLError, OSError) as exc:
+            return str(exc)
+
+    def _after_start(self) -> None:
+        return None
+
+
+def _moto_server() -> Path:
+    """The ``moto_server`` script of this virtualenv."""
+    return Path(sys.executable).with_name("moto_server")
+
+
+@dataclass(frozen=True, slots=True)
+class S3Lake:
+    """A test's lake on the private S3 server: ``url`` is ``s3://BUCKET/lake``."""
+
+    server: MotoS3Server
+    bucket: str
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/lake"
