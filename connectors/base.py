@@ -1,21 +1,28 @@
-"""What every connector provides, and the registry that finds one by URL scheme.
+"""What every connector provides, and the one description of each product.
 
-A connector lives in ``connectors/<product>/`` and registers a ``Connector`` under the
-SQLAlchemy URL schemes it serves (``mysql``, ``mariadb``, ``postgresql``, ``duckdb`` ...),
-like sqlglot's dialects. The core asks a connector's ``Capabilities``, never its class.
+A product lives in ``connectors/<product>/``; its ``product.py`` holds its
+``ProductDescription``: the URL schemes it serves (``mysql``, ``mariadb``, ``postgresql``,
+``duckdb`` ...), its ``Connector`` and its log, capture and dialect parts, which
+``connectors.registry`` finds by scheme, like sqlglot's dialects. The core asks a
+connector's ``Capabilities`` or a product's description, never a connector's class.
 """
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
-from cdc_core.errors import ConfigError, TerminalError
+from cdc_core.errors import ConfigError, ContractError, TerminalError
 from connectors.model import (
     Capabilities,
+    LogSourceFactory,
+    LogStatusReader,
     Partition,
+    QuietLogFactory,
     RepairDialect,
     Snapshot,
     TableSchema,
@@ -26,8 +33,18 @@ from merkle.types import LogicalType
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from connectors.jdbc import JdbcRead
+    from connectors.jdbc import JdbcDriver, JdbcRead
     from connectors.pushdown import DigestDialect, DigestSession
+    from connectors.trigger_capture.dialect import TriggerDialect
+
+    CaptureDialectFactory = Callable[[str, str | None, Sequence[str]], TriggerDialect]
+    """Builds the trigger capture of some tables from a URL and password."""
+
+    ReplicaCheck = Callable[["Connector", "Connector"], bool]
+    """``is_replica(server, of)``: whether ``server`` replicates ``of`` by the product's own
+    replication (both connectors of the product whose description names the check)."""
+
+T = TypeVar("T")
 
 
 class Connector(ABC):
@@ -163,3 +180,83 @@ def arrow_type_of(ltype: LogicalType) -> Any:
         lt.IntervalType: pa.duration("us"),
     }
     return simple[type(ltype)]
+
+
+@dataclass(frozen=True, slots=True)
+class Lazy(Generic[T]):
+    """An attribute of a product's module, named ``"module:attribute"`` and imported only
+    when used: a product's driver-bound modules load when that product is asked for, never
+    when the registry is read (``connectors.registry``)."""
+
+    reference: str
+
+    def __post_init__(self) -> None:
+        module, _, attribute = self.reference.partition(":")
+        if not module.startswith("connectors.") or not attribute.isidentifier():
+            raise ContractError(f"Lazy({self.reference!r}) must be 'connectors.module:name'")
+
+    def load(self) -> T:
+        """The attribute (importing its module the first time)."""
+        module, _, attribute = self.reference.partition(":")
+        return cast(T, getattr(importlib.import_module(module), attribute))
+
+
+@dataclass(frozen=True, slots=True)
+class ProductDescription:
+    """One product as the core sees it: the one value in ``connectors/<product>/product.py``.
+
+    Attributes:
+        name: The product folder's name (``mariadb``), also its connector's ``name``.
+        schemes: Every URL scheme the product serves (a ``+driver`` suffix is dropped).
+        connector: Its snapshot reader (None: the product has no connector, e.g. synthetic).
+        connector_schemes: The schemes its connector serves, where fewer than ``schemes``
+            (None: all of them).
+        repair: How repair SQL talks to it as a target (``connectors.model.RepairDialect``).
+        log_source: Opens a pipeline's source over the product's log (None: no log reader).
+        log_parameters: Which URL query parameters its log source takes (left out of the
+            URL that other consumers hand to a driver).
+        quiet_log: Reads its log between two positions without disturbing a pipeline.
+        log_status: Reads its log's end and what it keeps for a pipeline.
+        capture_dialect: Its trigger capture (``connectors.trigger_capture``).
+        replica_check: Tells whether a server replicates another one of this product by the
+            product's own replication (a ``replication:`` value equal to ``name``).
+        jdbc_driver: The JDBC driver Spark reads it with.
+
+    The SQL computing leaf digests in a server stays with the connector
+    (``Connector.digest_dialect``): whether a server can run it depends on its version and
+    flavour, not on the product alone.
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    connector: Lazy[type[Connector]] | None = None
+    connector_schemes: tuple[str, ...] | None = None
+    repair: RepairDialect = field(default_factory=RepairDialect)
+    log_source: Lazy[LogSourceFactory] | None = None
+    log_parameters: Lazy[Callable[[str], bool]] | None = None
+    quiet_log: Lazy[QuietLogFactory] | None = None
+    log_status: Lazy[LogStatusReader] | None = None
+    capture_dialect: Lazy[CaptureDialectFactory] | None = None
+    replica_check: Lazy[ReplicaCheck] | None = None
+    jdbc_driver: Lazy[JdbcDriver] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.schemes or any(s != s.lower() or "+" in s for s in self.schemes):
+            raise ContractError(f"product {self.name}: schemes must be lower-case, without +")
+        if not set(self.connector_schemes or ()) <= set(self.schemes):
+            raise ContractError(f"product {self.name}: connector_schemes outside its schemes")
+        if self.log_source is None and (self.log_parameters or self.quiet_log or self.log_status):
+            raise ContractError(f"product {self.name}: log parts without a log source")
+
+    @property
+    def served_by_connector(self) -> tuple[str, ...]:
+        """The schemes its connector serves (none without a connector)."""
+        if self.connector is None:
+            return ()
+        return self.connector_schemes or self.schemes
+
+    @property
+    def captures_by_trigger(self) -> bool:
+        """Whether its URLs capture changes by triggers unless they say ``capture=log``: it
+        has trigger capture and no log reader."""
+        return self.log_source is None and self.capture_dialect is not None

@@ -21,8 +21,6 @@ from merkle.types import LogicalType, TimeType
 class Capabilities:
     """Facts about a product the core plans by."""
 
-    has_log: bool  # a transaction log replcheck can read (CDC, positions)
-    shared_snapshot: bool  # one consistent snapshot can be shared by parallel readers
     # How the product reduces a finer time it is given to a column's precision (measured,
     # see the product's types.py); None: unknown, or the product never rounds.
     timestamp_rounding: TimeRounding | None = None

@@ -1,44 +1,45 @@
 """What serves a URL: one registry of the products, for snapshot reads and for logs.
 
-Each product folder's ``connector.py`` registers its ``Connector`` class and, where the
-product has a log, its ``log_source.py`` registers a ``LogSource`` factory (with the URL
-query parameters that factory takes); importing the module is what registers it, and the
-registry imports the products' modules the first time it is asked. Drivers load lazily.
+Each product folder's ``product.py`` describes the product once (a ``ProductDescription``:
+its URL schemes, connector, log source and the rest); ``PRODUCTS`` lists them, and every
+function here looks a URL's scheme up in that list. The descriptions name the product's
+modules without importing them, so a product's modules (and its driver) load only when a
+URL of that product asks for them.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from cdc_core.errors import ConfigError
-from connectors.model import (
-    LogSource,
-    LogSourceFactory,
-    LogStatusReader,
-    QuietLog,
-    QuietLogFactory,
-)
+from connectors.base import Connector, Lazy, ProductDescription
+from connectors.duckdb.product import DUCKDB
+from connectors.hana.product import HANA
+from connectors.mariadb.product import MARIADB
+from connectors.model import LogSource, LogStatusReader, QuietLog
+from connectors.oracle.product import ORACLE
+from connectors.postgres.product import POSTGRES
+from connectors.sqlite.product import SQLITE
+from connectors.synthetic.product import SYNTHETIC
 
 if TYPE_CHECKING:
-    from connectors.base import Connector
     from connectors.jdbc import JdbcDriver
     from connectors.trigger_capture.dialect import TriggerDialect
 
-    CaptureDialectFactory = Callable[[str, str | None, Sequence[str]], TriggerDialect]
+T = TypeVar("T")
 
-PRODUCTS = ("duckdb", "hana", "mariadb", "oracle", "postgres", "sqlite", "synthetic")
-"""The product folders of ``connectors/`` (each may hold ``connector.py``, ``log_source.py``)."""
+PRODUCTS: tuple[ProductDescription, ...] = (
+    DUCKDB,
+    HANA,
+    MARIADB,
+    ORACLE,
+    POSTGRES,
+    SQLITE,
+    SYNTHETIC,
+)
+"""Every product of ``connectors/``, each described by its folder's ``product.py``."""
 
-_CONNECTORS: dict[str, type[Connector]] = {}
-_LOG_SOURCES: dict[str, LogSourceFactory] = {}
-_LOG_PARAMETERS: dict[str, Callable[[str], bool]] = {}
-_CAPTURE_DIALECTS: dict[str, CaptureDialectFactory] = {}
-_QUIET_LOGS: dict[str, QuietLogFactory] = {}
-_LOG_STATUSES: dict[str, LogStatusReader] = {}
-_TRIGGER_ONLY: set[str] = set()  # schemes whose products have no log: triggers by default
 CAPTURE_PARAMETER = "capture"
 """The URL query parameter choosing how changes are captured: ``log`` (the product's log, the
 default where it has one) or ``trigger`` (``connectors.trigger_capture``)."""
@@ -50,38 +51,10 @@ def scheme_of(url: str) -> str:
     return url.split(":", 1)[0].split("+", 1)[0].lower()
 
 
-def register_connector(connector: type[Connector]) -> type[Connector]:
-    """Class decorator: make a connector available under its URL schemes."""
-    for scheme in connector.schemes:
-        _CONNECTORS[scheme] = connector
-    return connector
-
-
-def register_log_source(
-    schemes: Sequence[str],
-    factory: LogSourceFactory,
-    is_log_parameter: Callable[[str], bool] | None = None,
-) -> None:
-    """Make ``factory`` the log source of URLs with these schemes; ``is_log_parameter``
-    tells the URL query parameters it takes (other consumers leave them out)."""
-    for scheme in schemes:
-        _LOG_SOURCES[scheme] = factory
-        if is_log_parameter is not None:
-            _LOG_PARAMETERS[scheme] = is_log_parameter
-
-
-def register_quiet_log(schemes: Sequence[str], factory: QuietLogFactory) -> None:
-    """Make ``factory`` the ``QuietLog`` of URLs with these schemes (a product whose log a
-    validator can read between two positions without disturbing a pipeline)."""
-    for scheme in schemes:
-        _QUIET_LOGS[scheme] = factory
-
-
-def register_log_status(schemes: Sequence[str], reader: LogStatusReader) -> None:
-    """Make ``reader`` the ``LogStatusReader`` of URLs with these schemes (each product's
-    ``log_status.py``: its log's end and what it keeps for a pipeline)."""
-    for scheme in schemes:
-        _LOG_STATUSES[scheme] = reader
+def product_for(url: str) -> ProductDescription | None:
+    """The description of the product serving ``url``'s scheme (None: no product does)."""
+    scheme = scheme_of(url)
+    return next((product for product in PRODUCTS if scheme in product.schemes), None)
 
 
 def log_status_for(url: str) -> LogStatusReader | None:
@@ -89,20 +62,8 @@ def log_status_for(url: str) -> LogStatusReader | None:
     none)."""
     if captures_by_trigger(url):
         return None
-    _load_products("log_status")
-    return _LOG_STATUSES.get(scheme_of(url))
-
-
-def register_capture_dialect(
-    schemes: Sequence[str], factory: CaptureDialectFactory, *, only_capture: bool = False
-) -> None:
-    """Make ``factory`` the trigger capture of URLs with these schemes (each product's
-    ``trigger_dialect.py`` registers itself); ``only_capture``: the product has no log, so
-    its URLs capture by triggers without ``capture=trigger``."""
-    for scheme in schemes:
-        _CAPTURE_DIALECTS[scheme] = factory
-        if only_capture:
-            _TRIGGER_ONLY.add(scheme)
+    part = _part_of(url, lambda product: product.log_status)
+    return None if part is None else part.load()
 
 
 def captures_by_trigger(url: str) -> bool:
@@ -110,8 +71,8 @@ def captures_by_trigger(url: str) -> bool:
     method = capture_method(url)
     if method is not None:
         return method == "trigger"
-    _load_products("trigger_dialect")
-    return scheme_of(url) in _TRIGGER_ONLY
+    product = product_for(url)
+    return product is not None and product.captures_by_trigger
 
 
 def capture_dialect_for(url: str, password: str | None, tables: Sequence[str]) -> TriggerDialect:
@@ -120,12 +81,11 @@ def capture_dialect_for(url: str, password: str | None, tables: Sequence[str]) -
     Raises:
         ConfigError: No product serving the scheme has trigger capture.
     """
-    _load_products("trigger_dialect")
-    scheme = scheme_of(url)
-    if scheme not in _CAPTURE_DIALECTS:
-        known = ", ".join(sorted(_CAPTURE_DIALECTS))
-        raise ConfigError(f"no trigger capture for URL scheme {scheme!r}; known: {known}")
-    return _CAPTURE_DIALECTS[scheme](url, password, tables)
+    part = _part_of(url, lambda product: product.capture_dialect)
+    if part is None:
+        known = _schemes_having(lambda product: product.capture_dialect)
+        raise ConfigError(f"no trigger capture for URL scheme {scheme_of(url)!r}; known: {known}")
+    return part.load()(url, password, tables)
 
 
 def capture_method(url: str) -> str | None:
@@ -152,12 +112,12 @@ def connector_for(url: str, password: str | None = None) -> Connector:
     Raises:
         ConfigError: No product serves the scheme.
     """
-    _load_products("connector")
     scheme = scheme_of(url)
-    if scheme not in _CONNECTORS:
-        known = ", ".join(sorted(_CONNECTORS))
-        raise ConfigError(f"no connector for URL scheme {scheme!r}; known: {known}")
-    return _CONNECTORS[scheme](url, password)
+    for product in PRODUCTS:
+        if product.connector is not None and scheme in product.served_by_connector:
+            return product.connector.load()(url, password)
+    known = ", ".join(sorted(s for product in PRODUCTS for s in product.served_by_connector))
+    raise ConfigError(f"no connector for URL scheme {scheme!r}; known: {known}")
 
 
 def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
@@ -170,23 +130,22 @@ def log_source_for(url: str, password: str | None, tables: Sequence[str]) -> Log
         from connectors.trigger_capture.log_source import open_trigger_source
 
         return open_trigger_source(capture_dialect_for(url, password, tables))
-    _load_products("log_source")
-    scheme = scheme_of(url)
-    if scheme not in _LOG_SOURCES:
-        known = ", ".join(sorted(_LOG_SOURCES))
+    part = _part_of(url, lambda product: product.log_source)
+    if part is None:
+        known = _schemes_having(lambda product: product.log_source)
         raise ConfigError(
-            f"no log reader for URL scheme {scheme!r}: a pipeline's source must be one of {known}"
+            f"no log reader for URL scheme {scheme_of(url)!r}: a pipeline's source must be one"
+            f" of {known}"
         )
-    return _LOG_SOURCES[scheme](url, password, tables)
+    return part.load()(url, password, tables)
 
 
 def quiet_log_for(url: str, password: str | None) -> QuietLog | None:
     """The ``QuietLog`` of ``url``'s log (None: its product, or trigger capture, has none)."""
     if captures_by_trigger(url):
         return None
-    _load_products("quiet_log")
-    factory = _QUIET_LOGS.get(scheme_of(url))
-    return None if factory is None else factory(url, password)
+    part = _part_of(url, lambda product: product.quiet_log)
+    return None if part is None else part.load()(url, password)
 
 
 def without_log_parameters(url: str) -> str:
@@ -194,8 +153,8 @@ def without_log_parameters(url: str) -> str:
     that hands the rest to a driver (one connection serves the pipeline and the validator)."""
     from sqlalchemy.engine import make_url
 
-    _load_products("log_source")
-    is_log_parameter = _LOG_PARAMETERS.get(scheme_of(url))
+    part = _part_of(url, lambda product: product.log_parameters)
+    is_log_parameter = None if part is None else part.load()
     if is_log_parameter is None and capture_method(url) is None:
         return url
     parsed = make_url(url)
@@ -211,19 +170,15 @@ def without_log_parameters(url: str) -> str:
 
 def jdbc_drivers() -> list[JdbcDriver]:
     """The JDBC drivers of the products read over JDBC (each one's ``jdbc.py`` ``DRIVER``)."""
-    found = []
-    for product in PRODUCTS:
-        module = f"connectors.{product}.jdbc"
-        if importlib.util.find_spec(module) is not None:
-            found.append(importlib.import_module(module).DRIVER)
-    return found
+    return [product.jdbc_driver.load() for product in PRODUCTS if product.jdbc_driver]
 
 
-def _load_products(role: str) -> None:
-    """Import every product's ``role`` module (``connector``, ``log_source``,
-    ``trigger_dialect``, ``quiet_log``, ``log_status``), which
-    registers it; a log source's module is imported only when a log is asked for."""
-    for product in PRODUCTS:
-        module = f"connectors.{product}.{role}"
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module)
+def _part_of(url: str, part: Callable[[ProductDescription], Lazy[T] | None]) -> Lazy[T] | None:
+    """One part of the description of ``url``'s product (None: no product, or no such part)."""
+    product = product_for(url)
+    return None if product is None else part(product)
+
+
+def _schemes_having(part: Callable[[ProductDescription], object | None]) -> str:
+    """The schemes of the products that have ``part``, for an error's "known" list."""
+    return ", ".join(sorted(s for p in PRODUCTS if part(p) is not None for s in p.schemes))

@@ -78,26 +78,20 @@ def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConf
     """How the target shows it is fed: a replcheck pipeline's progress rows for the table,
     a MariaDB replica's replication status, a PostgreSQL standby or subscription; else
     ``unknown`` (also for other products, and when the target does not let us look)."""
-    from connectors.mariadb.connector import MariaDBConnector
-    from connectors.mariadb.replica import is_replica
-    from connectors.postgres.connector import PostgresConnector
-    from connectors.postgres.replica import is_replica as is_postgres_replica
+    from connectors.registry import product_for
 
     source, target = sides
-    if not isinstance(target.connector, MariaDBConnector | PostgresConnector):
-        return "unknown"  # only these products are fed by replcheck or replicas we know
+    product = product_for(target.connector.url)
+    if product is None or product.replica_check is None:
+        return "unknown"  # only products whose replication we know are looked into
     try:
         if _pipeline_feeds(target_connection, source.schema.table):
             return "replcheck"
-        if isinstance(target.connector, MariaDBConnector):
-            replicates = isinstance(source.connector, MariaDBConnector) and is_replica(
-                target.connector, source.connector
-            )
-            return "mariadb" if replicates else "unknown"
-        subscribes = isinstance(source.connector, PostgresConnector) and is_postgres_replica(
-            target.connector, source.connector
-        )
-        return "postgres" if subscribes else "unknown"
+        # ``replication: <product name>``: a replica of a source of the same product
+        is_replica = product.replica_check.load()
+        same_product = product_for(source.connector.url) is product
+        replicates = same_product and is_replica(target.connector, source.connector)
+        return product.name if replicates else "unknown"
     except Exception as exc:  # best effort: a target we cannot look into stays unknown
         name, failure = target_connection.name, type(exc).__name__
         log.info("how %s is fed is not known (%s): re-check after the lag", name, failure)

@@ -13,17 +13,16 @@ from cdc_core import names
 from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
 from connectors.base import Connector, arrow_type_of, file_path, missing_table
+from connectors.duckdb.product import DUCKDB
 from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
 from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
-    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
 )
-from connectors.registry import register_connector
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -44,16 +43,13 @@ def split_table(table: str) -> tuple[str, str]:
     return names.split_table(table, "main")
 
 
-@register_connector
 class DuckDBConnector(Connector):
     """DuckDB files, addressed as ``duckdb:///path/to/file.duckdb``."""
 
-    name = "duckdb"
-    schemes = ("duckdb",)
-    capabilities = Capabilities(
-        has_log=False, shared_snapshot=False, timestamp_rounding=TIMESTAMP_ROUNDING
-    )
-    repair = RepairDialect(locks_rows=False)  # one writer: the write transaction serialises
+    name = DUCKDB.name
+    schemes = DUCKDB.schemes
+    capabilities = Capabilities(timestamp_rounding=TIMESTAMP_ROUNDING)
+    repair = DUCKDB.repair
 
     @property
     def path(self) -> str:

@@ -22,9 +22,9 @@ from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import parse_table
 from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.hana import sql
+from connectors.hana.product import HANA
 from connectors.hana.types import source_columns
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
-from connectors.registry import register_connector
 from connectors.urls import parse_url
 from merkle import types as lt
 
@@ -37,14 +37,14 @@ AUTHENTICATION_FAILED = 10  # hdbcli errorcode: "authentication failed"
 SYSTEM_DB_PORT, TENANT_PORT = 30015, 30013  # sqlalchemy-hana's defaults
 
 
-@register_connector
 class HanaConnector(Connector):
     """SAP HANA databases, read with hdbcli in one snapshot per partition."""
 
-    name = "hana"
-    schemes = ("hana",)
+    name = HANA.name
+    schemes = HANA.schemes
     # replcheck reads no HANA log; a snapshot still knows its commit ID (read_partition).
-    capabilities = Capabilities(has_log=False, shared_snapshot=False)
+    capabilities = Capabilities()
+    repair = HANA.repair
 
     def connect_args(self) -> dict[str, Any]:
         """Keyword arguments of ``hdbcli.dbapi.connect`` for this URL (password included)."""

@@ -54,7 +54,7 @@ from connectors.hana import trigger_sql as tsql
 from connectors.hana.connector import HanaConnector, converters_of, iter_batches
 from connectors.hana.types import HanaColumn, catalog_columns, source_columns
 from connectors.model import POSITION_COLUMN, Partition, TableSchema
-from connectors.registry import register_capture_dialect, without_log_parameters
+from connectors.registry import without_log_parameters
 from connectors.trigger_capture.dialect import (
     CaptureRow,
     CaptureSession,
@@ -425,6 +425,3 @@ def capture_dialect(url: str, password: str | None, tables: Sequence[str]) -> Ha
             f"HANA trigger capture needs its tables listed by name, not {globs or 'none'}"
         )
     return HanaTriggerDialect(HanaConnector(without_log_parameters(url), password), tables)
-
-
-register_capture_dialect(("hana",), capture_dialect, only_capture=True)

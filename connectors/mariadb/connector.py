@@ -26,6 +26,7 @@ from cdc_core.names import split_table
 from connectors.base import Connector, arrow_type_of, key_text, missing_table
 from connectors.mariadb.flavour import ServerFlavour, detect_flavour
 from connectors.mariadb.position import describe_position
+from connectors.mariadb.product import MARIADB
 from connectors.mariadb.snapshot_position import (
     SnapshotPosition,
     begin_snapshot,
@@ -50,13 +51,11 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
-    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
     key_parameter,
 )
-from connectors.registry import register_connector
 from connectors.urls import parse_url
 from merkle import types as lt
 from merkle.options import TimeRounding
@@ -78,27 +77,16 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-@register_connector
 class MariaDBConnector(Connector):
     """MariaDB and MySQL, addressed by SQLAlchemy URLs (``mysql+pymysql://...``)."""
 
-    name = "mariadb"
-    schemes = ("mysql", "mariadb")
+    name = MARIADB.name
+    schemes = MARIADB.schemes
     _basename: str | None = None  # the binlog's base name, once describe_position read it
     _flavour: ServerFlavour | None = None  # the server's product, once a snapshot asked it
     # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
-    capabilities = Capabilities(
-        has_log=True, shared_snapshot=False, timestamp_rounding=TimeRounding.TRUNCATE
-    )
-    repair = RepairDialect(
-        utc_session="SET time_zone = '+00:00'",
-        lock_wait=lambda seconds: f"SET SESSION innodb_lock_wait_timeout = {max(1, int(seconds))}",
-        doubled_backticks=True,
-        # https://mariadb.com/kb/en/sql-mode/#no_backslash_escapes
-        standard_strings=(
-            "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')"
-        ),
-    )
+    capabilities = Capabilities(timestamp_rounding=TimeRounding.TRUNCATE)
+    repair = MARIADB.repair
 
     def connect(self) -> pymysql.connections.Connection[Any]:
         with driver_import("the MariaDB connector"):

@@ -1,6 +1,6 @@
 """MariaDB/MySQL as a CDC log source: what ``replcheck cdc run`` builds from a pipeline's URL.
 
-Registered under the ``mysql`` and ``mariadb`` URL schemes (``connectors/registry.py``).
+Served under the ``mysql`` and ``mariadb`` URL schemes (``connectors/mariadb/product.py``).
 A pipeline's source URL is the validator's: ``mysql+pymysql://repl@127.0.0.1:3306/shop``
 (the password comes from the connection's ``password: {env: ...}``). Its query may set:
 
@@ -42,9 +42,8 @@ from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import SYSTEM_VERSIONED
-from connectors.mariadb.url_parameters import LOG_PARAMETERS, is_log_parameter
+from connectors.mariadb.url_parameters import LOG_PARAMETERS
 from connectors.model import LogSource
-from connectors.registry import register_log_source
 from connectors.urls import parse_url
 
 # Schemas of the server itself, never captured by a pattern.
@@ -164,6 +163,3 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
     snapshots = MariaDBSnapshotReader(config)
     missing = MissingColumns(snapshots)  # for every table: those created while running too
     return LogSource(reader, snapshots, existing, tuple(captured), fetch_missing=missing.fetch)
-
-
-register_log_source(("mysql", "mariadb"), open_log_source, is_log_parameter)

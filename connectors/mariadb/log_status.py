@@ -21,7 +21,6 @@ from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.log_source import source_config
 from connectors.mariadb.position import position_of, split_position
 from connectors.model import LogStatus
-from connectors.registry import register_log_status
 
 _EXPIRY = (
     "SHOW GLOBAL VARIABLES WHERE Variable_name IN"
@@ -97,6 +96,3 @@ def _retention(
             f" again before {needed} is purged, or the pipeline cannot resume"
         )
     return LogStatus(end, behind, retention, while_stopped=stopped)
-
-
-register_log_status(("mysql", "mariadb"), read_log_status)

@@ -21,7 +21,6 @@ from cdc_core.names import qualify, split_table
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.log_source import source_config
 from connectors.model import QuietLog
-from connectors.registry import register_quiet_log
 from connectors.urls import parse_url
 
 CHUNK = 5000  # events listed per statement
@@ -82,6 +81,3 @@ def _touches(kind: str, info: str, table: str) -> bool:
     if kind == "Table_map":
         return info.endswith(f"({schema}.{name})")
     return kind == "Query" and not _PLAIN.match(info) and name.lower() in info.lower()
-
-
-register_quiet_log(("mysql", "mariadb"), open_quiet_log)

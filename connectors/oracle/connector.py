@@ -20,7 +20,7 @@ from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.contents import schema_from_dictionary
-from connectors.registry import register_connector
+from connectors.oracle.product import ORACLE
 from connectors.urls import parse_url
 from merkle import types as lt
 
@@ -30,13 +30,13 @@ if TYPE_CHECKING:
 BATCH_ROWS = 20_000
 
 
-@register_connector
 class OracleConnector(Connector):
     """Oracle Database, read with flashback queries at one SCN."""
 
-    name = "oracle"
-    schemes = ("oracle",)
-    capabilities = Capabilities(has_log=True, shared_snapshot=True)
+    name = ORACLE.name
+    schemes = ORACLE.schemes
+    capabilities = Capabilities()
+    repair = ORACLE.repair
 
     def connect(self) -> Any:
         with driver_import("the Oracle connector"):

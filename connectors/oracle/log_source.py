@@ -15,9 +15,8 @@ from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import OracleLogReader
 from connectors.oracle.snapshot import OracleSnapshotReader
-from connectors.oracle.source_config import LogMinerConfig, from_url, is_log_parameter
+from connectors.oracle.source_config import LogMinerConfig, from_url
 from connectors.oracle.unavailable_columns import UnavailableColumns
-from connectors.registry import register_log_source
 
 
 def log_reader(
@@ -57,6 +56,3 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     snapshots = OracleSnapshotReader(connector)
     captured = tuple(reader.tables)
     return LogSource(reader, snapshots, list_tables, captured, fetch_unavailable=hooks)
-
-
-register_log_source(("oracle",), open_source, is_log_parameter)

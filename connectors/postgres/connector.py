@@ -22,7 +22,6 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
-    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
@@ -30,6 +29,7 @@ from connectors.model import (
 )
 from connectors.postgres.exported_snapshot import exported_snapshot, plain_snapshot, use_snapshot
 from connectors.postgres.position import describe_position, lsn_to_int
+from connectors.postgres.product import POSTGRES
 from connectors.postgres.types import (
     SESSION_OPTIONS,
     TIMESTAMP_ROUNDING,
@@ -41,7 +41,7 @@ from connectors.postgres.types import (
     to_arrow,
 )
 from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
-from connectors.registry import CAPTURE_PARAMETER, register_connector
+from connectors.registry import CAPTURE_PARAMETER
 
 if TYPE_CHECKING:
     import psycopg
@@ -100,26 +100,16 @@ def qualified_name(table: str) -> str:
     return names.qualify(table, "public")
 
 
-@register_connector
 class PostgresConnector(Connector):
     """PostgreSQL databases, addressed as ``postgresql+psycopg://user@host:port/database``.
 
     The password is the constructor's ``password`` (else the URL's); it is never logged.
     """
 
-    name = "postgres"
-    schemes = ("postgresql",)
-    capabilities = Capabilities(
-        has_log=True, shared_snapshot=True, timestamp_rounding=TIMESTAMP_ROUNDING
-    )
-    repair = RepairDialect(
-        utc_session="SET TIME ZONE 'UTC'",
-        lock_wait=lambda seconds: f"SET LOCAL lock_timeout = '{int(seconds * 1000)}ms'",
-        keeps_time_zone=True,  # timestamptz; a plain timestamp column drops it (see repair_sql)
-        bytes_literal=lambda value: f"'\\x{value.hex()}'::bytea",  # bytea's hex input format
-        # https://www.postgresql.org/docs/current/sql-syntax-lexical.html#SQL-SYNTAX-STRINGS
-        standard_strings="SET standard_conforming_strings = on",
-    )
+    name = POSTGRES.name
+    schemes = POSTGRES.served_by_connector
+    capabilities = Capabilities(timestamp_rounding=TIMESTAMP_ROUNDING)
+    repair = POSTGRES.repair
 
     @property
     def where(self) -> str:

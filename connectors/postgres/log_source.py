@@ -1,6 +1,6 @@
 """PostgreSQL as a CDC log source: what ``replcheck cdc run`` builds from a pipeline's URL.
 
-Registered under the ``postgresql`` URL scheme (``connectors/registry.py``). A pipeline's
+Served under the ``postgresql`` URL scheme (``connectors/postgres/product.py``). A pipeline's
 source URL is the validator's, ``postgresql+psycopg://repl@127.0.0.1:5432/shop`` (the
 password comes from the connection's ``password: {env: ...}``). Its query may set:
 
@@ -55,9 +55,7 @@ from connectors.postgres.url_parameters import (
     KEY_PREFIX,
     SECONDS,
     TEXT,
-    is_log_parameter,
 )
-from connectors.registry import register_log_source
 
 
 def source_config(url: str, password: str | None, tables: Sequence[str]) -> PostgresSourceConfig:
@@ -148,6 +146,3 @@ def _ancestors(connector: PostgresConnector) -> dict[str, list[str]]:
     """Every partition of the source with its ancestors (``partitions.py``)."""
     with lost_connections(connector.where), connector.connect() as connection:
         return partition_ancestors(connection)
-
-
-register_log_source(("postgresql", "postgres"), open_source, is_log_parameter)

@@ -21,7 +21,6 @@ from connectors.model import LogStatus
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.log_source import source_config
 from connectors.postgres.position import ALIGN, describe_position, lsn_to_int
-from connectors.registry import register_log_status
 
 _END = "SELECT pg_current_wal_lsn()::text"
 _SLOT = (
@@ -85,6 +84,3 @@ def _with_slot(slot: str, where: str, end: Position, behind: int | None, row: An
         f" SELECT pg_drop_replication_slot('{slot}') frees it once the pipeline is retired)"
     )
     return LogStatus(end, behind, retention, kept, attention, stopped, bool(active))
-
-
-register_log_status(("postgresql", "postgres"), read_log_status)

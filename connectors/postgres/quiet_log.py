@@ -32,7 +32,6 @@ from connectors.postgres.pgoutput import (
 )
 from connectors.postgres.position import lsn_to_int, lsn_to_text
 from connectors.postgres.rewrites import PREFIX
-from connectors.registry import register_quiet_log
 
 _SLOT = (
     "SELECT active, confirmed_flush_lsn::text FROM pg_replication_slots"
@@ -92,6 +91,3 @@ def _first_change(payloads: Any, table: str, start: int, end: int) -> str | None
         elif isinstance(message, CommitMessage) and touched and start < message.end_lsn <= end:
             return f"a change of {table} commits at {lsn_to_text(message.end_lsn)}"
     return None
-
-
-register_quiet_log(("postgresql", "postgres"), open_quiet_log)

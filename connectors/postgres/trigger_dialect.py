@@ -56,7 +56,7 @@ from connectors.postgres.connector import (
 )
 from connectors.postgres.snapshot import describe_table
 from connectors.postgres.types import quote, select_expression
-from connectors.registry import register_capture_dialect, without_log_parameters
+from connectors.registry import without_log_parameters
 from connectors.trigger_capture.dialect import (
     CaptureRow,
     CaptureSession,
@@ -531,6 +531,3 @@ def capture_dialect(
             f"Postgres trigger capture needs its tables listed by name, not {globs or 'none'}"
         )
     return PostgresTriggerDialect(url, password, tables)
-
-
-register_capture_dialect(("postgresql", "postgres"), capture_dialect)

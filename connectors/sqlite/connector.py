@@ -20,12 +20,11 @@ from connectors.model import (
     POSITION_COLUMN,
     Capabilities,
     Partition,
-    RepairDialect,
     Snapshot,
     SourceColumn,
     TableSchema,
 )
-from connectors.registry import register_connector
+from connectors.sqlite.product import SQLITE
 from connectors.sqlite.types import logical_type
 from merkle import types as lt
 
@@ -44,14 +43,13 @@ def _quote_table(table: str) -> str:
     return ".".join(map(_quote, parse_table(table).parts))
 
 
-@register_connector
 class SQLiteConnector(Connector):
     """SQLite files, addressed as ``sqlite:///path/to/file.db``."""
 
-    name = "sqlite"
-    schemes = ("sqlite",)
-    capabilities = Capabilities(has_log=False, shared_snapshot=False)
-    repair = RepairDialect(locks_rows=False)  # one writer: the write transaction serialises
+    name = SQLITE.name
+    schemes = SQLITE.schemes
+    capabilities = Capabilities()
+    repair = SQLITE.repair
 
     @property
     def path(self) -> str:

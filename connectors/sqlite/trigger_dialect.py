@@ -40,7 +40,6 @@ from cdc_core.position import Position
 from cdc_core.source import SnapshotReader, TableDescription, TableSnapshot
 from connectors.base import file_path
 from connectors.model import POSITION_COLUMN, TableSchema
-from connectors.registry import register_capture_dialect
 from connectors.sqlite.connector import SQLiteConnector, value_converter
 from connectors.trigger_capture.dialect import (
     CaptureRow,
@@ -439,6 +438,3 @@ def capture_dialect(url: str, password: str | None, tables: Sequence[str]) -> SQ
         table_part(table)  # in main, or a ConfigError before the file is opened
     path = file_path(url.split("?", 1)[0], "sqlite", "SQLite", "path/file.db")
     return SQLiteTriggerDialect(path, tables)
-
-
-register_capture_dialect(("sqlite",), capture_dialect, only_capture=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from connectors.model import LogSource
-from connectors.registry import register_log_source
 from connectors.synthetic.log_reader import SyntheticSource, pace_of_url, spec_of_url
 from connectors.synthetic.workload import Workload
 
@@ -14,6 +13,3 @@ def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSou
     """The ``LogSource`` of a ``synthetic:`` URL."""
     source = SyntheticSource(Workload(spec_of_url(url)), pace_of_url(url))
     return LogSource(source, source, lambda: list(source.workload.spec.table_names))
-
-
-register_log_source(("synthetic",), open_source)
