@@ -198,6 +198,8 @@ class FollowsDdl:
             if moved is not None:
                 logger.warning("table %s: %s; its tables moved to %s, and it is loaded again",
                                table, why, moved)  # fmt: skip
+        elif not loading:  # new columns reach the lake even if the refresh reads no row
+            self._sink.follow_schema(description, since)
         self._fetch_chunk()
 
     def _refresh_keys(self, request: ResyncRequest) -> None:

@@ -239,8 +239,10 @@ class Pipeline(FollowsDdl):
         self._checkpoint, self._buffer = checkpoint, buffer
         self._take_resync_requests(now=True)
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
-        if self._done(checkpoint.lake_position, until):
-            # Caught up already: only the position reached is recorded (see _flush).
+        if self._caught_up(until):
+            # Caught up already: only the position reached is recorded (see _flush). The
+            # catalog is still checked: a run stopped before its periodic check may have
+            # read past a DDL the log does not show.
             yield from self._flush(checkpoint.lake_position)
             self._metrics.caught_up()
             yield checkpoint.lake_position
