@@ -20,9 +20,9 @@ import platform
 import time
 from typing import Any
 
-from cdc_core.events import RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle
+from cdc_core.capture.events import RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.position import split_position
 from connectors.mariadb.source_config import MariaDBSourceConfig

@@ -24,9 +24,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cdc_core.buffer import BufferConfig, TransactionBuffer
-from cdc_core.events import Begin, Commit, CommittedTransaction, RowChange
-from cdc_core.position import Position
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import Begin, Commit, CommittedTransaction, RowChange
+from cdc_core.capture.position import Position
 
 MB = 1 << 20
 MARGIN_MB = 32

@@ -62,16 +62,8 @@ def build(workdir: Path, rows: int) -> tuple[Path, Path]:
     import duckdb
     import pyarrow as pa
 
-    from cdc_core.lake import (
-        COMMIT_POS,
-        COMMIT_TS,
-        OP,
-        SEQ,
-        TXID,
-        LakeTable,
-        append_changelog,
-        meta_fields,
-    )
+    from cdc_core.lake.layout import LakeTable, append_changelog, meta_fields
+    from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 
     table = pa.table(
         {

@@ -1,7 +1,7 @@
 """Writes/s and lookups/s of embedded stores for the rebuild's row image store.
 
 Each candidate stores N row versions keyed by (table, locator, position, seq) -- the key
-layout of ``cdc_core.image_store`` -- with a 6-column image (``to_image_bytes``) as the
+layout of ``cdc_core.rebuild.image_store`` -- with a 6-column image (``to_image_bytes``) as the
 value, committing every ``--batch`` writes, then answers N lookups of "the latest version
 at or before a position" for random locators. The first three are the same
 operations written directly against each backend, to choose it; ``lmdb-store`` is the
@@ -13,7 +13,7 @@ result:
 - ``rocksdict``: RocksDB (raw mode), ``WriteBatch`` per batch, lookups by
   ``seek_for_prev``;
 - ``lmdb``: LMDB, one write transaction per batch, lookups by ``set_range`` + ``prev``;
-- ``lmdb-store``: the real ``cdc_core.image_store.RowImageStore`` (LMDB, the winner), with
+- ``lmdb-store``: the real ``cdc_core.rebuild.image_store.RowImageStore`` (LMDB, the winner), with
   ``flush`` every batch and ``get`` for lookups (the truncate and retention checks
   included).
 
@@ -35,13 +35,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
-from cdc_core.image_store import (
+from cdc_core.capture.position import MAX_POSITION, Position
+from cdc_core.rebuild.image_store import (
     RowImageStore,
     from_image_bytes,
     to_image_bytes,
     to_locator_bytes,
 )
-from cdc_core.position import MAX_POSITION, Position
 
 TABLE = "shop.orders"
 TS = datetime(2026, 11, 22, tzinfo=UTC)

@@ -45,7 +45,7 @@ from bench.bench_vs_reladiff import (
     timed,
     write_rows,
 )
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import RangeLeaves
 from tests.private_servers import MariaDBServer, running_mariadb
 from validator.incremental.changed_leaves import leaf_of

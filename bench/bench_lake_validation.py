@@ -50,7 +50,7 @@ from bench.bench_vs_reladiff import (
     timed,
     write_rows,
 )
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from tests.private_servers import MariaDBServer, running_mariadb, running_spark_connect
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_binlog import read_with_library, read_with_reader, write_workload
-from cdc_core.filters import TableFilter
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.private_servers import MariaDBServer, running_mariadb
 

@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdc_core.buffer import BufferConfig, TransactionBuffer
-from cdc_core.filters import TableFilter
-from cdc_core.image_store import RowImageStore
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.rebuild import RebuildConfig, Rebuilder
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.filters import TableFilter
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from cdc_core.rebuild.full_width import RebuildConfig, Rebuilder
+from cdc_core.rebuild.image_store import RowImageStore
 from connectors.synthetic.log_reader import SyntheticSource
 from connectors.synthetic.workload import KEY, Workload, WorkloadSpec
 

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from cdc_core.filters import TableFilter
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.source import Idle
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.source_config import PostgresSourceConfig
 from connectors.registry import log_source_for
@@ -80,7 +80,7 @@ def _lake_events(lake: Path) -> int:
     """Events in the lake's changelog of the table (the initial load of it was empty)."""
     from deltalake import DeltaTable
 
-    from cdc_core.lake import LakeTable
+    from cdc_core.lake.layout import LakeTable
 
     return int(DeltaTable(str(LakeTable(lake, "public.b").changelog)).to_pyarrow_table().num_rows)
 

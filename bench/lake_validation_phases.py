@@ -39,8 +39,8 @@ def main(argv: list[str]) -> int:
     with clock("import pyspark"):
         import pyspark.sql  # noqa: F401
 
-    from cdc_core.lake import LakeTable, changelog_files, high_water_mark
-    from cdc_core.mirror_state import mirror_version_at
+    from cdc_core.lake.layout import LakeTable, changelog_files, high_water_mark
+    from cdc_core.lake.mirror_state import mirror_version_at
     from validator.config import load_validator_config
     from validator.engines.spark.lake_target import lake_state_at
     from validator.engines.spark.session import build_spark_session

@@ -31,7 +31,7 @@ table under ``[``; Spark takes ``k=v`` directories for Hive partitions; a leadin
 (spaces, ``,;{}()=\\n\\t``, dots, quotes, backticks, non-ASCII, the empty name; checked in
 ``tests/cdc_core/test_names_lake.py``), and Spark reads them from the Parquet files, so
 lake columns carry the source's names as they are. Two exceptions are refused by
-``cdc_core.source.TableDescription``: names that differ only in case (Delta column names
+``cdc_core.capture.source.TableDescription``: names that differ only in case (Delta column names
 are case-insensitive) and names of the lake's bookkeeping columns (``_op``, ...).
 Expressions of Spark SQL and of delta-rs (DataFusion) name a column with
 ``backtick_quote``: Spark parses dots in a bare column string as struct access, and
@@ -48,9 +48,21 @@ from dataclasses import dataclass
 
 from cdc_core.errors import ConfigError
 
+# The lake's bookkeeping columns beside a table's own (cdc_core.lake.layout): a source column may
+# not take one of these names.
+OP = "_op"
+COMMIT_POS = "_commit_pos"
+SEQ = "_seq"
+TXID = "_txid"
+COMMIT_TS = "_commit_ts"
+META_COLUMNS = (OP, COMMIT_POS, SEQ, TXID, COMMIT_TS)
+# A table without a key is located by all its columns; equal rows are told apart by their
+# copy number, 0 to n - 1 for n equal rows, a column of the lake only (cdc_core.rebuild.copies).
+COPY = "_copy"
+
 _BARE_DIR = re.compile(r"[A-Za-z0-9_-]")
 _ESCAPE = "~"
-_RESERVED_DIR = "_replcheck"  # the lake's own folder (cdc_core.lake)
+_RESERVED_DIR = "_replcheck"  # the lake's own folder (cdc_core.lake.layout)
 _MAX_DIR_BYTES = 240
 _CUT_DIR_BYTES = 200
 

@@ -9,10 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import KeyShapeError, LogReader, RefusedColumn, SnapshotReader
 from cdc_core.errors import ContractError
-from cdc_core.position import Position
-from cdc_core.rebuild import FetchMissing, FetchUnavailable
-from cdc_core.source import KeyShapeError, LogReader, RefusedColumn, SnapshotReader
+from cdc_core.rebuild.full_width import FetchMissing, FetchUnavailable
 from merkle.options import TimeRounding
 from merkle.types import LogicalType, TimeType
 
@@ -71,7 +71,7 @@ def carried_columns(
     schema: TableSchema, refusal: Refusal = without_logical_type
 ) -> tuple[list[str], tuple[RefusedColumn, ...]]:
     """The columns of ``schema`` a pipeline carries, in order, and those it refuses (never
-    left out in silence: ``cdc_core.descriptions`` refuses the table unless they are
+    left out in silence: ``cdc_core.ddl.descriptions`` refuses the table unless they are
     ignored).
 
     Args:

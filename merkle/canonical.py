@@ -104,8 +104,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import singledispatch
 from typing import Any
 
+from cdc_core.capture.events import Interval
 from cdc_core.errors import ContractError
-from cdc_core.events import Interval
 from merkle.options import ComparisonOptions, TimeRounding
 from merkle.types import (
     TIME_TZ_FIELDS,

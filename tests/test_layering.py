@@ -90,6 +90,83 @@ def test_heavy_dependencies_are_imported_lazily(module: str) -> None:
     assert result.stdout.strip() == "[]"
 
 
+# cdc_core's stage rooms, in pipeline order: a room may import the shared files at the top of
+# cdc_core and the rooms before it, never one after it.
+CDC_CORE_STAGES = ("capture", "state", "buffer", "lake", "rebuild", "ddl", "resync", "pipeline")
+
+
+def stage_violations(root: Path) -> list[str]:
+    """Every import in cdc_core of a later stage room, or of a room by a shared file."""
+    violations = []
+    for path in sorted((root / "cdc_core").rglob("*.py")):
+        parts = path.relative_to(root / "cdc_core").parts
+        own = CDC_CORE_STAGES.index(parts[0]) if len(parts) > 1 else -1
+        for name in imported_names(path):
+            room = name.split(".")[1] if name.startswith("cdc_core.") else None
+            if room in CDC_CORE_STAGES and CDC_CORE_STAGES.index(room) > own:
+                violations.append(f"{path.relative_to(root)}: imports {name}")
+    return violations
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every absolute module name a file imports, dotted in full."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_cdc_core_stages_import_only_earlier_stages() -> None:
+    assert stage_violations(ROOT) == []
+
+
+def test_the_stage_check_catches_a_later_stage(tmp_path: Path) -> None:
+    (tmp_path / "cdc_core" / "buffer").mkdir(parents=True)
+    (tmp_path / "cdc_core" / "buffer" / "spill.py").write_text(
+        "from cdc_core.pipeline.loop import Pipeline\nfrom cdc_core.capture import events\n"
+    )
+    (tmp_path / "cdc_core" / "names.py").write_text("from cdc_core.lake.layout import OP\n")
+    assert stage_violations(tmp_path) == [
+        "cdc_core/buffer/spill.py: imports cdc_core.pipeline.loop",
+        "cdc_core/names.py: imports cdc_core.lake.layout",
+    ]
+
+
+def internals_imported(root: Path) -> list[str]:
+    """Every import of a private name (``_name``) from a module of another folder: a room
+    may use its own internals, never a sibling's."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            folder = ".".join(path.relative_to(root).parts[:-1])
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                    continue
+                room = node.module.rpartition(".")[0]
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private and room != folder and not _is_package(node.module, root):
+                    found.append(f"{path.relative_to(root)}: {node.module}.{private[0]}")
+    return found
+
+
+def test_no_room_imports_a_siblings_internals() -> None:
+    assert internals_imported(ROOT) == []
+
+
+def test_the_internals_check_catches_a_private_name(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "cdc_core" / "lake").mkdir()
+    (tmp_path / "cdc_core" / "lake" / "sink.py").write_text("from cdc_core.lake.layout import _a\n")
+    (tmp_path / "connectors" / "sink.py").write_text("from cdc_core.lake.sink import _b, c\n")
+    assert internals_imported(tmp_path) == ["connectors/sink.py: cdc_core.lake.sink._b"]
+
+
 def module_of(path: Path, root: Path) -> str:
     """The dotted module name of a file (a package's ``__init__`` is the package)."""
     parts = list(path.relative_to(root).with_suffix("").parts)

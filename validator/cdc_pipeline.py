@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.files import check_output_dir
-from cdc_core.pipeline import Pipeline, TransactionCallback
-from cdc_core.pipeline_config import PipelineSetup, load_pipeline_config
+from cdc_core.pipeline.config import PipelineSetup, load_pipeline_config
+from cdc_core.pipeline.loop import Pipeline, TransactionCallback
 from connectors.registry import connector_for, log_source_for
 from connectors.urls import parse_url
 

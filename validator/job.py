@@ -21,7 +21,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from cdc_core.errors import ReplcheckError, TerminalError
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from validator.config import ComparisonConfig, ValidationSettings, ValidatorConfig
 from validator.engines.database.engine import DatabaseEngine
 from validator.engines.spark.session import SparkUnreachableError

@@ -1,7 +1,7 @@
 """The lake's self-consistency check, as findings of a comparison with a lake target.
 
 A separate check from the comparison: the comparison reads the mirror users read, whatever
-wrote it (``cdc_core.mirror_state``); this names what made the lake's two Delta tables
+wrote it (``cdc_core.lake.mirror_state``); this names what made the lake's two Delta tables
 disagree with the pipeline's record, so the reader knows *why* a difference is there, or
 that a change not made by the pipeline is there although the copy still equals its source.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from cdc_core.lake import LakeTable
-from cdc_core.mirror_state import LakeAudit, audit_lake
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.mirror_state import LakeAudit, audit_lake
 from validator.result import LakeFinding
 
 log = logging.getLogger(__name__)

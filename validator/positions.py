@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import (
+from cdc_core.lake.layout import (
     ChangelogMoved,
     LakeTable,
     changelog_files,
@@ -390,7 +390,7 @@ class InexactStateError(TransientError):
 def check_exact(table: LakeTable, positions: Sequence[int]) -> None:
     """Refuse positions at which a table refresh left the lake's state of ``table`` inexact
     (between a DDL that rewrote rows, or a table's addition, and the refresh's last chunk:
-    ``cdc_core.table_refresh``); every other position is exact.
+    ``cdc_core.ddl.table_refresh``); every other position is exact.
 
     Raises:
         InexactStateError: A position lies in such a window (the message names it and says

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from cdc_core.lake import LakeTable, high_water_mark, read_marks
+from cdc_core.lake.layout import LakeTable, high_water_mark, read_marks
 from connectors.model import QuietLog
 from connectors.registry import quiet_log_for
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.base import Connector
 from connectors.model import TableSchema
 from connectors.registry import connector_for

@@ -166,7 +166,7 @@ LAKE_FINDING_KINDS = ("foreign_commit", "changed_file", "unpaired_history")
 
 @dataclass(frozen=True, slots=True)
 class LakeFinding:
-    """A finding of the lake's self-consistency check (``cdc_core.mirror_state.audit_lake``),
+    """A finding of the lake's self-consistency check (``cdc_core.lake.mirror_state.audit_lake``),
     separate from the comparison: a commit no replcheck writer made, a data file that no
     longer matches its Delta entry, or a changelog and mirror not written in step. It never
     changes the comparison's status (the mirror users read is what is compared); ``detail``

@@ -16,10 +16,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.lake import RefreshMarks
+from cdc_core.capture.position import Position
+from cdc_core.lake.layout import RefreshMarks
+from cdc_core.lake.sink import Written
 from cdc_core.names import same_table
-from cdc_core.position import Position
-from cdc_core.sink import Written
 
 if TYPE_CHECKING:
     import sqlalchemy as sa

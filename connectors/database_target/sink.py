@@ -12,7 +12,7 @@ transactions may share a target transaction: the batch's, ``batch.max_events`` /
 Per table, a batch is applied as its net effect per key (``net_effect``): the keys it
 deletes or rewrites are deleted with one ``DELETE ... WHERE key IN (...)`` per bounded
 list, then the rows it leaves are inserted with one multi-row ``INSERT``. Key changes arrive
-as a delete of the old key and an insert of the new one (``cdc_core.key_moves``).
+as a delete of the old key and an insert of the new one (``cdc_core.lake.key_moves``).
 
 Conflicts: a key the batch first inserts must be absent, one it first updates or deletes
 present (refresh and load rows may be either). A key that is not is a conflict: with
@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from cdc_core.copies import has_copies
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import RefusedColumn, TableDescription
 from cdc_core.errors import TerminalError
-from cdc_core.lake import RefreshMarks
-from cdc_core.pipeline_config import TargetOptions
-from cdc_core.position import Position
-from cdc_core.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch, Written, unwritten
-from cdc_core.source import RefusedColumn, TableDescription
+from cdc_core.lake.layout import RefreshMarks
+from cdc_core.lake.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch, Written, unwritten
+from cdc_core.pipeline.config import TargetOptions
+from cdc_core.rebuild.copies import has_copies
 from connectors.base import key_text
 from connectors.database_target.progress import NOTHING_WRITTEN, Progress, progress_table
 from connectors.database_target.tables import TargetTables

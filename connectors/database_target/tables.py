@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from cdc_core.copies import has_copies
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import RefusedColumn, TableDescription
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table, same_table
-from cdc_core.position import Position
-from cdc_core.source import RefusedColumn, TableDescription
+from cdc_core.rebuild.copies import has_copies
 from connectors.database_target.types import MYSQL, column_type, holds_column, unheld
 from connectors.model import TableSchema
 from connectors.sql_target import unescaped_backticks
@@ -197,7 +197,7 @@ class TargetTables:
 
     def _create(self, description: TableDescription) -> None:
         # A table located by all its columns may hold equal rows and NULLs in them: no key
-        # of a target table can hold those apart (the lake numbers them: cdc_core.copies).
+        # of a target table can hold those apart (the lake numbers them: cdc_core.rebuild.copies).
         if not description.key or has_copies(description.key):
             raise TerminalError(
                 f"table {description.table} has no key: a database target applies changes by"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.capture.source import RefusedColumn, RefusedColumnsError
 from cdc_core.errors import ConfigError
-from cdc_core.source import RefusedColumn, RefusedColumnsError
 from connectors.model import SourceColumn
 from merkle import types as lt
 

@@ -45,10 +45,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import SnapshotReader, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import format_table, is_glob
-from cdc_core.position import Position
-from cdc_core.source import SnapshotReader, TableDescription, TableSnapshot
 from connectors.hana import sql
 from connectors.hana import trigger_sql as tsql
 from connectors.hana.connector import HanaConnector, converters_of, iter_batches

@@ -33,8 +33,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cdc_core.capture.events import ABSENT
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT
 from connectors.mariadb.zero_dates import to_date, to_datetime
 
 Decode = Callable[[bytes, int], tuple[object, int]]

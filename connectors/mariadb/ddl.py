@@ -9,7 +9,7 @@ CHARACTER SET``) leaves the lake stale unless the pipeline reacts. Each clause o
   indexes, foreign keys and checks, a column's default for *future* rows (``ALTER COLUMN ...
   SET DEFAULT``), table options (engine, comment, row format, the table's default charset),
   adding or reorganising partitions;
-- ``refresh`` (``cdc_core.table_refresh``): anything that can change stored values or the
+- ``refresh`` (``cdc_core.ddl.table_refresh``): anything that can change stored values or the
   row key — a column added with a default, ``NOT NULL`` (an implicit default),
   ``AUTO_INCREMENT``, a generated expression or an implicit ``TIMESTAMP`` default;
   ``MODIFY``/``CHANGE``/``RENAME COLUMN``; ``DROP COLUMN``; ``CONVERT TO``; primary key
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from cdc_core.source import DdlAction
+from cdc_core.capture.source import DdlAction
 
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|`(?:[^`]|``)*`", re.S)
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc_core.capture.source import RefusedColumn
 from cdc_core.errors import TerminalError
-from cdc_core.source import RefusedColumn
 
 _VIRTUAL = "VIRTUAL GENERATED"
 _WAY_OUT = "set binlog_row_image=FULL (for every session that writes it) or make the column STORED"

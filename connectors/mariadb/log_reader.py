@@ -1,4 +1,4 @@
-"""MariaDB's and MySQL's binlog as raw changes (``cdc_core.source.LogReader``).
+"""MariaDB's and MySQL's binlog as raw changes (``cdc_core.capture.source.LogReader``).
 
 Reads the binlog with mysql-replication as a replica would (COM_BINLOG_DUMP from a file and
 offset) and turns its events into ``Begin``/``RowChange``/``Commit``/``Rollback`` in log
@@ -51,10 +51,10 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cdc_core.events import Begin, Commit, RawChange, Rollback
+from cdc_core.capture.events import Begin, Commit, RawChange, Rollback
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.names import qualify, split_table
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.errors import UnreadableEventError, UntrackedChangeError, lost_connections
@@ -138,7 +138,7 @@ class MariaDBLogReader:
     def iter_changes(
         self, start: Position | None
     ) -> Generator[RawChange | TableChanged | Idle, None, None]:
-        """Raw changes from ``start`` on (see ``cdc_core.source.LogReader``).
+        """Raw changes from ``start`` on (see ``cdc_core.capture.source.LogReader``).
 
         Raises:
             BinlogSetupError: The server's binlog settings cannot be read (names the fix).
@@ -400,7 +400,7 @@ class _Session:
     def _truncate(
         self, tables: list[str], at: Position, after: Position, timestamp: int
     ) -> Iterator[RawChange]:
-        from cdc_core.events import RowChange
+        from cdc_core.capture.events import RowChange
 
         assert self.txn is not None
         yield from self._begin()

@@ -15,8 +15,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from cdc_core.capture.position import Position
 from cdc_core.config import mask_url
-from cdc_core.position import Position
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.log_source import source_config
 from connectors.mariadb.position import position_of, split_position

@@ -22,11 +22,11 @@ So a missing column is completed, in this order:
    column has not changed since, which is the case for a column the log never carried.
 
 A row the store does not know at all (an update or delete of a table captured without an
-initial snapshot) is read whole from the source, as ``cdc_core.rebuild`` expects of
+initial snapshot) is read whole from the source, as ``cdc_core.rebuild.full_width`` expects of
 ``fetch_missing``. If the row is gone from the source (deleted or moved to another key
 since), or no longer has the column (renamed or dropped since), nothing can tell the value
 the log left out: ``UnreadableRowError`` tells the rebuild so, and the pipeline refreshes the
-table from that change on (``cdc_core.table_refresh``) instead of inventing values.
+table from that change on (``cdc_core.ddl.table_refresh``) instead of inventing values.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import struct
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
+from cdc_core.capture.position import Position
 from cdc_core.names import split_table
-from cdc_core.position import Position
-from cdc_core.rebuild import FetchedRow, UnreadableRowError
+from cdc_core.rebuild.full_width import FetchedRow, UnreadableRowError
 from connectors.base import key_text
 from connectors.mariadb.snapshot import retry_while_changing
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text

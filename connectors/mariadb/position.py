@@ -5,12 +5,12 @@ so the file number orders files and the offset (below 4 GiB: max_binlog_size is 
 1 GiB) orders events inside one. The text form is ``file:offset``.
 
 Every product's ``position.py`` has ``position_of`` (the log's own form -> ``Position``)
-and raises ``cdc_core.position.PositionError`` for a malformed one.
+and raises ``cdc_core.capture.position.PositionError`` for a malformed one.
 """
 
 from __future__ import annotations
 
-from cdc_core.position import Position, PositionError
+from cdc_core.capture.position import Position, PositionError
 
 _OFFSET_BITS = 32
 

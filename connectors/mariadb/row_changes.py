@@ -4,7 +4,7 @@ Insert events carry an after-image, delete events a before-image, update events 
 ``binlog_row_image=MINIMAL`` a before-image holds only the primary key and an after-image
 only the columns the statement set, and with ``NOBLOB`` unchanged BLOB/TEXT columns are
 left out (https://mariadb.com/kb/en/replication-and-binary-log-system-variables/#binlog_row_image).
-Left-out columns are ``ABSENT``; ``cdc_core.rebuild`` completes them. A date that is
+Left-out columns are ``ABSENT``; ``cdc_core.rebuild.full_width`` completes them. A date that is
 neither zero nor a calendar date stops the reader (``zero_dates``). The rows of a
 system-versioned table become changes of its current rows (``system_versioning``).
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
+from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RowChange, key_values, lacks_absent
-from cdc_core.position import Position
 from connectors.base import key_text
 from connectors.mariadb.binlog_values import iter_images
 from connectors.mariadb.generated import MissingVirtualValueError

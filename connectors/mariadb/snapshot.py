@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableChunk, TableDescription, TableSnapshot
 from cdc_core.config import mask_url
 from cdc_core.names import qualify, split_table
-from cdc_core.position import Position
-from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
 from connectors.mariadb.generated import virtual_refusals
@@ -97,7 +97,7 @@ def _warn_once(message: str) -> None:
 
 
 class MariaDBSnapshotReader:
-    """Reads tables in one consistent snapshot (``cdc_core.source.SnapshotReader``).
+    """Reads tables in one consistent snapshot (``cdc_core.capture.source.SnapshotReader``).
 
     Args:
         config: The source (its tables are the default set; any table can be asked).

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 from connectors.mariadb.errors import SnapshotLockError, SnapshotPrivilegeError
 from connectors.mariadb.flavour import ServerFlavour
 from connectors.mariadb.position import position_of, to_position

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cdc_core.events import ABSENT
+from cdc_core.capture.events import ABSENT
 
 SYSTEM_VERSIONED = "SYSTEM VERSIONED"
 """``information_schema.TABLES.TABLE_TYPE`` of a system-versioned table."""

@@ -13,9 +13,9 @@ import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.capture.source import LOCATOR_COLUMN
 from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
-from cdc_core.source import LOCATOR_COLUMN
 from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql

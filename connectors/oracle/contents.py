@@ -2,7 +2,8 @@
 
 ``ContentsRow`` is one row of the view (the columns ``CONTENTS_COLUMNS`` lists; Oracle
 Database Reference, "V$LOGMNR_CONTENTS"). ``ChangeAssembler`` turns rows, in the order the
-view returns them (redo order, so SCNs never decrease), into ``cdc_core.events`` raw changes:
+view returns them (redo order, so SCNs never decrease), into ``cdc_core.capture.events`` raw
+changes:
 
 - ``OPERATION_CODE`` 6 START -> ``Begin``; 7 COMMIT -> ``Commit`` at the commit's SCN, its
   ``TIMESTAMP`` (server wall clock) as ``commit_ts``; 36 ROLLBACK -> ``Rollback``.
@@ -39,9 +40,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.capture.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.capture.source import TableChanged, TableDescription
 from cdc_core.names import format_table
-from cdc_core.source import TableChanged, TableDescription
 from connectors.base import arrow_type_of
 from connectors.model import SourceColumn, TableSchema, carried_columns
 from connectors.oracle.ddl import classify_ddl

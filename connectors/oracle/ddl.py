@@ -2,7 +2,7 @@
 
 LogMiner shows a DDL statement as the session ran it, in ``SQL_REDO`` (Oracle Database
 Utilities, "LogMiner", "DDL_DICT_TRACKING"). ``classify_ddl`` reads that text and says what
-the pipeline must do (``cdc_core.source.TableChanged``: DESIGN.md, "DDL that changes stored
+the pipeline must do (``cdc_core.capture.source.TableChanged``: DESIGN.md, "DDL that changes stored
 rows") and what the table's columns are afterwards, so later SQL_REDO parses with them:
 
 - ``schema`` (values stay): ``ADD`` of a nullable column without ``DEFAULT`` (existing rows
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from cdc_core.source import DdlAction
+from cdc_core.capture.source import DdlAction
 from connectors.model import SourceColumn, TableSchema
 from connectors.oracle.types import OracleColumn, declared_type, logical_type
 

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from cdc_core.capture.events import RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.errors import ConfigError
-from cdc_core.events import RawChange
 from cdc_core.names import parse_table
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.model import TableSchema
 from connectors.oracle import logminer_sql as lm
 from connectors.oracle.contents import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 
 
 def position_of(scn: int) -> Position:

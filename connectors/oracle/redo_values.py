@@ -20,7 +20,7 @@ A value the text does not pin down (LogMiner's ``Unsupported Type``; a zone regi
 inside a DST overlap, without the abbreviation saying which side) is ``UNAVAILABLE`` where
 it is a new value (insert values, update ``set`` terms): the row may have changed it, so the
 stored image would be stale, and the rebuild reads it from the source as of the commit
-(``cdc_core.rebuild``; Oracle: ``unavailable_columns``). Where it is an old value (the
+(``cdc_core.rebuild.full_width``; Oracle: ``unavailable_columns``). Where it is an old value (the
 where-clause, a SQL_UNDO), it is ``ABSENT``: the stored image holds exactly that value.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from cdc_core.events import ABSENT, UNAVAILABLE
+from cdc_core.capture.events import ABSENT, UNAVAILABLE
 from connectors.model import TableSchema
 from connectors.oracle.datetimes import (
     DATE_FORMAT,

@@ -6,7 +6,7 @@ exactly the transactions whose commit SCN is <= P (Oracle Database Development G
 reads themselves are ``OracleConnector.read_partition`` (the validator's Oracle source
 reads the same way), so the undo retention must cover the whole read (ORA-01555 otherwise).
 
-``read_chunk`` (``cdc_core.source.ReadsChunks``, the pipeline's table refresh) reads one
+``read_chunk`` (``cdc_core.capture.source.ReadsChunks``, the pipeline's table refresh) reads one
 key range in a flashback query of its own, at an SCN taken the same way, which is the
 chunk's exact position: the first ``limit`` rows above the last key, in primary key order
 (``sql.chunk_select``). A table without a primary key is located by ROWID, which is no
@@ -21,9 +21,9 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.position import Position
-from cdc_core.source import LOCATOR_COLUMN, TableChunk, TableDescription, TableSnapshot
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.contents import description_of

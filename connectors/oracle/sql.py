@@ -11,8 +11,8 @@ import re
 from collections.abc import Sequence
 
 from cdc_core import names
+from cdc_core.capture.source import LOCATOR_COLUMN
 from cdc_core.errors import ContractError
-from cdc_core.source import LOCATOR_COLUMN
 from connectors.model import TableSchema
 from merkle import types as lt
 

@@ -31,9 +31,9 @@ import logging
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from cdc_core.capture.position import Position
 from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
-from cdc_core.position import Position
 from connectors.model import TableSchema
 from connectors.oracle import sql
 from connectors.oracle.connector import fetched_value

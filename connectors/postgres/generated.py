@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.capture.events import ABSENT, RawChange, RowChange, key_values, lacks_absent
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RawChange, RowChange, key_values, lacks_absent
 from cdc_core.names import format_table
 from connectors.model import Refusal, without_logical_type
 from connectors.postgres import pgoutput as pg

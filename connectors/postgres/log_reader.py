@@ -1,4 +1,4 @@
-"""PostgreSQL's logical replication stream as raw changes (``cdc_core.source.LogReader``).
+"""PostgreSQL's logical replication stream as raw changes (``cdc_core.capture.source.LogReader``).
 
 Reads a logical replication slot with the ``pgoutput`` plugin, protocol version 2,
 ``streaming 'on'`` and ``binary 'true'``, through psycopg2's logical replication connection
@@ -40,7 +40,7 @@ not streamed before that abort is decoded), so each undo removes exactly one of 
 Subtransactions aborted before they were streamed never reach the stream.
 
 DDL. Logical decoding shows none: a table's new columns show in its next Relation message
-(or in the catalog while the log is quiet, ``cdc_core.ddl_handling``), and DDL that changes
+(or in the catalog while the log is quiet, ``cdc_core.pipeline.ddl_handling``), and DDL that changes
 stored values but no column (a same-type ``USING`` rewrite, an enum value renamed) in the
 transactional messages the event triggers of ``rewrites.py`` write into its transaction.
 Either is a ``TableChanged`` that refreshes the table.
@@ -69,10 +69,10 @@ import time
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
+from cdc_core.capture.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged, TableDescription
 from connectors.postgres import pgoutput as pg
 from connectors.postgres import rewrites
 from connectors.postgres.connector import split_table

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 from connectors.model import LogStatus
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.log_source import source_config

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from cdc_core.position import Position, PositionError
+from cdc_core.capture.position import Position, PositionError
 
 _LSN = re.compile(r"^\s*([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})\s*$")
 _HALF = 32

@@ -31,9 +31,9 @@ import logging
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
-from cdc_core.events import ABSENT, RowChange, key_values, lacks_absent
+from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
+from cdc_core.capture.position import Position
 from cdc_core.names import format_table
-from cdc_core.position import Position
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
 from connectors.postgres.pgoutput import (
     UNCHANGED_TOAST,

@@ -1,4 +1,4 @@
-"""The pipeline's snapshots of a PostgreSQL source (``cdc_core.source.SnapshotReader``), and
+"""The pipeline's snapshots of a PostgreSQL source (``cdc_core.capture.source.SnapshotReader``), and
 the description of a captured table (its stored columns and the key that locates its rows).
 
 The snapshot and the stream meet at one LSN. When the pipeline's slot does not exist yet,
@@ -21,9 +21,9 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableChunk, TableDescription, TableSnapshot
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.position import Position
-from cdc_core.source import TableChunk, TableDescription, TableSnapshot
 from connectors.model import (
     POSITION_COLUMN,
     Partition,
@@ -81,7 +81,7 @@ SELECT c.relreplident,
 """
 
 
-# Values a row locator cannot hold: it is a tuple of scalars (``cdc_core.image_store``), and
+# Values a row locator cannot hold: it is a tuple of scalars (``cdc_core.rebuild.image_store``), and
 # the mirror is merged on equal key values.
 _NOT_LOCATING = (lt.ArrayType, lt.TimeTzType)
 

@@ -44,10 +44,10 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import SnapshotReader, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.names import is_glob
-from cdc_core.position import Position
-from cdc_core.source import SnapshotReader, TableDescription, TableSnapshot
 from connectors.model import POSITION_COLUMN, Partition, SourceColumn, TableSchema
 from connectors.postgres.connector import (
     PostgresConnector,

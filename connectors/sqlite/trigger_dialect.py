@@ -34,10 +34,10 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import SnapshotReader, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError, TerminalError
 from cdc_core.names import is_glob, parse_table
-from cdc_core.position import Position
-from cdc_core.source import SnapshotReader, TableDescription, TableSnapshot
 from connectors.base import file_path
 from connectors.model import POSITION_COLUMN, TableSchema
 from connectors.sqlite.connector import SQLiteConnector, value_converter

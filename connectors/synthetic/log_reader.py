@@ -14,10 +14,10 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
+from cdc_core.capture.events import RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError, TerminalError
-from cdc_core.events import RawChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription, TableSnapshot
 from connectors.synthetic.workload import KEY, Workload, WorkloadSpec
 
 if TYPE_CHECKING:

@@ -19,8 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from cdc_core.errors import ConfigError
-from cdc_core.events import (
+from cdc_core.capture.events import (
     ABSENT,
     Begin,
     Commit,
@@ -30,7 +29,8 @@ from cdc_core.events import (
     Rollback,
     RowChange,
 )
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
+from cdc_core.errors import ConfigError
 
 COLUMNS = ("id", "v", "s", "note")
 KEY = ("id",)

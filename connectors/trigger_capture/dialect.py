@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from cdc_core.capture.source import SnapshotReader, TableDescription
 from cdc_core.errors import ContractError
-from cdc_core.source import SnapshotReader, TableDescription
 
 CaptureOp = Literal["c", "u", "d", "t"]
 

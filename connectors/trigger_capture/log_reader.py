@@ -26,10 +26,10 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableDescription
 from cdc_core.errors import ConfigError
-from cdc_core.events import Begin, Commit, RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableDescription
 from connectors.trigger_capture.dialect import CaptureRow, TriggerDialect
 from connectors.trigger_capture.gaps import GapTracker
 from connectors.trigger_capture.position import capture_position

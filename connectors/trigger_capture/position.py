@@ -7,7 +7,7 @@ read in a log or a report says which kind of source it belongs to.
 
 from __future__ import annotations
 
-from cdc_core.position import Position, PositionError
+from cdc_core.capture.position import Position, PositionError
 
 PREFIX = "capture:"
 

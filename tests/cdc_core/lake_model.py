@@ -6,7 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, LakeTable
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, META_COLUMNS, OP, SEQ
 from connectors.synthetic.workload import COLUMNS, ExpectedEvent, Workload
 
 

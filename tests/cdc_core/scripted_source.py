@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from cdc_core.errors import TerminalError
-from cdc_core.events import Begin, Commit, RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import (
+from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import (
     DdlAction,
     Idle,
     TableChanged,
@@ -20,6 +19,7 @@ from cdc_core.source import (
     TableDescription,
     TableSnapshot,
 )
+from cdc_core.errors import TerminalError
 
 
 class ScriptedSource:
@@ -142,7 +142,7 @@ def _apply(rows: dict[Hashable, dict[str, object]], change: RowChange) -> None:
 
 class ChunkedSource(ScriptedSource):
     """A scripted source whose snapshots are of the log's end, read in key-ordered chunks
-    (``cdc_core.source.ReadsChunks``) as well."""
+    (``cdc_core.capture.source.ReadsChunks``) as well."""
 
     def __init__(self, descriptions: Mapping[str, TableDescription]) -> None:
         super().__init__(descriptions, snapshot_now=True)

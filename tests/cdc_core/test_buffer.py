@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from cdc_core.buffer import (
+from cdc_core.buffer.spill import SpillCorruptError, TransactionSpill
+from cdc_core.buffer.transaction_buffer import (
     BufferConfig,
     BufferState,
     LogOrderError,
     TransactionBuffer,
     estimated_bytes,
 )
-from cdc_core.errors import ConfigError
-from cdc_core.events import (
+from cdc_core.capture.events import (
     ABSENT,
     UNAVAILABLE,
     Begin,
@@ -28,8 +28,8 @@ from cdc_core.events import (
     Rollback,
     RowChange,
 )
-from cdc_core.position import Position
-from cdc_core.spill import SpillCorruptError, TransactionSpill
+from cdc_core.capture.position import Position
+from cdc_core.errors import ConfigError
 
 T0 = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
 SECRET = "s3cret-row-value"

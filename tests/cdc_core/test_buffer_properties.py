@@ -20,8 +20,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cdc_core.buffer import BufferConfig, BufferState, TransactionBuffer
-from cdc_core.events import (
+from cdc_core.buffer.transaction_buffer import BufferConfig, BufferState, TransactionBuffer
+from cdc_core.capture.events import (
     ABSENT,
     Begin,
     Commit,
@@ -31,7 +31,7 @@ from cdc_core.events import (
     Rollback,
     RowChange,
 )
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 
 TS = datetime(2026, 5, 1, tzinfo=UTC)
 VALUES = [None, ABSENT, Decimal("-1.50"), b"\x00\x01", "é", TS, 2**70]

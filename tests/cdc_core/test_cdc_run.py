@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.checkpoint import read_checkpoint
+from cdc_core.pipeline.checkpoint import read_checkpoint
 from connectors.synthetic.log_reader import spec_of_url
 from connectors.synthetic.workload import Workload
 from tests.cdc_core.kill_loop import ROOT, compare_lake, write_config

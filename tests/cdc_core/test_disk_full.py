@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.buffer.spill import TransactionSpill
+from cdc_core.capture.position import Position
 from cdc_core.disk_full import is_disk_full
 from cdc_core.errors import DiskFullError
-from cdc_core.image_store import RowImageStore
-from cdc_core.lake import read_progress, write_progress
-from cdc_core.lmdb_file import check_data_file
-from cdc_core.position import Position
-from cdc_core.spill import TransactionSpill
+from cdc_core.lake.layout import read_progress, write_progress
+from cdc_core.pipeline.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.rebuild.image_store import RowImageStore
+from cdc_core.state.lmdb_file import check_data_file
 from connectors.synthetic.log_reader import spec_of_url
 from connectors.synthetic.workload import Workload
 from tests.cdc_core.kill_loop import compare_lake, write_config

@@ -15,16 +15,16 @@ from zoneinfo import ZoneInfo
 import lmdb
 import pytest
 
+from cdc_core.capture.events import ABSENT, UNAVAILABLE
+from cdc_core.capture.position import Position
 from cdc_core.errors import ContractError, TerminalError
-from cdc_core.events import ABSENT, UNAVAILABLE
-from cdc_core.image_store import (
+from cdc_core.rebuild.image_store import (
     BelowRetentionError,
     RowImageStore,
     from_image_bytes,
     to_image_bytes,
     to_locator_bytes,
 )
-from cdc_core.position import Position
 
 P = Position.of
 
@@ -138,8 +138,8 @@ def test_a_crash_between_flushes_leaves_the_state_of_the_last_flush(tmp_path: Pa
         f"""
         import os
         from pathlib import Path
-        from cdc_core.image_store import RowImageStore
-        from cdc_core.position import Position
+        from cdc_core.rebuild.image_store import RowImageStore
+        from cdc_core.capture.position import Position
         store = RowImageStore(Path({str(path)!r}))
         store.put("s.t", (1,), Position.of(1), {{"v": "flushed"}}, 0)
         store.flush()

@@ -12,11 +12,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_core.events import ABSENT
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.source import TableDescription
+from cdc_core.capture.events import ABSENT
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP, SEQ
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.cdc_core.scripted_source import ScriptedSource
 

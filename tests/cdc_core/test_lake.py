@@ -12,7 +12,7 @@ import pytest
 from deltalake.exceptions import DeltaError
 
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import (
+from cdc_core.lake.layout import (
     ChangelogMoved,
     LakeTable,
     append_changelog,

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
 from cdc_core.errors import TerminalError
-from cdc_core.lake import LakeTable
-from cdc_core.mirror_state import audit_lake, mirror_read
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.mirror_state import audit_lake, mirror_read
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
 
 AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TABLE = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]), ("id",))
@@ -98,7 +98,7 @@ def test_a_deleted_mirror_file_is_rebuilt_too(tmp_path: Path) -> None:
 
 
 def test_a_resync_into_a_mirror_whose_file_was_replaced_rebuilds_it(tmp_path: Path) -> None:
-    from cdc_core.refresh import RefreshRequest, refresh
+    from cdc_core.resync.rows import RefreshRequest, refresh
 
     sink = LakeSink(tmp_path, "p")
     sink.write(

@@ -12,12 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
 from cdc_core.errors import TerminalError
-from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
-from cdc_core.mirror_state import audit_lake, mirror_read
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
+from cdc_core.lake.layout import LakeTable, append_changelog
+from cdc_core.lake.mirror_state import audit_lake, mirror_read
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 
 AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TABLE = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.int64())]), ("id",))

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from cdc_core.capture.events import ABSENT, Commit, CommittedChange, RowChange
+from cdc_core.capture.position import MAX_POSITION, Position
 from cdc_core.errors import ContractError
-from cdc_core.events import ABSENT, Commit, CommittedChange, RowChange
-from cdc_core.position import MAX_POSITION, Position
 
 
 def test_positions_order_and_compare_by_value_only() -> None:

@@ -172,8 +172,8 @@ def test_awkward_parts_round_trip(part: str) -> None:
 def test_a_source_column_named_like_a_bookkeeping_column_is_refused_naming_the_fix() -> None:
     import pyarrow as pa
 
+    from cdc_core.capture.source import TableDescription
     from cdc_core.errors import ContractError
-    from cdc_core.source import TableDescription
 
     schema = pa.schema([("id", pa.int64()), ("_op", pa.string())])
     with pytest.raises(ContractError, match=r"table s\.t has columns \['_op'\].*rename"):
@@ -184,8 +184,8 @@ def test_a_source_column_named_like_a_bookkeeping_column_is_refused_naming_the_f
 def test_source_columns_differing_only_in_case_are_refused_naming_them() -> None:
     import pyarrow as pa
 
+    from cdc_core.capture.source import TableDescription
     from cdc_core.errors import ContractError
-    from cdc_core.source import TableDescription
 
     schema = pa.schema([("id", pa.int64()), ("Amount", pa.int64()), ("amount", pa.int64())])
     with pytest.raises(ContractError, match=r"\[\['Amount', 'amount'\]\] that differ only in case"):

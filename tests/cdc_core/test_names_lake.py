@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from cdc_core.lake import LakeTable, append_changelog, changelog_files
+from cdc_core.lake.layout import LakeTable, append_changelog, changelog_files
 from cdc_core.names import TableName, backtick_quote
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ COLUMNS = [
 def _events() -> object:
     import pyarrow as pa
 
-    from cdc_core.lake import meta_fields
+    from cdc_core.lake.layout import meta_fields
 
     fields = [pa.field(name, pa.int64()) for name in COLUMNS] + meta_fields()
     rows = [

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import LakeTable, high_water_mark
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import LakeTable, high_water_mark
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.synthetic.log_reader import SyntheticSource
 from connectors.synthetic.workload import Workload, WorkloadSpec
 from tests.cdc_core.lake_model import (

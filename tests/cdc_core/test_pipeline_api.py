@@ -13,16 +13,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.checkpoint import FILE_NAME, CheckpointCorruptError
+from cdc_core.capture.events import Begin, RawChange, RowChange
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableDescription
 from cdc_core.errors import ConfigError
-from cdc_core.events import Begin, RawChange, RowChange
-from cdc_core.filters import TableFilter
-from cdc_core.initial_load import LakeTableInUseError
-from cdc_core.lake import LakeTable, high_water_mark
-from cdc_core.pipeline import EmittedTransaction, Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.sink import LakeSink, SchemaChangeError
-from cdc_core.source import Idle, TableDescription
+from cdc_core.lake.layout import LakeTable, high_water_mark
+from cdc_core.lake.sink import LakeSink, SchemaChangeError
+from cdc_core.pipeline.checkpoint import FILE_NAME, CheckpointCorruptError
+from cdc_core.pipeline.initial_load import LakeTableInUseError
+from cdc_core.pipeline.loop import EmittedTransaction, Pipeline, PipelineConfig
 from connectors.synthetic.log_reader import SyntheticSource
 from connectors.synthetic.workload import Workload, WorkloadSpec
 from tests.cdc_core.lake_model import (

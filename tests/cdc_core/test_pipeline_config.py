@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import ConfigError
-from cdc_core.pipeline_config import RetryPolicy, load_pipeline_config
+from cdc_core.pipeline.config import RetryPolicy, load_pipeline_config
 
 GOOD = """\
 connections:

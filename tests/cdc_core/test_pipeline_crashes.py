@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import cdc_core.checkpoint
-import cdc_core.pipeline
-import cdc_core.sink
-from cdc_core.filters import TableFilter
-from cdc_core.image_store import RowImageStore
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.sink import LakeSink
-from cdc_core.source import Idle
+import cdc_core.lake.sink
+import cdc_core.pipeline.checkpoint
+import cdc_core.pipeline.loop
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.source import Idle
+from cdc_core.lake.sink import LakeSink
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from cdc_core.rebuild.image_store import RowImageStore
 from connectors.synthetic.log_reader import SyntheticSource
 from connectors.synthetic.workload import Workload, WorkloadSpec
 from tests.cdc_core.lake_model import changelog_events, expected_events, final_state, mirror_rows
@@ -112,12 +112,14 @@ def _install(monkeypatch: pytest.MonkeyPatch, points: CrashPoints) -> None:
         monkeypatch.setattr(LakeSink, name, _wrap(points, name, getattr(LakeSink, name)))
     monkeypatch.setattr(RowImageStore, "flush", _wrap(points, "flush", RowImageStore.flush))
     monkeypatch.setattr(
-        cdc_core.sink, "write_progress", _wrap(points, "progress", cdc_core.sink.write_progress)
+        cdc_core.lake.sink,
+        "write_progress",
+        _wrap(points, "progress", cdc_core.lake.sink.write_progress),
     )
     monkeypatch.setattr(
-        cdc_core.pipeline,
+        cdc_core.pipeline.loop,
         "write_checkpoint",
-        _wrap(points, "checkpoint", cdc_core.checkpoint.write_checkpoint),
+        _wrap(points, "checkpoint", cdc_core.pipeline.checkpoint.write_checkpoint),
     )
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import CommittedTransaction
-from cdc_core.metrics import RATE_WINDOW_S, MetricsTracker
-from cdc_core.position import Position
+from cdc_core.capture.events import CommittedTransaction
+from cdc_core.capture.position import Position
+from cdc_core.pipeline.metrics import RATE_WINDOW_S, MetricsTracker
 from tests.cli_runs import catch_up, write_config
 from tests.private_servers import PostgresServer
 from validator.cdc_pipeline import open_pipeline

@@ -22,17 +22,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cdc_core.capture.events import (
+    ABSENT,
+    UNAVAILABLE,
+    CommittedChange,
+    CommittedTransaction,
+    RowChange,
+)
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.events import ABSENT, UNAVAILABLE, CommittedChange, CommittedTransaction, RowChange
-from cdc_core.image_store import RowImageStore
-from cdc_core.position import Position
-from cdc_core.rebuild import (
+from cdc_core.rebuild.full_width import (
     IncompleteRowError,
     RebuildConfig,
     Rebuilder,
     RowImageMissingError,
     UnavailableValueError,
 )
+from cdc_core.rebuild.image_store import RowImageStore
 
 P = Position.of
 TS = datetime(2026, 5, 1, tzinfo=UTC)

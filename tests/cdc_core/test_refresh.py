@@ -11,16 +11,17 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
 from cdc_core.errors import ContractError, TransientError
-from cdc_core.lake import COMMIT_POS, OP, RESYNC_POSITION_KEY, SEQ, LakeTable, high_water_mark
-from cdc_core.position import Position
-from cdc_core.refresh import (
+from cdc_core.lake.layout import RESYNC_POSITION_KEY, LakeTable, high_water_mark
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.names import COMMIT_POS, OP, SEQ
+from cdc_core.resync.rows import (
     REFRESH_SEQ_BASE,
     RefreshRequest,
     refresh,
 )
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
 from tests.cdc_core.lake_model import read_delta
 
 TABLE = "shop.orders"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import read_marks, read_progress
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.source import TableDescription
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.layout import read_marks, read_progress
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from tests.cdc_core.scripted_source import ChunkedSource
 
 ORDERS = "shop.orders"

@@ -13,20 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import ABSENT, RowChange
-from cdc_core.filters import TableFilter
-from cdc_core.lake import LakeTable, read_marks
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.resync_requests import (
+from cdc_core.capture.events import ABSENT, RowChange
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableChanged
+from cdc_core.ddl.table_refresh import RefreshState, TableRefresher
+from cdc_core.lake.layout import LakeTable, read_marks
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from cdc_core.resync.requests import (
     ResyncRequest,
     read_requests,
     requests_dir,
     write_request,
 )
-from cdc_core.source import TableChanged
-from cdc_core.state_file import StateFileCorruptError
-from cdc_core.table_refresh import RefreshState, TableRefresher
+from cdc_core.state.document import StateFileCorruptError
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.cdc_core.test_table_refresh import OTHER, TABLE, MovingSource, _transaction
 

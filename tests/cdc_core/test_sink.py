@@ -9,9 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import LakeTable, RefreshMarks, high_water_mark, read_progress
-from cdc_core.position import Position
-from cdc_core.sink import (
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.layout import LakeTable, RefreshMarks, high_water_mark, read_progress
+from cdc_core.lake.sink import (
     LakeEvent,
     LakeSink,
     SchemaChangeError,
@@ -19,7 +20,6 @@ from cdc_core.sink import (
     fit_to_lake,
     net_effect,
 )
-from cdc_core.source import TableDescription
 from tests.cdc_core.lake_model import read_delta
 
 TS = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

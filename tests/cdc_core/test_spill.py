@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import ABSENT, UNAVAILABLE, RowChange
-from cdc_core.position import Position
-from cdc_core.spill import (
+from cdc_core.buffer.spill import (
     SegmentRef,
     SpillCorruptError,
     TransactionSpill,
     decode_change,
     encode_change,
 )
+from cdc_core.capture.events import ABSENT, UNAVAILABLE, RowChange
+from cdc_core.capture.position import Position
 
 ROW = {
     "id": 7,

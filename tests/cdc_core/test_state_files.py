@@ -27,22 +27,28 @@ from zoneinfo import ZoneInfo
 import lmdb
 import pytest
 
-from cdc_core.buffer_state import BufferState, TransactionState
-from cdc_core.checkpoint import (
+from cdc_core.buffer.buffer_state import BufferState, TransactionState
+from cdc_core.buffer.spill import SegmentRef, SpillCorruptError, TransactionSpill
+from cdc_core.capture.events import ABSENT, Interval, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.ddl.table_refresh import RefreshState
+from cdc_core.errors import TerminalError
+from cdc_core.lake.layout import (
+    progress_dir,
+    read_marks,
+    read_marks_of,
+    read_progress,
+    write_progress,
+)
+from cdc_core.pipeline.checkpoint import (
     FILE_NAME,
     Checkpoint,
     CheckpointCorruptError,
     read_checkpoint,
     write_checkpoint,
 )
-from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, Interval, RowChange
-from cdc_core.image_store import ImageStoreCorruptError, RowImageStore, from_image_bytes
-from cdc_core.lake import progress_dir, read_marks, read_marks_of, read_progress, write_progress
-from cdc_core.position import Position
-from cdc_core.spill import SegmentRef, SpillCorruptError, TransactionSpill
-from cdc_core.state_file import ForbiddenPickleError, StateFileCorruptError, read_json_file
-from cdc_core.table_refresh import RefreshState
+from cdc_core.rebuild.image_store import ImageStoreCorruptError, RowImageStore, from_image_bytes
+from cdc_core.state.document import ForbiddenPickleError, StateFileCorruptError, read_json_file
 from tests.cdc_core.kill_loop import ROOT, write_config
 
 T0 = datetime(2026, 5, 1, 8, 30, tzinfo=UTC)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.state_lock import StateDirLockedError, StateLock
+from cdc_core.state.lock import StateDirLockedError, StateLock
 from connectors.synthetic.log_reader import spec_of_url
 from connectors.synthetic.workload import Workload
 from tests.cdc_core.kill_loop import ROOT, compare_lake, write_config

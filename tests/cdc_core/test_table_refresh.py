@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from cdc_core.events import ABSENT, Begin, Commit, RawChange, RowChange
-from cdc_core.filters import TableFilter
-from cdc_core.lake import LakeTable, read_marks
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged, TableChunk, TableDescription, TableSnapshot
-from cdc_core.table_refresh import RefreshState, TableRefresher
+from cdc_core.capture.events import ABSENT, Begin, Commit, RawChange, RowChange
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged, TableChunk, TableDescription, TableSnapshot
+from cdc_core.ddl.table_refresh import RefreshState, TableRefresher
+from cdc_core.lake.layout import LakeTable, read_marks
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from tests.cdc_core.lake_model import changelog_state, read_delta
 
 TABLE, OTHER = "shop.items", "shop.other"

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cdc_core.events import ABSENT, UNAVAILABLE, Interval
-from cdc_core.image_codec import from_image_bytes, to_image_bytes
-from cdc_core.value_codec import (
+from cdc_core.capture.events import ABSENT, UNAVAILABLE, Interval
+from cdc_core.state.image_codec import from_image_bytes, to_image_bytes
+from cdc_core.state.value_codec import (
     UnknownValueTypeError,
     ValueDecodeError,
     from_value_bytes,

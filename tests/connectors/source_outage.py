@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from cdc_core.checkpoint import read_checkpoint
-from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP, SEQ
+from cdc_core.pipeline.checkpoint import read_checkpoint
 from tests.cdc_core.lake_model import mirror_rows, read_delta
 from tests.cli_runs import write_config
 

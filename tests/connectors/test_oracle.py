@@ -7,8 +7,8 @@ import os
 
 import pytest
 
+from cdc_core.capture.source import LOCATOR_COLUMN
 from cdc_core.errors import ConfigError
-from cdc_core.source import LOCATOR_COLUMN
 from connectors.model import Partition, Snapshot
 from connectors.oracle import sql
 from connectors.oracle.types import OracleColumn, logical_type

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.cdc_pipeline import open_pipeline
 

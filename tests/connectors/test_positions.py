@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from cdc_core.capture.position import Position, PositionError
 from cdc_core.errors import TerminalError
-from cdc_core.position import Position, PositionError
 from connectors.mariadb import position as mariadb
 from connectors.oracle import position as oracle
 from connectors.postgres import position as postgres

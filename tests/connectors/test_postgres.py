@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import connectors.postgres.connector  # registers the connector; BATCH_ROWS patched below
+from cdc_core.capture.position import PositionError
 from cdc_core.errors import TerminalError
-from cdc_core.position import PositionError
 from connectors.base import Connector
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, SourceColumn
 from connectors.postgres.exported_snapshot import SLOT_PREFIX

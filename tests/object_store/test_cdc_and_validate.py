@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.lake import LakeTable, read_progress
+from cdc_core.lake.layout import LakeTable, read_progress
 from cdc_core.lake_location import LakeLocation
 from tests.cli_runs import catch_up, validate, write_config
 from tests.object_store.s3_server import S3Lake

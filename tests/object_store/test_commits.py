@@ -8,7 +8,8 @@ import threading
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import (
+from cdc_core.capture.position import Position
+from cdc_core.lake.layout import (
     LakeTable,
     RefreshMarks,
     append_changelog,
@@ -18,7 +19,6 @@ from cdc_core.lake import (
     write_progress,
 )
 from cdc_core.lake_location import LakeLocation
-from cdc_core.position import Position
 from tests.object_store.s3_server import S3Lake
 
 pytestmark = pytest.mark.object_store
@@ -70,7 +70,7 @@ def test_progress_and_marks_live_in_the_store(s3_lake: S3Lake) -> None:
 
 
 def _events(position: int) -> pa.Table:
-    from cdc_core.lake import meta_fields
+    from cdc_core.lake.layout import meta_fields
 
     schema = pa.schema([pa.field("id", pa.int64()), *meta_fields()])
     return pa.table(

@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_core.lake import LakeTable
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
 
 TABLE = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.string())]), ("id",))
 WIDER = TableDescription("s.t", TABLE.schema.append(pa.field("w", pa.int64())), ("id",))

@@ -21,16 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import (
-    COMMIT_POS,
-    COMMIT_TS,
-    OP,
-    SEQ,
-    TXID,
-    LakeTable,
-    append_changelog,
-    meta_fields,
-)
+from cdc_core.lake.layout import LakeTable, append_changelog, meta_fields
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 from connectors.mariadb.position import to_position
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
@@ -188,7 +180,7 @@ def test_drift_behind_the_pipelines_back_is_found_exactly(
     # Positions far ahead would be ignored for a snapshot at P: write them at P itself, as a
     # faulty pipeline would have (same position as the last real transaction).
     mark = replicator.lake
-    from cdc_core.lake import high_water_mark
+    from cdc_core.lake.layout import high_water_mark
 
     position = high_water_mark(mark)
     assert position is not None

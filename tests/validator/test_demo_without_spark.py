@@ -113,7 +113,7 @@ def _write_empty_lake(work: Path) -> None:
     """Lake table ``t`` with no rows yet (the planner reads the lake's schema)."""
     import pyarrow as pa
 
-    from cdc_core.lake import LakeTable, append_changelog, meta_fields
+    from cdc_core.lake.layout import LakeTable, append_changelog, meta_fields
 
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string()), *meta_fields()])
     append_changelog(LakeTable(work / "lake", "t"), schema.empty_table(), 1, "test:1", "test")

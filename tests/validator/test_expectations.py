@@ -22,16 +22,8 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from cdc_core.lake import (
-    COMMIT_POS,
-    COMMIT_TS,
-    OP,
-    SEQ,
-    TXID,
-    LakeTable,
-    append_changelog,
-    meta_fields,
-)
+from cdc_core.lake.layout import LakeTable, append_changelog, meta_fields
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 from reports.json_schema import validate_result
 from validator.cli import app
 from validator.config import load_validator_config

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import format_part, format_table
 from tests.connectors.mariadb.pipeline_helpers import (
     execute,

@@ -20,13 +20,10 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import (
-    META_COLUMNS,
-    LakeTable,
-)
-from cdc_core.names import format_table
-from cdc_core.pipeline import Pipeline
-from cdc_core.pipeline_config import load_pipeline_config
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS, format_table
+from cdc_core.pipeline.config import load_pipeline_config
+from cdc_core.pipeline.loop import Pipeline
 from connectors.registry import log_source_for
 from tests.cdc_core.kill_loop import ROOT
 from tests.connectors.postgres.helpers import PgCase

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
 from validator.incremental.changed_leaves import leaf_of

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import format_table
 from reports.json_schema import validate_result
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline

@@ -1,7 +1,7 @@
 """A table without a key is compared as a multiset of whole rows, by every engine.
 
 A MariaDB table without a key holds equal rows; the pipeline writes them to the lake as
-copies (``cdc_core.copies``). The lake and the source are in sync; then the source is
+copies (``cdc_core.rebuild.copies``). The lake and the source are in sync; then the source is
 changed behind the pipeline's back (``sql_log_bin = 0``): one of three equal rows deleted,
 a copy added to a pair, a new row inserted twice. Each engine must count exactly those
 copies: one row extra in the lake, three missing from it. The database engine compares the

@@ -9,11 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import LakeTable
-from cdc_core.mirror_state import mirror_read
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.mirror_state import mirror_read
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
 from tests.validator.lake_sample import AT_12, write_sample_lake
 from validator.engines.spark.lake_target import lake_state_at, replay_state_at
 

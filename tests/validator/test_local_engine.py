@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.filters import TableFilter
 from cdc_core.errors import ConfigError
-from cdc_core.filters import TableFilter
-from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.lake.layout import LakeTable, high_water_mark
 from cdc_core.names import format_table
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from reports.json_schema import validate_result
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline

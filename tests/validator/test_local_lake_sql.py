@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import RangeLeaves
 from merkle.layout import RowLayout
 from merkle.types import IntegerType, StringType

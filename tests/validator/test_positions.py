@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.lake import (
+from cdc_core.lake.layout import (
     ChangelogMoved,
     LakeTable,
     RefreshMarks,
@@ -17,7 +18,6 @@ from cdc_core.lake import (
     meta_fields,
     write_progress,
 )
-from cdc_core.position import Position
 from connectors.registry import connector_for
 from validator.engines.spark.sources import plan_partitions
 from validator.positions import (
@@ -92,8 +92,8 @@ def test_large_key_spans_are_read_in_more_partitions(
 
 
 def test_a_position_a_table_refresh_left_inexact_is_refused(tmp_path: Path) -> None:
-    from cdc_core.lake import LakeTable, RefreshMarks, write_progress
-    from cdc_core.position import Position
+    from cdc_core.capture.position import Position
+    from cdc_core.lake.layout import LakeTable, RefreshMarks, write_progress
     from validator.positions import check_exact
 
     marks = RefreshMarks({}, {"shop.t": ((100, 150),)})
@@ -106,8 +106,8 @@ def test_a_position_a_table_refresh_left_inexact_is_refused(tmp_path: Path) -> N
 
 
 def test_a_table_being_refreshed_holds_its_mark_below_the_refresh(tmp_path: Path) -> None:
-    from cdc_core.lake import LakeTable, RefreshMarks, high_water_mark, write_progress
-    from cdc_core.position import Position
+    from cdc_core.capture.position import Position
+    from cdc_core.lake.layout import LakeTable, RefreshMarks, high_water_mark, write_progress
 
     write_progress(
         tmp_path, "p", Position.of(200), ["shop.t", "shop.u"], RefreshMarks({"shop.t": 120})

@@ -35,16 +35,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from cdc_core.lake import (
-    COMMIT_POS,
-    COMMIT_TS,
-    OP,
-    SEQ,
-    TXID,
-    LakeTable,
-    append_changelog,
-    meta_fields,
-)
+from cdc_core.lake.layout import LakeTable, append_changelog, meta_fields
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 from merkle.canonical import reduce_micros
 from merkle.options import TimeRounding
 from tests.private_servers import MariaDBServer, PostgresServer, drop_postgres_database

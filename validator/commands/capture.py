@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cdc_core.errors import ConfigError
-from cdc_core.pipeline_config import load_pipeline_config
+from cdc_core.pipeline.config import load_pipeline_config
 from connectors.registry import capture_dialect_for, captures_by_trigger
 from connectors.trigger_capture.install import Action, CapturePlan, apply_plan, plan_capture
 

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from cdc_core.checkpoint import read_checkpoint
+from cdc_core.capture.position import Position
 from cdc_core.errors import TransientError
-from cdc_core.metrics import LoadFigures, PipelineMetrics
-from cdc_core.pipeline import Pipeline
-from cdc_core.pipeline_config import PipelineSetup, RetryPolicy, load_pipeline_config
-from cdc_core.position import Position
+from cdc_core.pipeline.checkpoint import read_checkpoint
+from cdc_core.pipeline.config import PipelineSetup, RetryPolicy, load_pipeline_config
+from cdc_core.pipeline.loop import Pipeline
+from cdc_core.pipeline.metrics import LoadFigures, PipelineMetrics
 from connectors.registry import log_status_for
 from validator.cdc_pipeline import open_pipeline
 from validator.commands.cdc_status import holds_words

@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from pathlib import Path
 
-from cdc_core.checkpoint import FILE_NAME, Checkpoint
+from cdc_core.capture.position import Position
 from cdc_core.config import mask_url
 from cdc_core.errors import ReplcheckError
-from cdc_core.pipeline_config import PipelineSetup, load_pipeline_config
-from cdc_core.position import Position
-from cdc_core.state_lock import holder
+from cdc_core.pipeline.checkpoint import FILE_NAME, Checkpoint
+from cdc_core.pipeline.config import PipelineSetup, load_pipeline_config
+from cdc_core.state.lock import holder
 from connectors.model import LogStatus
 from connectors.registry import log_status_for, quiet_log_for
 

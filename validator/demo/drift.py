@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.errors import TerminalError
-from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
-from cdc_core.names import merge_assignments, merge_key_predicate
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP, SEQ, merge_assignments, merge_key_predicate
 from validator.demo.setup import Expected
 
 Change = tuple[str, Any, Mapping[str, Any]]  # (op, key value, columns): "c", "u" or "d"

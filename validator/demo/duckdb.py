@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.drivers import driver_import
-from cdc_core.lake import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, LakeTable, append_changelog
+from cdc_core.lake.layout import LakeTable, append_changelog
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 from validator.demo.setup import DemoSetup, Expected, Row
 
 SEED = 20261122
@@ -136,7 +137,7 @@ def _lake_schema(source: Path, table: str) -> Any:
     """The changelog schema: the source's Arrow types plus the bookkeeping columns."""
     import pyarrow as pa
 
-    from cdc_core.lake import meta_fields
+    from cdc_core.lake.layout import meta_fields
     from connectors.duckdb.connector import DuckDBConnector
 
     connector = DuckDBConnector(f"duckdb:///{source}")

@@ -9,7 +9,7 @@ whose import takes pandas with it: 0.35 s of a run):
 - events at or below P1 in data files added since the stored Delta version: a late write at
   an old position changes the state the stored digests describe.
 
-A key change is a ``d`` of the old key and a ``c`` of the new one (``cdc_core.key_moves``),
+A key change is a ``d`` of the old key and a ``c`` of the new one (``cdc_core.lake.key_moves``),
 so both keys' leaves are found. A truncate changes every leaf.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.lake import COMMIT_POS, OP
+from cdc_core.names import COMMIT_POS, OP
 from connectors.pushdown import RangeLeaves
 from validator.incremental.lake_log import files_added_since
 from validator.incremental.state import LogMark

@@ -1,12 +1,12 @@
 """What Delta's own log says about a lake table since a stored state: was every commit the
 pipeline's, and which data files are new.
 
-Every commit the pipeline makes carries its ``replcheck.*`` commit metadata (``cdc_core.lake``,
-``cdc_core.sink``, ``cdc_core.refresh``). A commit without it that writes rows (a DELETE, an
-UPDATE, an OPTIMIZE, a RESTORE, another writer's append) changed the lake behind the
-pipeline's back: the changelog may not show what changed, so stored digests cannot be
-reused. A data file rewritten in place without a Delta commit is not in the log; only a
-sweep of its leaves (or a full run) sees it.
+Every commit the pipeline makes carries its ``replcheck.*`` commit metadata
+(``cdc_core.lake.layout``, ``cdc_core.lake.sink``, ``cdc_core.resync.rows``). A commit without
+it that writes rows (a DELETE, an UPDATE, an OPTIMIZE, a RESTORE, another writer's append)
+changed the lake behind the pipeline's back: the changelog may not show what changed, so
+stored digests cannot be reused. A data file rewritten in place without a Delta commit is not
+in the log; only a sweep of its leaves (or a full run) sees it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import LeafScheme, RangeLeaves
 from validator.incremental.changed_leaves import changed_leaves
 from validator.incremental.fingerprint import differing_parts, fingerprint_parts

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from cdc_core.errors import ContractError
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import parse_table, to_lake_dir
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from cdc_core.config import ConnectionConfig
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.base import Connector
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from merkle.hashing import RowHasher

@@ -4,9 +4,9 @@ The keys are read from the source in one consistent snapshot; the position Ps of
 snapshot is the rows' ``POSITION_COLUMN``. A source without a log, or a read that found
 none of the keys (so carried no position), uses the lake's high-water mark as it was
 before the read: every change up to it was already at the source when the read ran, so
-the events do not claim a state the source had not reached. ``cdc_core.refresh`` writes
+the events do not claim a state the source had not reached. ``cdc_core.resync.rows`` writes
 them (see there for how they order against the running pipeline). The keys are then left
-for the pipeline feeding the table to read again (``cdc_core.resync_requests``): its row
+for the pipeline feeding the table to read again (``cdc_core.resync.requests``): its row
 image store must learn the repaired rows, or a later partial change brings old values back.
 
 Every column the lake keeps and the source has is written -- excluded columns too, as the
@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, SEQ, changelog_files, high_water_mark
-from cdc_core.position import Position
-from cdc_core.refresh import RefreshRequest, refresh
-from cdc_core.resync_requests import ResyncRequest, write_request
+from cdc_core.capture.position import Position
+from cdc_core.lake.layout import changelog_files, high_water_mark
+from cdc_core.names import COMMIT_POS, META_COLUMNS, OP, SEQ
+from cdc_core.resync.requests import ResyncRequest, write_request
+from cdc_core.resync.rows import RefreshRequest, refresh
 from merkle.hashing import RowHasher
 from validator.resync.context import (
     ComparisonContext,
@@ -103,7 +104,7 @@ def _ask_pipeline(
     context: ComparisonContext, keys: Sequence[TypedKey], position: int, request_id: str
 ) -> None:
     """Leave the repaired keys for the pipeline feeding the table, which reads them again
-    so its row image store learns their rows (``cdc_core.resync_requests``)."""
+    so its row image store learns their rows (``cdc_core.resync.requests``)."""
     if not keys:
         return
     lake_table = context.lake_table
@@ -169,11 +170,11 @@ def lake_rows_at(
     context: ComparisonContext, keys: Sequence[TypedKey], position: int | None
 ) -> Rows:
     """The rows of ``keys`` in the lake's mirror, the table users read, as of ``position``
-    (None: everything the lake has): the mirror version ``cdc_core.mirror_state`` names,
+    (None: everything the lake has): the mirror version ``cdc_core.lake.mirror_state`` names,
     with the pipeline's changelog events after it laid over it (a delete drops a row, a
     truncate every row), as the engines read it.
     """
-    from cdc_core.mirror_state import mirror_read
+    from cdc_core.lake.mirror_state import mirror_read
 
     read = mirror_read(context.lake_table, position)
     rows = _latest_rows(context, _key_rows(context, read.files, keys, None, None))

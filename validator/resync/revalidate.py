@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cdc_core.lake import high_water_mark
+from cdc_core.lake.layout import high_water_mark
 from merkle.canonical import to_canonical_field
 from merkle.hashing import RowHasher
 from validator.config import ValidatorConfig
@@ -82,7 +82,7 @@ def revalidate_lake(
 ) -> KeyCheck:
     """Compare ``keys`` of the source with the lake as of the source's read position.
 
-    The pipeline reads the repaired keys again (``cdc_core.resync_requests``), which leaves
+    The pipeline reads the repaired keys again (``cdc_core.resync.requests``), which leaves
     the lake inexact while it does; a source read that lands there is made again once the
     lake has passed that window, within ``timeout_s``.
     """

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_core.checkpoint import read_checkpoint
+from cdc_core.pipeline.checkpoint import read_checkpoint
 from tests.cli_runs import catch_up_logged, start_catching_up
 from tests.connectors.database_target.conftest import Databases
 

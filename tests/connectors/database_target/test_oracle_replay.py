@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.pipeline_config import TargetOptions
+from cdc_core.capture.filters import TableFilter
+from cdc_core.pipeline.config import TargetOptions
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.database_target.sink import DatabaseSink
 from connectors.registry import connector_for
 from connectors.sql_target import build_engine

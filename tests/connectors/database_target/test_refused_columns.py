@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cdc_core.source import RefusedColumnsError
+from cdc_core.capture.source import RefusedColumnsError
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.cdc_pipeline import open_pipeline
 

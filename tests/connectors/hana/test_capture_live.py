@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 from connectors.hana.connector import HanaConnector
 from connectors.hana.trigger_dialect import HanaTriggerDialect
 from connectors.registry import capture_dialect_for

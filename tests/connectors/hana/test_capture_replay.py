@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
 from connectors.hana.trigger_dialect import HanaTriggerDialect
 from connectors.trigger_capture.log_reader import TriggerLogReader, TriggerReaderConfig
 from tests.connectors.hana.recorded_session import (
@@ -77,9 +77,10 @@ def test_the_pipeline_loads_at_a_capture_position_and_writes_the_transactions_in
 ) -> None:
     from deltalake import DeltaTable
 
-    from cdc_core.filters import TableFilter
-    from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable
-    from cdc_core.pipeline import Pipeline, PipelineConfig
+    from cdc_core.capture.filters import TableFilter
+    from cdc_core.lake.layout import LakeTable
+    from cdc_core.names import COMMIT_POS, OP, SEQ, TXID
+    from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 
     recording = Recording(DATA / "capture_pipeline.json")
     dialect = _dialect(recording)

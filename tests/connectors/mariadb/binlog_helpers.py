@@ -7,9 +7,9 @@ import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cdc_core.events import ABSENT, Begin, Commit, RawChange, Rollback, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle
+from cdc_core.capture.events import ABSENT, Begin, Commit, RawChange, Rollback, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.private_servers import MariaDBServer

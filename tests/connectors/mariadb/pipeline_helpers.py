@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import META_COLUMNS, LakeTable
-from cdc_core.names import qualify
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS, qualify
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.mariadb.log_source import source_config
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.model import LogSource

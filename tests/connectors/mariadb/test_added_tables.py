@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.lake.layout import LakeTable, high_water_mark
 from connectors.mariadb.ddl import classify_alter
 from tests.cli_runs import WAIT_S, catch_up, cdc_running, wait_for, write_config
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows

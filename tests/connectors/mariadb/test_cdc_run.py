@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.checkpoint import read_checkpoint
-from cdc_core.lake import LakeTable, high_water_mark
-from cdc_core.position import Position
+from cdc_core.capture.position import Position
+from cdc_core.lake.layout import LakeTable, high_water_mark
+from cdc_core.pipeline.checkpoint import read_checkpoint
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.log_source import source_config
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from cdc_core.lake import COMMIT_POS, OP, LakeTable, high_water_mark, read_marks
-from cdc_core.pipeline import Pipeline
+from cdc_core.lake.layout import LakeTable, high_water_mark, read_marks
+from cdc_core.names import COMMIT_POS, OP
+from cdc_core.pipeline.loop import Pipeline
 from tests.cdc_core.lake_model import changelog_state
 from tests.connectors.mariadb.pipeline_helpers import (
     changelog,

@@ -22,17 +22,9 @@ from typing import Any
 
 import pytest
 
-from cdc_core.lake import (
-    COMMIT_POS,
-    COMMIT_TS,
-    OP,
-    SEQ,
-    TXID,
-    LakeTable,
-    append_changelog,
-    high_water_mark,
-)
-from cdc_core.pipeline import Pipeline
+from cdc_core.lake.layout import LakeTable, append_changelog, high_water_mark
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
+from cdc_core.pipeline.loop import Pipeline
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config

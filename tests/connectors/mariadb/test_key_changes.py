@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.lake import COMMIT_POS, OP, SEQ
+from cdc_core.names import COMMIT_POS, OP, SEQ
 from tests.cdc_core.lake_model import changelog_state
 from tests.connectors.mariadb.pipeline_helpers import (
     changelog,

@@ -1,5 +1,5 @@
 """A table without a key: its rows are located by all their columns, and equal rows are
-kept apart by their copy number (``cdc_core.copies``)."""
+kept apart by their copy number (``cdc_core.rebuild.copies``)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COPY, META_COLUMNS, LakeTable, RefreshMarks
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.rebuild import EqualKeysError
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.lake.layout import LakeTable, RefreshMarks
+from cdc_core.names import COPY, META_COLUMNS
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from cdc_core.rebuild.full_width import EqualKeysError
 from connectors.mariadb.position import to_position
 from connectors.registry import log_source_for
 from tests.connectors.mariadb.pipeline_helpers import changelog, execute, mariadb_pipeline
@@ -94,7 +95,7 @@ def test_equal_rows_of_a_keyless_table_stay_apart(
     assert all(numbers == list(range(len(numbers))) for numbers in _copies(mirror).values())
     events = changelog(tmp_path / "lake", f"{database}.k")
     # The update moved copy 1 of (2, 'y') to copy 0 of (2, 'z'): a key change, whose
-    # old key a consumer sees go (cdc_core.key_moves).
+    # old key a consumer sees go (cdc_core.lake.key_moves).
     gone = [e for e in events if e["_op"] == "d" and (e["a"], e["b"], e[COPY]) == (2, "y", 1)]
     assert gone, "the old copy of the updated row is deleted in the changelog"
 
@@ -255,7 +256,7 @@ def test_a_table_whose_changes_a_ddl_made_unwritable_is_never_shown_exact_before
     batch written before that reload records the pipeline's progress: it must already mark
     the table as being refreshed, or a validator waiting for that position reads the lake
     without the dropped changes (a window the soak's validators could fall into)."""
-    import cdc_core.sink as sink
+    import cdc_core.lake.sink as sink
 
     database = mariadb_database(mariadb_full)
     execute(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc_core.events import ABSENT, Begin, Commit, RowChange
+from cdc_core.capture.events import ABSENT, Begin, Commit, RowChange
 from tests.connectors.mariadb.binlog_helpers import (
     BinlogCase,
     check_order,

@@ -8,9 +8,9 @@ import contextlib
 
 import pytest
 
-from cdc_core.events import Commit, RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle
+from cdc_core.capture.events import Commit, RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle
 from connectors.mariadb.position import split_position
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, check_order, read_until_end
 

@@ -8,7 +8,7 @@ import decimal
 
 import pytest
 
-from cdc_core.events import RowChange
+from cdc_core.capture.events import RowChange
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end

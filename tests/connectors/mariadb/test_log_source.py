@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import ConfigError
-from cdc_core.lake import read_marks_of
+from cdc_core.lake.layout import read_marks_of
 from connectors.mariadb.log_source import resolve_tables, source_config
 from connectors.mariadb.missing_columns import NOT_CONSTANT, constant_default
 from tests.connectors.mariadb.pipeline_helpers import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.metrics import MetricsTracker
+from cdc_core.pipeline.metrics import MetricsTracker
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer
 from validator import cli

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.checkpoint import read_checkpoint
-from cdc_core.lake import read_marks
+from cdc_core.lake.layout import read_marks
+from cdc_core.pipeline.checkpoint import read_checkpoint
 from tests.cdc_core.lake_model import changelog_state
 from tests.cli_runs import catch_up_logged, start_catching_up
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows

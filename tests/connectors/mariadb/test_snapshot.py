@@ -9,10 +9,10 @@ from collections.abc import Hashable
 
 import pytest
 
-from cdc_core.events import ABSENT, RowChange
-from cdc_core.position import Position
-from cdc_core.source import KeyShapeError
-from cdc_core.table_refresh import RefreshState, read_chunk
+from cdc_core.capture.events import ABSENT, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import KeyShapeError
+from cdc_core.ddl.table_refresh import RefreshState, read_chunk
 from connectors.mariadb.errors import TableChangedError
 from connectors.mariadb.snapshot import MariaDBSnapshotReader, describe_table, retry_while_changing
 from connectors.mariadb.source_config import MariaDBSourceConfig

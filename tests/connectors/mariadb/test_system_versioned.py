@@ -20,8 +20,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from cdc_core.lake import COPY
-from cdc_core.names import format_table
+from cdc_core.names import COPY, format_table
 from tests.cli_runs import catch_up, replcheck
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows
 from tests.private_servers import MariaDBServer

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
 from cdc_core.errors import ConfigError
-from cdc_core.events import Begin, Commit, RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged
 from connectors.mariadb.errors import (
     BinlogSetupError,
     UnreadableEventError,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from cdc_core.events import ABSENT, UNAVAILABLE
+from cdc_core.capture.events import ABSENT, UNAVAILABLE
 from merkle.canonical import Interval
 
 

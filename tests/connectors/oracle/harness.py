@@ -7,12 +7,12 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdc_core.buffer import BufferConfig, TransactionBuffer
-from cdc_core.events import CommittedChange, RawChange
-from cdc_core.image_store import RowImageStore
-from cdc_core.position import Position
-from cdc_core.rebuild import RebuildConfig, Rebuilder
-from cdc_core.source import Idle, LogReader, TableChanged
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import CommittedChange, RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, LogReader, TableChanged
+from cdc_core.rebuild.full_width import RebuildConfig, Rebuilder
+from cdc_core.rebuild.image_store import RowImageStore
 
 DATA = Path(__file__).parent / "data"
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from cdc_core.capture.events import RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError
-from cdc_core.events import RawChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged, TableDescription, TableSnapshot
 from connectors.model import TableSchema
 from connectors.oracle.contents import (
     DDL,

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 import pytest
 
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import LOCATOR_COLUMN, ReadsChunks
 from cdc_core.errors import ContractError
-from cdc_core.position import Position
-from cdc_core.source import LOCATOR_COLUMN, ReadsChunks
 from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.snapshot import OracleSnapshotReader

@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from cdc_core.events import Begin, Commit, RawChange, RowChange
-from cdc_core.source import TableChanged
+from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.source import TableChanged
 from connectors.oracle.contents import ChangeAssembler, ContentsRow
 from connectors.oracle.errors import (
     DictionaryMismatchError,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import ABSENT, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.events import ABSENT, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
 from connectors.model import SourceColumn
 from connectors.oracle.contents import ContentsRow
 from connectors.oracle.ddl import classify_ddl

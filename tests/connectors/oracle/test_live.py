@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from cdc_core.events import Commit, RawChange
-from cdc_core.position import Position
-from cdc_core.rebuild import RebuildConfig
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.events import Commit, RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
+from cdc_core.rebuild.full_width import RebuildConfig
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import LogMinerConfig
 from connectors.oracle.log_source import log_reader

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from cdc_core.descriptions import TableDescriptions
-from cdc_core.events import ABSENT
-from cdc_core.source import RefusedColumnsError, TableDescription
+from cdc_core.capture.events import ABSENT
+from cdc_core.capture.source import RefusedColumnsError, TableDescription
+from cdc_core.ddl.descriptions import TableDescriptions
 from connectors.oracle import errors
 from connectors.oracle.contents import description_of
 from connectors.oracle.redo_parser import parse_redo

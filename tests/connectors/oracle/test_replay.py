@@ -20,9 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.buffer import BufferState, TransactionBuffer
-from cdc_core.events import ABSENT, Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
-from cdc_core.image_store import RowImageStore
+from cdc_core.buffer.transaction_buffer import BufferState, TransactionBuffer
+from cdc_core.capture.events import (
+    ABSENT,
+    Begin,
+    Commit,
+    PartialRollback,
+    RawChange,
+    Rollback,
+    RowChange,
+)
+from cdc_core.rebuild.image_store import RowImageStore
 from tests.connectors.oracle.harness import DATA, Core, Event, until_idle
 from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP, SEQ, TXID
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from tests.connectors.oracle.harness import DATA
 from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader, ReplaySnapshotReader
 from tests.connectors.oracle.test_replay import EVT, EXPECTED, O1, O3, O4, O7, ORD

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from cdc_core.events import RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.events import RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
 from connectors.oracle.errors import (
     ArchiveDestinationError,
     DictionaryUnavailableError,

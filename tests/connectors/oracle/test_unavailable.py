@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from cdc_core.capture.events import ABSENT, UNAVAILABLE, RowChange
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, UNAVAILABLE, RowChange
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COMMIT_POS, OP, SEQ, LakeTable
-from cdc_core.pipeline import Pipeline, PipelineConfig
-from cdc_core.position import Position
-from cdc_core.rebuild import RebuildConfig, UnavailableValueError
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP, SEQ
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from cdc_core.rebuild.full_width import RebuildConfig, UnavailableValueError
 from connectors.oracle.errors import FlashbackTooOldError, from_driver_error
 from connectors.oracle.unavailable_columns import UnavailableColumns, as_of_row_query
 from tests.connectors.oracle.harness import DATA, Core, Event, until_idle

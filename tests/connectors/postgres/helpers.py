@@ -10,8 +10,8 @@ from typing import Any
 
 import psycopg
 
-from cdc_core.buffer import BufferConfig, TransactionBuffer
-from cdc_core.events import (
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import (
     Begin,
     Commit,
     CommittedTransaction,
@@ -20,10 +20,10 @@ from cdc_core.events import (
     Rollback,
     RowChange,
 )
-from cdc_core.image_store import RowImageStore
-from cdc_core.position import Position
-from cdc_core.rebuild import RebuildConfig, Rebuilder
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
+from cdc_core.rebuild.full_width import RebuildConfig, Rebuilder
+from cdc_core.rebuild.image_store import RowImageStore
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.source_config import PostgresSourceConfig
 from tests.private_servers import PostgresServer

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cdc_core.descriptions import TableDescriptions
+from cdc_core.capture.events import ABSENT, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.ddl.descriptions import TableDescriptions
 from cdc_core.errors import TerminalError
-from cdc_core.events import ABSENT, RowChange
-from cdc_core.position import Position
 from connectors.model import Partition
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.snapshot import PostgresSnapshotReader

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS
 from tests.cdc_core.kill_loop import ROOT
 from tests.connectors.postgres.helpers import PgCase
 

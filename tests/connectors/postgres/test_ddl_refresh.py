@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COMMIT_POS, META_COLUMNS, OP, LakeTable, high_water_mark
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import LakeTable, high_water_mark
+from cdc_core.names import COMMIT_POS, META_COLUMNS, OP
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.connectors.postgres.helpers import PgCase

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from cdc_core.events import ABSENT
-from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.capture.events import ABSENT
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS
 from tests.cli_runs import catch_up, write_config
 from tests.connectors.postgres.helpers import PgCase, committed, read_until_end, shown
 from tests.private_servers import PostgresServer

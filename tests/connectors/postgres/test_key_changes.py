@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.filters import TableFilter
 from cdc_core.errors import TerminalError
-from cdc_core.filters import TableFilter
-from cdc_core.lake import COMMIT_POS, OP, LakeTable
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import COMMIT_POS, OP
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.connectors.postgres.helpers import PgCase
@@ -126,7 +127,8 @@ def test_a_refresh_the_schema_check_starts_keeps_the_changes_before_it_out_of_th
     table again. Changes read before it but not written yet went into the new lake
     tables in the old shape, as extra rows (found by the generative tester,
     postgres-default seed 4034)."""
-    monkeypatch.setattr("cdc_core.ddl_handling.SCHEMA_CHECK_S", 0.0)  # at every quiet moment
+    # at every quiet moment
+    monkeypatch.setattr("cdc_core.pipeline.ddl_handling.SCHEMA_CHECK_S", 0.0)
     case.sql(
         "CREATE TABLE k (a int, b text)",
         "ALTER TABLE k REPLICA IDENTITY FULL",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc_core.events import ABSENT, Commit
-from cdc_core.position import Position
+from cdc_core.capture.events import ABSENT, Commit
+from cdc_core.capture.position import Position
 from connectors.postgres.log_reader import PostgresLogReader
 from tests.connectors.postgres.helpers import (
     PgCase,

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError, TransientError
-from cdc_core.position import Position
 from connectors.postgres.errors import (
     LogicalDecodingSetupError,
     PublicationMissingError,

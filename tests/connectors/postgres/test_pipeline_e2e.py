@@ -17,12 +17,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import (
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import (
     LakeTable,
     high_water_mark,
 )
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import connector_for, log_source_for
 from tests.connectors.postgres.helpers import PgCase
 from validator.config import load_validator_config

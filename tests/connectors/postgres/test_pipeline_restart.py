@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from cdc_core.filters import TableFilter
-from cdc_core.lake import META_COLUMNS, LakeTable
-from cdc_core.pipeline import Pipeline, PipelineConfig
+from cdc_core.capture.filters import TableFilter
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS
+from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.postgres.position import lsn_to_int
 from connectors.registry import log_source_for
 from tests.connectors.postgres.helpers import PgCase

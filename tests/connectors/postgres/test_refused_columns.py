@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from cdc_core.lake import META_COLUMNS, LakeTable
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS
 from connectors.registry import connector_for
 from tests.cli_runs import catch_up, write_config
 from tests.connectors.postgres.helpers import PgCase

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cdc_core.buffer import BufferConfig, TransactionBuffer
-from cdc_core.events import Commit
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import Commit
 from connectors.postgres.errors import SlotAheadError
 from connectors.postgres.log_reader import position_of
 from connectors.postgres.position import lsn_to_int

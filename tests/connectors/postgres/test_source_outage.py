@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.source import Idle
 from cdc_core.errors import TransientError
-from cdc_core.source import Idle
 from connectors.postgres.log_reader import PostgresLogReader
 from connectors.postgres.source_config import PostgresSourceConfig
 from tests.cli_runs import WAIT_S, cdc_running, stop, wait_for

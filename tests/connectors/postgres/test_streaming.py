@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from cdc_core.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle
+from cdc_core.capture.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle
 from connectors.postgres.log_reader import PostgresLogReader
 from tests.connectors.postgres.helpers import (
     PgCase,
@@ -170,7 +170,7 @@ def test_restart_inside_streamed_transactions(
 ) -> None:
     """Stop after ``cut`` raw changes, checkpoint the buffer, restore it and resume from its
     restart position: the committed output equals an uninterrupted read."""
-    from cdc_core.buffer import BufferConfig, TransactionBuffer
+    from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
 
     reader, start = _reader(case)
     big = case.session()

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.events import RowChange
 from cdc_core.errors import TerminalError
-from cdc_core.events import RowChange
 from connectors.postgres.errors import ValueContext
 from connectors.postgres.snapshot import PostgresSnapshotReader
 from connectors.postgres.wal_values import TypeInfo, ValueDecoder

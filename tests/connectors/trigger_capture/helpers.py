@@ -11,9 +11,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from cdc_core.events import Begin, Commit, RawChange, RowChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
 from tests.cdc_core.kill_loop import ROOT
 
 Shown = tuple[object, ...]

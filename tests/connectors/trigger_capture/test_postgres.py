@@ -20,9 +20,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from cdc_core.events import RawChange
-from cdc_core.position import Position
-from cdc_core.source import Idle, TableChanged
+from cdc_core.capture.events import RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import Idle, TableChanged
 from connectors.registry import capture_dialect_for, connector_for, log_source_for
 from connectors.trigger_capture.install import apply_plan, plan_capture
 from tests.connectors.mariadb.pipeline_helpers import changelog, lake_rows

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError
-from cdc_core.lake import LakeTable
-from cdc_core.position import Position
+from cdc_core.lake.layout import LakeTable
 from connectors.registry import capture_dialect_for, log_source_for
 from connectors.trigger_capture.install import apply_plan, plan_capture
 from connectors.trigger_capture.log_reader import TriggerLogReader

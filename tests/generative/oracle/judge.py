@@ -6,7 +6,7 @@ Per table, the model's final state is compared with:
 - the state derived from the changelog alone (DESIGN.md, "state at P": per key the latest
   event, gone if it is a ``d`` or older than a truncate), at the end and at every commit
   SCN of the workload where the lake claims to be exact (outside the windows of positions
-  a refresh recorded as inexact: ``cdc_core.lake.RefreshMarks``);
+  a refresh recorded as inexact: ``cdc_core.lake.layout.RefreshMarks``);
 - for a table without a key (no mirror, no state by key), its changelog itself, in
   ``(_commit_pos, _seq)`` order: the events of transactions must be the model's committed
   changes, each at its commit SCN; each table refresh (``r`` events of a ``refresh:``
@@ -18,11 +18,11 @@ inexactnesses are allowed for, and no more:
 
 - between a DDL that changed stored values without redo and the end of the refresh after
   it, the columns it changed are not compared in the events of a table without a key: the
-  lake records that window as inexact (``cdc_core.lake.RefreshMarks``), and a DDL outside
+  lake records that window as inexact (``cdc_core.lake.layout.RefreshMarks``), and a DDL outside
   every recorded window is a problem (a refresh that reads no rows writes no events);
 - an ``Unsupported Type`` value is read as of the commit, so from the change that wrote it
   on, every change of that row in the transaction carries the committed value
-  (``cdc_core.rebuild``).
+  (``cdc_core.rebuild.full_width``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from cdc_core.lake import COMMIT_POS, OP, SEQ, TXID, LakeTable, RefreshMarks, read_marks
+from cdc_core.lake.layout import LakeTable, RefreshMarks, read_marks
+from cdc_core.names import COMMIT_POS, OP, SEQ, TXID
 from tests.generative.oracle.history import History
 from tests.generative.oracle.model import DdlScript, Snapshot, TxnScript, Values
 from tests.generative.oracle.tables import TABLES

@@ -1,7 +1,7 @@
 """Run a generated workload through the real pipeline and judge the lake against the model.
 
 ``check(workload)`` renders the workload as a LogMiner recording and replays it through
-``cdc_core.pipeline.Pipeline`` (buffer with spill, rebuild, key moves, table refresh, Delta
+``cdc_core.pipeline.loop.Pipeline`` (buffer with spill, rebuild, key moves, table refresh, Delta
 sink) into a lake in a temporary directory. The pipeline's source is the model itself
 (``source``): its snapshot reader reads the tables as of an SCN, for the initial load and
 for the table refreshes DDL triggers, and its ``fetch_unavailable`` hook reads values
@@ -32,9 +32,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from cdc_core.filters import TableFilter
-from cdc_core.pipeline import EmittedTransaction, Pipeline, PipelineConfig
-from cdc_core.position import Position
+from cdc_core.capture.filters import TableFilter
+from cdc_core.capture.position import Position
+from cdc_core.pipeline.loop import EmittedTransaction, Pipeline, PipelineConfig
 from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader
 from tests.generative.oracle.history import render
 from tests.generative.oracle.judge import judge

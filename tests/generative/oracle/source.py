@@ -22,10 +22,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from cdc_core.errors import ContractError
-from cdc_core.events import RawChange
-from cdc_core.position import Position
-from cdc_core.source import (
+from cdc_core.capture.events import RawChange
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import (
     LOCATOR_COLUMN,
     Idle,
     TableChanged,
@@ -33,6 +32,7 @@ from cdc_core.source import (
     TableDescription,
     TableSnapshot,
 )
+from cdc_core.errors import ContractError
 from connectors.oracle.contents import description_of, schema_from_dictionary
 from connectors.oracle.position import position_of
 from tests.connectors.oracle.replay import ReplayLogReader

@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from decimal import Decimal
 
-from cdc_core.position import Position
-from cdc_core.source import LOCATOR_COLUMN
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import LOCATOR_COLUMN
 from tests.generative.oracle.history import History, render
 from tests.generative.oracle.model import interpret
 from tests.generative.oracle.source import ModelSnapshotReader, ModelUnavailable, SourceClock

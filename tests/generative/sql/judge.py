@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cdc_core.lake import META_COLUMNS, LakeTable
-from cdc_core.names import format_part, format_table
+from cdc_core.lake.layout import LakeTable
+from cdc_core.names import META_COLUMNS, format_part, format_table
 from tests.generative.sql.source import SeedDatabase
 
 VALIDATE_ATTEMPTS = 3

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "gen"

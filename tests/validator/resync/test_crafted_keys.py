@@ -17,9 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from cdc_core.position import Position
-from cdc_core.sink import LakeEvent, LakeSink, TableBatch
-from cdc_core.source import TableDescription
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
+from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
 from tests.private_servers import PostgresServer
 from tests.validator.resync.helpers import result_for, write_config
 from validator.commands.resync import summary_lines

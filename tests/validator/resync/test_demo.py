@@ -11,7 +11,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from cdc_core.lake import LakeTable, high_water_mark
+from cdc_core.lake.layout import LakeTable, high_water_mark
 from tests.reports.sample import make_comparison, wrap
 from validator.config import ValidatorConfig, load_validator_config
 from validator.demo.duckdb import build_demo

@@ -19,18 +19,14 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import (
-    COMMIT_POS,
-    COMMIT_TS,
-    OP,
+from cdc_core.lake.layout import (
     RESYNC_POSITION_KEY,
     RESYNC_POSITION_TEXT_KEY,
-    SEQ,
-    TXID,
     LakeTable,
     append_changelog,
     high_water_mark,
 )
+from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 from tests.private_servers import MariaDBServer
 from tests.validator.resync.helpers import result_for
 from tests.validator.test_concurrent_source import NOW, SCHEMA, Replicator

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from tests.validator.resync.helpers import result_for
 from validator.commands.capture import change_capture
 from validator.commands.cdc import run_pipeline

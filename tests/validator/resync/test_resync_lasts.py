@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import format_table
-from cdc_core.resync_requests import read_requests
+from cdc_core.resync.requests import read_requests
 from tests.cli_runs import catch_up, cdc_running, replcheck, stop, validate, write_config
 from tests.private_servers import MariaDBServer
 

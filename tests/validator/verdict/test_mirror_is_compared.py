@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import format_table
 from tests.cli_runs import catch_up, validate, write_config
 from tests.connectors.mariadb.pipeline_helpers import execute

@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.drivers import driver_import
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import LeafScheme, RangeLeaves, leaf_ranges
 from merkle.duckdb import (
     hash_leaf_sql,

@@ -1,6 +1,6 @@
 """A lake table as it was at a source position, as DuckDB SQL over its Parquet files.
 
-The lake side of a comparison is the mirror, the table users read (``cdc_core.mirror_state``):
+The lake side of a comparison is the mirror, the table users read (``cdc_core.lake.mirror_state``):
 the mirror version before the first commit labelled above P, whatever wrote it, plus the
 changelog's events after that version's mark up to P (for each key its latest event with
 ``_commit_pos <= P``, by ``_commit_pos`` then ``_seq``; with ``SourcePositions`` each key at
@@ -29,9 +29,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from cdc_core.lake import COMMIT_POS, COPY, OP, SEQ, LakeTable
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.mirror_state import MirrorRead, mirror_read
 from cdc_core.lake_location import LakeLocation
-from cdc_core.mirror_state import MirrorRead, mirror_read
+from cdc_core.names import COMMIT_POS, COPY, OP, SEQ
 from merkle.duckdb import quote
 from validator.positions import SourcePositions
 
@@ -203,7 +204,8 @@ def state_sql(
         f"SELECT {pos} AS cut_pos, {seq} AS cut_seq FROM {events}"
         f" WHERE {op} = 't' AND {later} ORDER BY {pos} DESC, {seq} DESC LIMIT 1"
     )
-    if COPY in read.after_schema.names:  # equal rows of a table without a key: cdc_core.copies
+    # Equal rows of a table without a key (cdc_core.rebuild.copies).
+    if COPY in read.after_schema.names:
         key = (*key, COPY)
     keys = ", ".join(quote(k) for k in key)
     newest = f"PARTITION BY {keys} ORDER BY {pos} DESC, {seq} DESC"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cdc_core.config import ConnectionConfig
-from cdc_core.lake import LakeTable
+from cdc_core.lake.layout import LakeTable
 from cdc_core.names import backtick_quote
 from connectors.base import Connector
 from connectors.model import QuietLog, TableSchema

@@ -7,7 +7,7 @@ newest version are listed with ``deltalake`` and read by Spark as Parquet (delta
 cannot be installed here).
 
 When the lake's histories prove that a version of the table's mirror holds exactly that
-state (``cdc_core.mirror_state``), that version's files are read instead: one row per key,
+state (``cdc_core.lake.mirror_state``), that version's files are read instead: one row per key,
 no window over every event. Spark reads only the columns a comparison selects from them.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdc_core.lake import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, LakeTable, changelog_files
-from cdc_core.mirror_state import MirrorRead, mirror_read
-from cdc_core.names import backtick_quote
+from cdc_core.lake.layout import LakeTable, changelog_files
+from cdc_core.lake.mirror_state import MirrorRead, mirror_read
+from cdc_core.names import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, backtick_quote
 from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def read_lake_state(
 ) -> LakeState:
     """The rows of the table users read, the mirror, as of ``position`` (None: everything
     the lake has): a mirror version and the changelog's events after it
-    (``cdc_core.mirror_state``).
+    (``cdc_core.lake.mirror_state``).
 
     With ``SourcePositions`` each key is read as of the position of the source partition
     holding it (by its first key column); a truncate counts from the highest of them.
@@ -172,7 +172,7 @@ def _latest_alive(events: DataFrame, key: Sequence[str]) -> _Latest:
     order = F.struct(F.col(COMMIT_POS), F.col(SEQ))
     last_truncate = events.where(F.col(OP) == "t").agg(F.max(order).alias("cut"))
     rows = events.where(F.col(OP) != "t")
-    if COPY in events.columns:  # equal rows of a table without a key: cdc_core.copies
+    if COPY in events.columns:  # equal rows of a table without a key: cdc_core.rebuild.copies
         key = (*key, COPY)
     newest = Window.partitionBy(*map(backtick_quote, key)).orderBy(
         F.col(COMMIT_POS).desc(), F.col(SEQ).desc()

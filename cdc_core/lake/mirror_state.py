@@ -1,0 +1,380 @@
+"""A lake table's mirror as it was at a source position: what users read, never a stand-in.
+
+The mirror is the table people query, so a validation reads the mirror, whatever wrote it.
+The sink labels each of its commits with the position it reaches (``cdc_core.lake.layout``,
+``cdc_core.lake.sink``): a batch's position and last seq, a snapshot chunk's position, a part
+of a big transaction up to a seq; a re-sync labels its own with its snapshot's position
+(``cdc_core.resync.rows``). The state at P is the mirror's newest version before the first
+commit labelled above P (another writer's unlabelled commits before it included: they are
+part of what users read), plus the changelog's events after that version's *mark* (the
+highest (position, seq) its pipeline commits hold) up to P: the events a batch above P, or
+one whose mirror commit has not landed yet (a crash between a batch's two commits), holds
+at or below P. A re-sync's label ends the version but is no mark: it merged some keys at
+its position while the pipeline may have been behind it.
+
+A table without a key has no mirror: its changelog is what the lake holds of it.
+
+``audit_lake`` is the separate self-consistency check: which commits of either table no
+replcheck writer made (named with Delta's record of the writer), whether the two histories
+carry the same labels, and which data files no longer match their Delta entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdc_core.errors import TerminalError
+from cdc_core.lake.layout import (
+    PART_POSITION_KEY,
+    PART_SEQ_KEY,
+    POSITION_KEY,
+    RESYNC_POSITION_KEY,
+    SEQ_KEY,
+    SNAPSHOT_KEY,
+    LakeTable,
+)
+from cdc_core.lake_location import LakeLocation
+from cdc_core.names import COMMIT_POS, SEQ
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+MAX_SEQ = 2**63 - 1
+_PIPELINE_PREFIX = "replcheck."
+# Commits that change no row (table features, properties, vacuum's bookkeeping).
+ROWLESS_OPERATIONS = frozenset(
+    {"ADD FEATURE", "SET TBLPROPERTIES", "VACUUM START", "VACUUM END", "UPGRADE PROTOCOL"}
+)
+# Reader features a Parquet read of the files Delta lists gets right.
+_PLAIN_READER_FEATURES = frozenset({"timestampNtz"})
+
+MISSING = "is missing"
+Mark = tuple[int, int]  # (position, seq): every event at or below it is in a mirror version
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorRead:
+    """What holds a table's state at a position.
+
+    Attributes:
+        version: The mirror version read (-1: none lies at or below the position).
+        files: That version's data files.
+        schema: The mirror's newest Arrow schema, what users read (the changelog's when
+            ``version`` is -1); a column the version's files lack reads as NULL.
+        mark: The highest (position, seq) the version holds (None: no event).
+        after: Changelog files that may hold events after ``mark``: their events up to the
+            position complete the state (none: the version holds it all).
+        after_schema: The changelog's Arrow schema.
+    """
+
+    version: int
+    files: tuple[str, ...]
+    schema: pa.Schema
+    mark: Mark | None
+    after: tuple[str, ...]
+    after_schema: pa.Schema
+
+    @property
+    def exact(self) -> bool:
+        """The mirror version alone holds the state: nothing to add from the changelog."""
+        return self.version >= 0 and not self.after
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignCommit:
+    """A commit to a lake table that no replcheck writer made, as Delta records it."""
+
+    table: str  # "mirror" or "changelog"
+    version: int
+    operation: str
+    writer: str  # Delta's engineInfo / clientVersion, or "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedFile:
+    """A data file whose bytes no longer match its Delta entry (replaced or cut short)."""
+
+    table: str  # "mirror" or "changelog"
+    path: str
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class LakeAudit:
+    """The self-consistency of one lake table's two Delta tables."""
+
+    foreign: tuple[ForeignCommit, ...] = ()
+    changed: tuple[ChangedFile, ...] = ()
+    unpaired: str | None = None  # how the two histories' labels disagree (None: they pair)
+
+
+def _commits(path: LakeLocation) -> list[dict[str, Any]]:
+    """A Delta table's history, oldest first."""
+    history = path.open_delta().history()
+    return sorted(history, key=lambda commit: int(commit["version"]))
+
+
+def _position(commit: Mapping[str, Any]) -> int | None:
+    """The position a replcheck commit is labelled with (None: unlabelled)."""
+    for key in (POSITION_KEY, SNAPSHOT_KEY, PART_POSITION_KEY, RESYNC_POSITION_KEY):
+        if commit.get(key) is not None:
+            return int(commit[key])
+    return None
+
+
+def _mark(commit: Mapping[str, Any]) -> Mark | None:
+    """The (position, seq) up to which a pipeline commit holds every event (None: a commit
+    that is no pipeline batch)."""
+    if commit.get(POSITION_KEY) is not None:
+        return int(commit[POSITION_KEY]), int(commit.get(SEQ_KEY, MAX_SEQ))
+    if commit.get(SNAPSHOT_KEY) is not None:
+        return int(commit[SNAPSHOT_KEY]), MAX_SEQ
+    if commit.get(PART_POSITION_KEY) is not None:
+        return int(commit[PART_POSITION_KEY]), int(commit[PART_SEQ_KEY])
+    return None
+
+
+def mirror_read(table: LakeTable, position: int | None, highest: int | None = None) -> MirrorRead:
+    """What holds ``table``'s state at ``position`` (None: everything the lake has); with
+    per-partition positions, ``position`` is the lowest and ``highest`` the highest.
+
+    Raises:
+        TerminalError: The mirror's Delta log no longer reaches back to the position, or a
+            writer gave the mirror a Delta feature a Parquet read would get wrong.
+    """
+    changelog = table.changelog_at.open_delta()
+    after_schema = _arrow_schema(changelog)
+    upto = highest if highest is not None else position
+    if not table.mirror_at.join("_delta_log").is_dir():  # no key: its changelog holds it
+        files = tuple(
+            f for f in changelog.file_uris() if _holds_events(table.location, f, None, upto)
+        )
+        return MirrorRead(-1, (), after_schema, None, files, after_schema)
+    version, mark = _version_at(table, position)
+    after = _pipeline_files_after(table, mark, upto)
+    if version < 0:
+        return MirrorRead(-1, (), after_schema, None, after, after_schema)
+    delta = table.mirror_at.open_delta(version)
+    _check_plain(table, delta, version)
+    _check_present(table, delta, version)
+    # The newest schema: a column added since the version reads as NULL, as at the source.
+    schema = _arrow_schema(table.mirror_at.open_delta())
+    return MirrorRead(version, tuple(delta.file_uris()), schema, mark, after, after_schema)
+
+
+def _version_at(table: LakeTable, position: int | None) -> tuple[int, Mark | None]:
+    """The mirror version before its first commit labelled above ``position``, and its mark."""
+    commits = _commits(table.mirror_at)
+    chosen, mark = -1, None
+    for commit in commits:
+        labelled = _position(commit)
+        if position is not None and labelled is not None and labelled > position:
+            break
+        chosen, reached = int(commit["version"]), _mark(commit)
+        if reached is not None and (mark is None or reached > mark):
+            mark = reached
+    if chosen >= 0 and commits[0]["version"] != 0 and mark is None:
+        raise TerminalError(
+            f"lake table {table.table}: the mirror's Delta log no longer holds a commit that"
+            f" says which source position its version {chosen} holds (its first commits were"
+            " cleaned up); validate again once the pipeline has written to the table",
+            {"table": table.table},
+        )
+    return chosen, mark
+
+
+def _pipeline_files_after(table: LakeTable, mark: Mark | None, upto: int | None) -> tuple[str, ...]:
+    """The changelog files a replcheck writer added after ``mark`` that hold an event after
+    it at or below ``upto``. Another writer's appends are no part of the mirror's state:
+    they are named by ``audit_lake``."""
+    wanted: list[str] = []
+    for commit in _commits(table.changelog_at):
+        reached = _mark(commit)
+        if reached is None and commit.get(RESYNC_POSITION_KEY) is not None:
+            reached = (int(commit[RESYNC_POSITION_KEY]), MAX_SEQ)
+        if reached is not None and (mark is None or reached > mark):
+            wanted += _added_files(table.changelog_at, int(commit["version"]))
+    lake = table.location
+    return tuple(f for f in wanted if lake.file_exists(f) and _holds_events(lake, f, mark, upto))
+
+
+def _added_files(path: LakeLocation, version: int) -> list[str]:
+    """The data files a Delta commit added (its ``add`` actions; Delta protocol, "Actions")."""
+    from urllib.parse import unquote
+
+    data = path.join("_delta_log", f"{version:020d}.json").read_bytes()
+    try:
+        if data is None:
+            raise FileNotFoundError(version)
+        lines = data.decode("utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise TerminalError(
+            f"the Delta log of {path} no longer holds version {version}, which the mirror's"
+            " state at the position needs; validate again once the pipeline has caught up",
+        ) from exc
+    actions = [json.loads(line) for line in lines if line.strip()]
+    return [path.join(unquote(a["add"]["path"])).url for a in actions if "add" in a]
+
+
+def _holds_events(lake: LakeLocation, uri: str, mark: Mark | None, upto: int | None) -> bool:
+    """Whether a changelog file holds an event after ``mark`` at or below ``upto`` (its
+    statistics only bound them: the last batch's file also holds the events before it)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    path, filesystem = lake.file_of(uri)
+    events = pq.read_table(path, columns=[COMMIT_POS, SEQ], filesystem=filesystem)
+    position, seq = events.column(COMMIT_POS), events.column(SEQ)
+    wanted = pc.is_valid(position)
+    if mark is not None:
+        at_mark = pc.and_(pc.equal(position, mark[0]), pc.greater(seq, mark[1]))
+        wanted = pc.and_(wanted, pc.or_(pc.greater(position, mark[0]), at_mark))
+    if upto is not None:
+        wanted = pc.and_(wanted, pc.less_equal(position, upto))
+    return bool(pc.any(wanted).as_py())
+
+
+def _actions(delta: Any, columns: Sequence[str]) -> dict[str, list[Any]]:
+    """``columns`` of Delta's add actions of the version, column by column (``pa.table``
+    of the whole imports pandas, 0.25 s of a validation)."""
+    import pyarrow as pa
+
+    actions = delta.get_add_actions(flatten=True)
+    return {name: pa.chunked_array(actions.column(name)).to_pylist() for name in columns}
+
+
+def _uris_by_name(delta: Any) -> dict[str, str]:
+    """The version's file URIs by file name (unique: Delta names files by a UUID)."""
+    return {os.path.basename(uri): uri for uri in delta.file_uris()}
+
+
+def _arrow_schema(delta: Any) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(delta.schema().to_arrow())
+
+
+def _check_plain(table: LakeTable, delta: Any, version: int) -> None:
+    """Refuse a mirror version that a plain Parquet read of its files would get wrong."""
+    features = set(delta.protocol().reader_features or ()) - _PLAIN_READER_FEATURES
+    partitions = delta.metadata().partition_columns
+    if features or partitions:
+        what = ", ".join(sorted(features)) or f"partitions by {', '.join(partitions)}"
+        raise TerminalError(
+            f"lake table {table.table}: version {version} of its mirror uses {what}, which"
+            " replcheck's pipeline never writes and its readers do not read; another writer"
+            " changed the table's layout: restore the mirror (or load the table again)",
+            {"table": table.table},
+        )
+
+
+def _check_present(table: LakeTable, delta: Any, version: int) -> None:
+    """Refuse a mirror version whose data files are gone: nobody can read it."""
+    local = (_local_path(uri) for uri in delta.file_uris())
+    gone = [os.path.basename(path) for path in local if path and not os.path.exists(path)]
+    if gone:
+        raise TerminalError(
+            f"lake table {table.table}: data file(s) {', '.join(gone)} of version {version} of"
+            " its mirror are missing (deleted without a Delta commit); restore them, or let"
+            " the pipeline's next write to the table rebuild the mirror from its changelog",
+            {"table": table.table},
+        )
+
+
+def audit_lake(table: LakeTable) -> LakeAudit:
+    """The self-consistency check of ``table``'s changelog and mirror (see the module
+    docstring): foreign commits, unpaired histories, changed data files."""
+    paths = {"changelog": table.changelog_at, "mirror": table.mirror_at}
+    present = {name: p for name, p in paths.items() if p.join("_delta_log").is_dir()}
+    histories = {name: _commits(p) for name, p in present.items()}
+    foreign = tuple(
+        ForeignCommit(name, int(c["version"]), str(c.get("operation", "unknown")), _writer(c))
+        for name, commits in histories.items()
+        for c in _since_rewritten(commits)
+        if _is_foreign(c)
+    )
+    changed = tuple(
+        changed
+        for name, path in present.items()
+        for changed in changed_files(path.open_delta(), name)
+    )
+    unpaired = None
+    if len(histories) == 2:
+        unpaired = _unpaired(histories["changelog"], histories["mirror"])
+    return LakeAudit(foreign, changed, unpaired)
+
+
+def _since_rewritten(commits: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The commits since replcheck last wrote the whole table (``cdc_core.lake.mirror_rebuild``):
+    what came before is no longer in it."""
+    for index in range(len(commits) - 1, -1, -1):
+        commit = commits[index]
+        mode = (commit.get("operationParameters") or {}).get("mode")
+        if mode == "Overwrite" and not _is_foreign(commit):
+            return commits[index + 1 :]
+    return commits
+
+
+def _is_foreign(commit: Mapping[str, Any]) -> bool:
+    """A commit no replcheck writer made that may have changed rows."""
+    if any(str(name).startswith(_PIPELINE_PREFIX) for name in commit):
+        return False
+    operation = str(commit.get("operation", "unknown"))
+    if operation in ROWLESS_OPERATIONS:
+        return False
+    metrics = commit.get("operationMetrics") or {}
+    # The sink's own schema changes: an append of no rows, with no label (follow_schema).
+    return not (metrics.get("num_added_rows") == 0 and metrics.get("num_removed_files", 0) == 0)
+
+
+def _writer(commit: Mapping[str, Any]) -> str:
+    return str(commit.get("engineInfo") or commit.get("clientVersion") or "unknown")
+
+
+def _unpaired(
+    changelog: Sequence[Mapping[str, Any]], mirror: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """How the pipeline labels of the two histories disagree (None: in the same order)."""
+    first = [_mark(c) for c in changelog if _mark(c) is not None]
+    second = [_mark(c) for c in mirror if _mark(c) is not None]
+    if first[: len(second)] == second and len(first) - len(second) <= 1:
+        return None  # the mirror may trail by the batch being written
+    for index, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a != b:
+            return (
+                f"the changelog's batch {index + 1} reaches {a}, the mirror's {b}: the two"
+                " tables were not written by one pipeline in step"
+            )
+    return f"the changelog holds {len(first)} pipeline batches, the mirror {len(second)}"
+
+
+def changed_files(delta: Any, name: str) -> list[ChangedFile]:
+    """The data files of ``delta``'s version whose size on disk is not the one Delta
+    recorded (replaced under the same name, cut short) or that are gone."""
+    actions, by_name = _actions(delta, ("path", "size_bytes")), _uris_by_name(delta)
+    found = []
+    for path, size in zip(actions["path"], actions["size_bytes"], strict=True):
+        local = _local_path(by_name.get(os.path.basename(path), path))
+        if local is None:
+            continue
+        try:
+            on_disk = os.path.getsize(local)
+        except FileNotFoundError:
+            found.append(ChangedFile(name, path, MISSING))
+            continue
+        if on_disk != int(size):
+            found.append(
+                ChangedFile(name, path, f"holds {on_disk} bytes, Delta recorded {int(size)}")
+            )
+    return found
+
+
+def _local_path(uri: str) -> str | None:
+    """The local path of a file URI (None: an object store, checked by its own reader)."""
+    if uri.startswith("file://"):
+        return uri[len("file://") :]
+    return None if "://" in uri else uri

@@ -1,0 +1,647 @@
+"""The pipeline: log reader -> transaction buffer -> full-width rebuild -> lake sink.
+
+One loop, on the caller's thread, pulls raw changes from a connector's ``LogReader``:
+reading is never ahead of writing, so a slow sink slows reading (back pressure) and memory
+is bounded by the buffer's budget plus one batch. Every ``batch_max_events`` events or
+``batch_max_seconds`` (and whenever the log is idle), the batch of whole committed
+transactions is written to the lake exactly once, the row image store is flushed and a
+checkpoint is recorded (``cdc_core.pipeline.checkpoint``), in that order.
+
+Embedding::
+
+    pipeline = Pipeline(config, reader, snapshots)
+    pipeline.run()                      # until pipeline.stop(), e.g. from a signal handler
+    pipeline.run_until(position)        # or until the lake holds everything up to position
+    for transaction in pipeline.iter_transactions(): ...   # or consume what it writes
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import (
+    ABSENT,
+    Commit,
+    CommittedTransaction,
+    PartialRollback,
+    RawChange,
+    RowChange,
+)
+from cdc_core.capture.position import Position
+from cdc_core.capture.source import (
+    AcknowledgesPositions,
+    Idle,
+    LogReader,
+    OmitsDdl,
+    ResumesTransactions,
+    SnapshotReader,
+    TableChanged,
+    TableDescription,
+)
+from cdc_core.ddl.descriptions import TableDescriptions, as_held
+from cdc_core.ddl.table_refresh import TableRefresher
+from cdc_core.errors import ConfigError
+from cdc_core.lake.key_moves import KeyMoves
+from cdc_core.lake.layout import RefreshMarks
+from cdc_core.lake.sink import LakeEvent, LakeSink, Sink, StaleDescriptionError, TableBatch
+from cdc_core.lake_location import LakeLocation
+from cdc_core.pipeline.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
+from cdc_core.pipeline.config import PipelineConfig
+from cdc_core.pipeline.ddl_handling import FollowsDdl
+from cdc_core.pipeline.initial_load import LoadContext, load_tables
+from cdc_core.pipeline.metrics import MetricsTracker, PipelineMetrics
+from cdc_core.rebuild.copies import source_key
+from cdc_core.rebuild.full_width import (
+    NotLoadedYetError,
+    RebuildConfig,
+    Rebuilder,
+)
+from cdc_core.rebuild.image_store import ImageStoreCorruptError, RowImageStore
+from cdc_core.resync.requests import POLL_S, ResyncRequest, read_requests
+from cdc_core.resync.requests import remove as remove_request
+from cdc_core.state.lock import StateLock
+
+logger = logging.getLogger(__name__)
+RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedTransaction:
+    """A committed transaction (or a part of a big one) as the lake received it:
+    full-width events, in order."""
+
+    txid: str
+    commit_pos: Position
+    events: tuple[tuple[str, LakeEvent], ...]  # (table, event)
+    part: int = 0  # a transaction bigger than a batch arrives in parts 0, 1, ...
+    last: bool = True  # ... the last of which says so
+
+
+TransactionCallback = Callable[[EmittedTransaction], None]
+
+
+class Pipeline(FollowsDdl):
+    """Replicates a source's captured tables into the lake, exactly once.
+
+    Args:
+        config: The pipeline's configuration.
+        reader: The source's log reader.
+        snapshots: Reads the initial snapshot of tables not loaded yet (``None``: tables
+            start empty at the log position the pipeline starts from).
+        tables: The captured tables (``None``: the filter's accept patterns; a pipeline
+            with the ``accept`` policy needs the source's table list here).
+        on_transaction: Called with each transaction once it is durable in the lake.
+        sink: Where it writes (default: the lake of ``config.lake``).
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        reader: LogReader,
+        snapshots: SnapshotReader | None = None,
+        *,
+        tables: list[str] | None = None,
+        on_transaction: TransactionCallback | None = None,
+        sink: Sink | None = None,
+    ) -> None:
+        self.config = config
+        self.reader = reader
+        self.snapshots = snapshots
+        self.tables = config.tables.select(tables if tables is not None else _listed(config))
+        self._callbacks = [on_transaction] if on_transaction else []
+        self._stop = threading.Event()
+        self._metrics = MetricsTracker()
+        self._sink = sink if sink is not None else LakeSink(_lake_of(config), config.name)
+        self._descriptions = TableDescriptions(reader, config.tables.ignore_columns)
+        self._pending: dict[str, TableBatch] = {}
+        self._pending_transactions: list[EmittedTransaction] = []
+        self._pending_events = 0
+        self._batch_started = time.monotonic()
+        self._last_commit: Position | None = None
+        self._written_upto: Position | None = None  # the lake may be ahead of the checkpoint
+        self._written_marks = RefreshMarks()  # the refresh marks the progress file holds
+        self._refresher = TableRefresher((), {})  # the checkpoint's, once the loop starts
+        self._checkpoints = 0
+        self._added: list[str] = []  # tables add_tables() asked for, not started yet
+        self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
+        self._added_lock = threading.Lock()
+        self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # see _on_inexact
+        self._stale: dict[str, Position] = {}  # see _shaped_before_ddl
+        self._resync_polled = 0.0  # see _take_resync_requests
+        self._resync_taken: list[ResyncRequest] = []  # removed once a checkpoint holds them
+
+    # -- public API -------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the loop to finish: it flushes, checkpoints and returns (thread-safe)."""
+        self._stop.set()
+
+    def metrics(self) -> PipelineMetrics:
+        """Events/s, lag, open transactions and spilled bytes, as of now."""
+        return self._metrics.snapshot()
+
+    def run(self) -> Position | None:
+        """Replicate until ``stop()``; returns the position the lake has reached."""
+        return self._run(None)
+
+    def run_until(self, position: Position) -> Position | None:
+        """Replicate until everything committed at or before ``position`` is in the lake."""
+        return self._run(position)
+
+    def run_until_caught_up(self) -> Position | None:
+        """Replicate everything committed at the source when called, then return."""
+        return self._run(self.reader.end_position())
+
+    def iter_transactions(self, until: Position | None = None) -> Iterator[EmittedTransaction]:
+        """Run on this thread, yielding each transaction once it is durable in the lake."""
+        ready: list[EmittedTransaction] = []
+        self._callbacks.append(ready.append)
+        for _ in self._iter_flushes(until):
+            yield from ready
+            ready.clear()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _run(self, until: Position | None) -> Position | None:
+        reached = None
+        for position in self._iter_flushes(until):
+            reached = position
+        return reached
+
+    def _iter_flushes(self, until: Position | None) -> Iterator[Position | None]:
+        """The loop; yields the lake position after each durable batch."""
+        with StateLock(self.config.state_dir, self.config.name):  # one run per state_dir
+            checkpoint = read_checkpoint(self.config.state_dir) or Checkpoint(
+                self.config.name, None, None, None
+            )
+            self._check_owner(checkpoint)
+            with self._open_store() as store:
+                self._store = store
+                checkpoint = load_tables(self._load_context(), self._shapes_before_load(checkpoint))
+                yield from self._stream(checkpoint, until)
+
+    def _open_store(self) -> RowImageStore:
+        """The row image store; one cut short names the tables a new snapshot must load."""
+        try:
+            return RowImageStore(self.config.state_dir / "images")
+        except ImageStoreCorruptError as exc:
+            tables = ", ".join(sorted(self.tables))
+            raise ImageStoreCorruptError(
+                f"{exc.message} (tables: {tables}; state directory: {self.config.state_dir})",
+                exc.context,
+            ) from exc
+
+    def _load_context(self) -> LoadContext:
+        return LoadContext(
+            self.config,
+            self.reader,
+            self.snapshots,
+            self.tables,
+            self._sink,
+            self._store,
+            self.describe,
+            self._metrics,
+        )
+
+    def _shapes_before_load(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Record the shape of each table not loaded yet *before* its snapshot: a DDL right
+        after the snapshot would otherwise be in the recorded shape, and a quiet log would
+        never show it (a DDL before the snapshot only costs one needless refresh)."""
+        self._checkpoint = checkpoint
+        for table in self.tables:
+            if table not in checkpoint.shapes and table not in checkpoint.loaded:
+                self._record_shape(table)
+        return self._checkpoint
+
+    def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
+        for table in self.tables:
+            self.describe(table)  # fails early on a missing table; keys for the rebuild
+        self._checkpoint = checkpoint
+        unseen = [t for t in self.tables if t not in checkpoint.shapes]
+        for table in unseen:
+            self._record_shape(table)  # loaded from the source as it is now
+        if unseen and isinstance(self.reader, OmitsDdl):
+            write_checkpoint(self.config.state_dir, self._checkpoint)
+        checkpoint = self._checkpoint
+        buffer = self._open_buffer(checkpoint)
+        if isinstance(self.reader, ResumesTransactions):
+            self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
+        self._rebuilder = Rebuilder(self._store, self._rebuild_config(), self._on_inexact)
+        self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
+        self._written_marks = self._marks()
+        self._tell_rebuilder()
+        self._checkpoint, self._buffer = checkpoint, buffer
+        self._take_resync_requests(now=True)
+        start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
+        if self._caught_up(until):
+            # Caught up already: only the position reached is recorded (see _flush). The
+            # catalog is still checked: a run stopped before its periodic check may have
+            # read past a DDL the log does not show.
+            yield from self._flush(checkpoint.lake_position)
+            self._metrics.caught_up()
+            yield checkpoint.lake_position
+            return
+        logger.info("pipeline %s reading the log from %s", self.config.name, start)
+        self._fetch_chunk()
+        for item in self.reader.iter_changes(start):
+            if type(item) is RowChange:  # the common case: the buffer holds it until its commit
+                self._feed(item)
+                if self._stop.is_set():
+                    break
+                continue
+            if isinstance(item, TableChanged):
+                yield from self._on_table_changed(item)
+                continue
+            if isinstance(item, Idle):
+                yield from self._on_idle(item)
+                if self._stop.is_set():
+                    break  # a quiet log yields only Idle: stop() must be honoured here too
+                if self._done(item.position, until) and not self._schemas_changed(item, True):
+                    break
+                continue
+            if isinstance(item, Commit):  # a chunk read before this commit goes first
+                yield from self._refresh_upto(item.position.value - 1)
+            for transaction in self._feed(item):
+                if self._pending_events + transaction.change_count > self.config.batch_max_events:
+                    yield from self._flush(None, checkpoint=False)  # keep batches bounded
+                parted = self._collect(transaction)
+                if parted:  # its last part goes now: a marker covers only the latest part
+                    yield from self._flush(None)
+                yield from self._reload_stale()
+            if isinstance(item, Commit):
+                yield from self._refresh_upto(item.position.value)
+                self._take_resync_requests()
+                if self._batch_full() or self._done(item.position, until):
+                    yield from self._flush(None)
+            if self._stop.is_set() or self._caught_up(until):
+                break
+        self._flush_last()
+        if _reached(self._checkpoint.lake_position, until):
+            self._metrics.caught_up()  # until was the log's end: no lag as of then
+        yield self._checkpoint.lake_position
+
+    def _caught_up(self, until: Position | None) -> bool:
+        """The lake has reached ``until`` and the catalog shows no DDL the log does not
+        (``_schemas_changed``: a run ending on a commit does not pass an idle check)."""
+        reached = self._checkpoint.lake_position
+        return self._done(reached, until) and not self._schemas_changed(Idle(reached), True)
+
+    def _done(self, position: Position | None, until: Position | None) -> bool:
+        """``until`` is reached and no table refresh is under way."""
+        return _reached(position, until) and not self._refresher.active
+
+    def _on_idle(self, idle: Idle) -> Iterator[Position | None]:
+        """Tables added meanwhile start loading, tables whose columns changed without DDL in
+        the log are refreshed, and a held chunk the stream passed goes."""
+        if idle.position is not None:
+            self._take_added_tables(idle.position)
+            self._take_resync_requests()
+            if self._pending_events:  # a table the check loads again goes to new lake tables
+                yield from self._flush(None)
+            self._schemas_changed(idle, False)
+            yield from self._refresh_upto(idle.position.value)
+        yield from self._flush(idle.position)
+        if idle.position is not None and not self._pending_events:
+            self._metrics.caught_up()  # at the log's end with everything read written
+
+    def _take_resync_requests(self, *, now: bool = False) -> None:
+        """Re-sync requests the lake holds for tables captured here become keyed refreshes
+        (``cdc_core.resync.requests``): looked for every ``POLL_S``, or ``now``."""
+        lake = self.config.lake
+        if lake is None or (not now and time.monotonic() - self._resync_polled < POLL_S):
+            return
+        self._resync_polled = time.monotonic()
+        taken = {request.path for request in self._resync_taken}
+        for request in read_requests(lake, self.tables):
+            if request.path not in taken:
+                self._refresh_keys(request)
+                self._resync_taken.append(request)
+
+    def _add_pending(
+        self, txid: str, position: Position, table: str, events: list[LakeEvent]
+    ) -> None:
+        """Pending events of a pseudo-transaction at ``position`` (the stream has passed it)."""
+        self._batch_of(table).events.extend(events)
+        self._pending_events += len(events)
+        self._last_commit = max(position, self._last_commit or position)
+        emitted = tuple((table, event) for event in events)
+        self._pending_transactions.append(EmittedTransaction(txid, position, emitted))
+
+    def _moved_under_refresh(self, change: RowChange) -> None:
+        """A row of a table under refresh moved to another key: the key may lie behind the
+        chunks' cursor while the row was not read yet (its image predates the DDL), so it is
+        read once more at the refresh's end."""
+        if change.op != "u" or self._refresher.state_of(change.table) is None:
+            return
+        key = source_key(self.describe(change.table).key)  # re-read from the source
+        if not key or change.before is None or change.after is None:
+            return
+        new = tuple(change.after[column] for column in key)
+        old = tuple(change.before[column] for column in key)
+        if new != old:
+            self._refresher.moved(change.table, old, new)
+
+    def _not_loaded_yet(self, change: RowChange) -> None:
+        """A loading refresh dropped ``change``; the key its row may have moved to, if the
+        change carries it (else the row kept its key, which a later range holds), is read
+        once more at the refresh's end."""
+        key = source_key(self.describe(change.table).key)  # re-read from the source
+        after = change.after or {}
+        if isinstance(change.locator, tuple) and len(change.locator) == len(key):
+            moved = tuple(after.get(c, old) for c, old in zip(key, change.locator, strict=True))
+        else:
+            moved = tuple(after.get(c, ABSENT) for c in key)
+        if key and all(value is not ABSENT for value in moved):
+            self._refresher.remember(change.table, moved)
+
+    def _feed(self, item: RawChange) -> list[CommittedTransaction]:
+        """Feed one raw change of a captured table; returns what it commits."""
+        if isinstance(item, (RowChange, PartialRollback)):
+            if not self.config.tables.captures(item.table):
+                return []
+            if isinstance(item, RowChange):
+                item = self.config.tables.strip(item)
+        return self._buffer.feed(item)
+
+    def _flush_last(self) -> None:
+        """Write what is pending at the position of the last commit fed."""
+        for _ in self._flush(None):
+            pass
+
+    def _open_buffer(self, checkpoint: Checkpoint) -> TransactionBuffer:
+        buffer_config = BufferConfig(
+            self.config.memory_budget_bytes,
+            self.config.state_dir / "spill",
+            self.config.max_transaction_age,
+            self.config.max_transaction_changes,
+        )
+        if checkpoint.buffer is None:
+            return TransactionBuffer(buffer_config)
+        return TransactionBuffer.restore(buffer_config, checkpoint.buffer)
+
+    def _rebuild_config(self) -> RebuildConfig:
+        keys = self._descriptions.keys()
+        return RebuildConfig(
+            key_columns=keys,
+            shared_keys=self._descriptions.shared_keys(),
+            fetch_missing=self.config.fetch_missing,
+            fetch_unavailable_by_table=self.config.fetch_unavailable,
+        )
+
+    def _collect(self, transaction: CommittedTransaction) -> bool:
+        """Rebuild a committed transaction's changes and add them to the pending batch.
+
+        A transaction bigger than a batch is written in parts as it streams from the buffer's
+        spill files, so memory stays bounded whatever its size (``LakeSink.write_part``).
+        Returns True when it was, and its last part is pending.
+        """
+        self._last_commit = transaction.commit_pos
+        events: list[tuple[str, LakeEvent]] = []
+        in_lake = self._checkpoint.lake_position
+        part, total = 0, 0
+        moves = KeyMoves(transaction, self._descriptions.key_of)
+        for committed in transaction.changes:
+            table = committed.change.table
+            loaded_at = self._checkpoint.loaded.get(table)
+            if loaded_at is not None and transaction.commit_pos <= loaded_at:
+                continue  # in the table's initial snapshot, and its image store
+            if self._shaped_before_ddl(committed.change, transaction.commit_pos, moves.key(table)):
+                continue  # a refresh after it reads its effect from the source
+            try:
+                change = self._rebuilder.rebuild(committed, transaction.commit_pos)
+            except NotLoadedYetError:
+                self._not_loaded_yet(committed.change)  # its chunk, or a last read, has it
+                continue
+            if change.op == "u":
+                self._moved_under_refresh(change)
+            if self._reads.get(table):
+                moved = (committed.change.locator, change.locator)
+                self._check_reads(table, moved, transaction.commit_pos)
+            if in_lake is not None and transaction.commit_pos <= in_lake:
+                continue  # re-read after a restart: the lake has it
+            for event in moves.events(committed.change, change, committed.seq):
+                self._batch_of(table).events.append(event)
+                events.append((table, event))
+                self._pending_events += 1
+                total += 1
+            # Both events of a key move share a seq: a part never ends between them.
+            if len(events) >= self.config.batch_max_events:
+                self._write_part(transaction, events, part)
+                events, part = [], part + 1
+                moves.forget_keys()
+        emitted = EmittedTransaction(transaction.txid, transaction.commit_pos, tuple(events), part)
+        self._pending_transactions.append(emitted)
+        self._metrics.committed(transaction, total)
+        return part > 0
+
+    def _write_part(
+        self, transaction: CommittedTransaction, events: list[tuple[str, LakeEvent]], part: int
+    ) -> None:
+        """Write the pending part of a big transaction (nothing else is pending then)."""
+        self._write_batch_with(
+            lambda: self._sink.write_part(self._pending.values(), transaction.commit_pos)
+        )
+        self._store.flush()  # keeps the store's write transaction small too
+        emitted = EmittedTransaction(
+            transaction.txid, transaction.commit_pos, tuple(events), part, last=False
+        )
+        for callback in self._callbacks:
+            callback(emitted)
+        self._pending, self._pending_events = {}, 0
+
+    def _batch_of(self, table: str) -> TableBatch:
+        batch = self._pending.get(table)
+        if batch is None:
+            if table not in self.tables:
+                self.tables.append(table)  # a new table the accept policy captures
+            batch = self._pending[table] = TableBatch(self.describe(table))
+        return batch
+
+    def describe(self, table: str) -> TableDescription:
+        """The table's lake description (without ignored columns)."""
+        return self._descriptions.get(table)
+
+    def _batch_full(self) -> bool:
+        age = time.monotonic() - self._batch_started
+        return self._pending_events >= self.config.batch_max_events or (
+            age >= self.config.batch_max_seconds
+        )
+
+    def _flush(
+        self, idle_at: Position | None, *, checkpoint: bool = True
+    ) -> Iterator[Position | None]:
+        """Write the pending batch, flush the store, checkpoint; yields the lake position.
+
+        Without ``checkpoint`` (the buffer has emitted a transaction not consumed yet, so its
+        state may not be recorded) the batch is written and the checkpoint waits.
+        """
+        position = self._flush_position(idle_at)
+        previous = self._written_upto or self._checkpoint.lake_position
+        # A refresh chunk may arrive at the position already written (a quiet source); one
+        # that ends a refresh without an event still changes the marks, which must be written.
+        # The first flush of a run writes even an empty batch: the sink records the position
+        # the pipeline reached (a database target's progress row), which an initial load with
+        # no change after it never would.
+        unchanged = not self._pending_events and self._marks() == self._written_marks
+        unchanged = unchanged and self._written_upto is not None
+        behind = previous is not None and (
+            position is not None and (position < previous or (position == previous and unchanged))
+        )
+        if position is None or behind:
+            recorded = self._checkpoint.lake_position
+            if checkpoint and position is not None and (recorded is None or position > recorded):
+                self._record_checkpoint(position)  # written before, not yet checkpointed
+            return
+        written = self._write_batch(position)
+        self._store.flush()
+        self._written_upto = position
+        if checkpoint:
+            self._record_checkpoint(position)
+        self._metrics.flushed(written, position, self._buffer)
+        for transaction in self._pending_transactions:
+            for callback in self._callbacks:
+                callback(transaction)
+        self._pending, self._pending_transactions, self._pending_events = {}, [], 0
+        self._batch_started = time.monotonic()
+        yield position
+
+    def _flush_position(self, idle_at: Position | None) -> Position | None:
+        """The position the lake reaches with this batch: the last commit, or the idle point.
+
+        At an idle point every transaction committed up to it has been read; a transaction
+        still open there commits after it (commit_pos is past its commit record), so the
+        lake is complete up to the idle point even while transactions are open.
+        """
+        last = self._last_commit
+        if idle_at is not None:
+            return max(idle_at, last) if last is not None else idle_at
+        return last
+
+    def _write_batch(self, position: Position) -> int:
+        """Write the pending batch as reaching ``position``."""
+        tables, marks = self.tables, self._marks()
+        written = self._write_batch_with(
+            lambda: self._sink.write(self._pending.values(), position, tables, marks)
+        )
+        self._written_marks = marks
+        return written
+
+    def _marks(self) -> RefreshMarks:
+        """Where the lake is not exact: tables under refresh, windows of finished ones, and
+        tables whose changes since a position were dropped for a reload about to begin (the
+        batch written before it must not show them exact: ``_reload_stale``)."""
+        dropped = {table: since.value for table, since in self._stale.items()}
+        refreshing = {**dropped, **self._refresher.refreshing()}
+        return RefreshMarks(refreshing, dict(self._refresher.stale))
+
+    def _write_batch_with(self, write: Callable[[], int]) -> int:
+        """Run ``write``; once more with fresh descriptions if the batch did not fit them."""
+        for batch in self._pending.values():
+            rows = (event.row for event in batch.events)
+            batch.description = self._descriptions.fitting(batch.description.table, rows)
+        try:
+            return write()
+        except StaleDescriptionError as exc:
+            batch = self._pending[exc.table]
+            carried = {column for event in batch.events for column in event.row}
+            batch.description = self._descriptions.refresh(exc.table, carried)
+        try:
+            return write()
+        except StaleDescriptionError as exc:
+            # The source is ahead of the log: a column was renamed and one of its old name
+            # added with another type since these changes. They were made in the shape the
+            # lake holds (its DDL comes later in the log and reloads the table then).
+            batch = self._pending[exc.table]
+            if self._drop_superseded(batch):
+                return write()
+            held = self._sink.held_schema(exc.table)
+            if held is None:
+                raise
+            batch.description = as_held(batch.description, held)
+            return write()
+
+    def _drop_superseded(self, batch: TableBatch) -> bool:
+        """Drop the changes a loading refresh's chunks supersede, if the batch fits then.
+
+        The lake tables of a table being loaded again (its lake could not hold a column's
+        new type) are in the source's new shape; changes logged before the DDL that made it
+        arrive in the old shape, which they cannot hold. Every chunk is read in the new shape,
+        after that DDL and so after those changes: each chunk holds their effect. Only
+        changes before the first chunk go (later ones may touch rows read already)."""
+        table = batch.description.table
+        state = self._refresher.state_of(table)
+        if state is None or not state.loading:
+            return False
+        chunks = [event.commit_pos for event in batch.events if event.op == "r"]
+        if not chunks and state.rows:
+            return False  # chunks were written: these changes are newer than them
+        first = min(chunks, default=None)
+        kept = [
+            e for e in batch.events if e.op == "r" or (first is not None and e.commit_pos >= first)
+        ]
+        if len(kept) == len(batch.events):
+            return False
+        logger.info(
+            "table %s: %d changes in its shape before a DDL dropped; its reload holds them",
+            table, len(batch.events) - len(kept),
+        )  # fmt: skip
+        batch.events = kept
+        batch.description = self._descriptions.get(table)
+        return True
+
+    def _record_checkpoint(self, position: Position) -> None:
+        state = self._buffer.checkpoint_state()
+        checkpoint = replace(
+            self._checkpoint,
+            lake_position=position,
+            resume_at=self._buffer.safe_restart_position() or position,
+            buffer=state,
+            refreshes=tuple(self._refresher.states),
+            stale=dict(self._refresher.stale),
+            last_commit=self._metrics.newest_commit or self._checkpoint.last_commit,
+        )
+        write_checkpoint(self.config.state_dir, checkpoint)
+        for request in self._resync_taken:  # the checkpoint holds their refreshes now
+            remove_request(request)
+        self._resync_taken.clear()
+        self._buffer.release_checkpoint(state)
+        self._checkpoint = checkpoint
+        if isinstance(self.reader, AcknowledgesPositions):
+            self.reader.acknowledge(position)
+        self._checkpoints += 1
+        if self._checkpoints % RETAIN_EVERY_CHECKPOINTS == 0:
+            # A restart re-reads from this durable checkpoint at the earliest, and rebuilds
+            # only transactions committed after its position: older images are not needed.
+            self._store.retain_from(position)
+
+    def _check_owner(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.pipeline != self.config.name:
+            raise ConfigError(
+                f"state directory {self.config.state_dir} belongs to pipeline"
+                f" {checkpoint.pipeline!r}, not {self.config.name!r}; give each pipeline its"
+                " own state_dir"
+            )
+
+
+def _lake_of(config: PipelineConfig) -> Path | LakeLocation:
+    if config.lake is None:
+        raise ConfigError(f"pipeline {config.name} writes to a database: pass its sink")
+    return config.lake
+
+
+def _listed(config: PipelineConfig) -> list[str]:
+    if config.tables.policy == "accept":
+        raise ConfigError(
+            f"pipeline {config.name} uses the accept policy: pass the source's tables"
+        )
+    return list(config.tables.accept)
+
+
+def _reached(position: Position | None, until: Position | None) -> bool:
+    return until is not None and position is not None and position >= until
