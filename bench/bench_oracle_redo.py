@@ -16,7 +16,7 @@ import platform
 import time
 from pathlib import Path
 
-from connectors.oracle.contents import ChangeAssembler, ContentsRow
+from connectors.oracle.logminer.contents import ChangeAssembler, ContentsRow
 from tests.connectors.oracle.replay import load_tables
 
 TABLES = Path(__file__).resolve().parents[1] / "tests/connectors/oracle/data/shop_tables.json"

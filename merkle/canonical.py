@@ -72,7 +72,7 @@ Payload per logical type (all text is ASCII unless stated):
   is not ``'{1,2}'``, nor is ``'{{1,2},{3,4}}'`` ``'{1,2,3,4}'``); only one-dimensional
   values with lower bound 1 (and the empty array) have canonical bytes, and a reader
   meeting any other raises an error naming the column instead of flattening the value or
-  dropping its bound (``connectors.postgres.wal_values``).
+  dropping its bound (``connectors.postgres.pgoutput.binary_values``).
 
 Times (``time``, and the wall clock of ``time_tz``; its offset is never rounded) and
 timestamps keep ``ComparisonOptions.fraction_digits`` fractional digits, reduced by the rule

@@ -55,13 +55,13 @@ from cdc_core.capture.events import Begin, Commit, RawChange, Rollback
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.names import qualify, split_table
-from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings, server_facts
+from connectors.mariadb.binlog.row_changes import row_changes
+from connectors.mariadb.binlog.schema_tracker import SchemaTracker, TableCatalog, parse_ddl
+from connectors.mariadb.binlog.stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.errors import UnreadableEventError, UntrackedChangeError, lost_connections
 from connectors.mariadb.generated import logs_full_images, virtual_columns
 from connectors.mariadb.position import position_of, split_position
-from connectors.mariadb.row_changes import row_changes
-from connectors.mariadb.schema_tracker import SchemaTracker, TableCatalog, parse_ddl
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import system_period
 from connectors.mariadb.table_kinds import check_capturable

@@ -22,10 +22,10 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableChunk, TableDescription, TableSnapshot
 from cdc_core.config import mask_url
 from cdc_core.names import qualify, split_table
+from connectors.mariadb.binlog.schema_tracker import choose_key, key_warning
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
 from connectors.mariadb.generated import virtual_refusals
-from connectors.mariadb.schema_tracker import choose_key, key_warning
 from connectors.mariadb.table_kinds import check_capturable
 from connectors.mariadb.types import refusal
 from connectors.model import POSITION_COLUMN, Partition, TableSchema, carried_columns

@@ -19,7 +19,7 @@ from cdc_core.errors import ConfigError, TerminalError, TransientError
 from connectors.base import Connector, arrow_type_of, missing_table
 from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
-from connectors.oracle.contents import schema_from_dictionary
+from connectors.oracle.logminer.contents import schema_from_dictionary
 from connectors.oracle.product import ORACLE
 from connectors.urls import parse_url
 from merkle import types as lt

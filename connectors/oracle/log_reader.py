@@ -47,13 +47,6 @@ from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.errors import ConfigError
 from cdc_core.names import parse_table
 from connectors.model import TableSchema
-from connectors.oracle import logminer_sql as lm
-from connectors.oracle.contents import (
-    CONTENTS_COLUMNS,
-    ChangeAssembler,
-    ContentsRow,
-    description_of,
-)
 from connectors.oracle.errors import (
     ArchiveDestinationError,
     DictionaryUnavailableError,
@@ -64,6 +57,13 @@ from connectors.oracle.errors import (
     SupplementalLoggingError,
     UnsupportedTableError,
     from_driver_error,
+)
+from connectors.oracle.logminer import sql as lm
+from connectors.oracle.logminer.contents import (
+    CONTENTS_COLUMNS,
+    ChangeAssembler,
+    ContentsRow,
+    description_of,
 )
 from connectors.oracle.position import position_of
 from connectors.oracle.source_config import BUILD_FLAT_FILE, BUILD_IN_REDO, LogMinerConfig

@@ -26,7 +26,7 @@ from cdc_core.capture.source import LOCATOR_COLUMN, TableChunk, TableDescription
 from cdc_core.errors import ContractError, TerminalError
 from connectors.model import POSITION_COLUMN, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
-from connectors.oracle.contents import description_of
+from connectors.oracle.logminer.contents import description_of
 from connectors.oracle.position import position_of
 
 if TYPE_CHECKING:

@@ -36,11 +36,11 @@ from cdc_core.capture.events import ABSENT, RawChange, RowChange, key_values, la
 from cdc_core.errors import TerminalError
 from cdc_core.names import format_table
 from connectors.model import Refusal, without_logical_type
-from connectors.postgres import pgoutput as pg
 from connectors.postgres.errors import ValueContext
-from connectors.postgres.relations import DeferredLocator
+from connectors.postgres.pgoutput import messages as pg
+from connectors.postgres.pgoutput.binary_values import ValueDecoder
+from connectors.postgres.pgoutput.relations import DeferredLocator
 from connectors.postgres.types import quote
-from connectors.postgres.wal_values import ValueDecoder
 
 if TYPE_CHECKING:
     import psycopg

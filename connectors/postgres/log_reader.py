@@ -73,7 +73,6 @@ from cdc_core.capture.events import Begin, Commit, PartialRollback, RawChange, R
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged, TableDescription
 from cdc_core.errors import TerminalError, TransientError
-from connectors.postgres import pgoutput as pg
 from connectors.postgres import rewrites
 from connectors.postgres.connector import split_table
 from connectors.postgres.errors import (
@@ -82,11 +81,13 @@ from connectors.postgres.errors import (
     ends_session,
     lost_connections,
 )
-from connectors.postgres.feedback import end_stream, send_status
 from connectors.postgres.generated import GeneratedColumn, GeneratedValues, generated_columns
 from connectors.postgres.partitions import partition_ancestors
+from connectors.postgres.pgoutput import messages as pg
+from connectors.postgres.pgoutput.binary_values import ValueDecoder, lookup_type
+from connectors.postgres.pgoutput.feedback import end_stream, send_status
+from connectors.postgres.pgoutput.relations import DeferredLocator, RelationTracker
 from connectors.postgres.position import ALIGN, describe_position, lsn_to_int, lsn_to_text
-from connectors.postgres.relations import DeferredLocator, RelationTracker
 from connectors.postgres.replication import (
     PostgresSourceConfig,
     check_wal_level,
@@ -98,7 +99,6 @@ from connectors.postgres.replication import (
 )
 from connectors.postgres.rewrites import ensure_rewrite_triggers
 from connectors.postgres.snapshot import describe_table
-from connectors.postgres.wal_values import ValueDecoder, lookup_type
 
 logger = logging.getLogger(__name__)
 

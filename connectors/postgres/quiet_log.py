@@ -19,7 +19,7 @@ from cdc_core.names import format_table
 from connectors.model import QuietLog
 from connectors.postgres.connector import PostgresConnector
 from connectors.postgres.log_source import source_config
-from connectors.postgres.pgoutput import (
+from connectors.postgres.pgoutput.messages import (
     BeginMessage,
     CommitMessage,
     DeleteMessage,

@@ -24,7 +24,7 @@ from cdc_core.errors import TerminalError
 from connectors.base import arrow_type_of
 from connectors.model import SourceColumn
 from connectors.postgres.errors import ValueContext
-from connectors.postgres.wal_values import TypeInfo, ValueDecoder, decode_timetz
+from connectors.postgres.pgoutput.binary_values import TypeInfo, ValueDecoder, decode_timetz
 from merkle import types as lt
 from merkle.options import TimeRounding
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from connectors.hana.sql import split_table as hana_split
-from connectors.mariadb.schema_tracker import DdlChange, parse_ddl, qualify
-from connectors.oracle.redo_parser import Text, parse_redo
+from connectors.mariadb.binlog.schema_tracker import DdlChange, parse_ddl, qualify
+from connectors.oracle.logminer.redo_parser import Text, parse_redo
 from connectors.oracle.sql import split_table as oracle_split
 
 

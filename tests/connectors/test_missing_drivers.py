@@ -15,7 +15,7 @@ import pytest
 
 from cdc_core.drivers import DRIVER_EXTRAS, driver_import
 from cdc_core.errors import TerminalError
-from connectors.mariadb.binlog_stream import BinlogStream, StreamSettings
+from connectors.mariadb.binlog.stream import BinlogStream, StreamSettings
 from connectors.registry import capture_dialect_for, connector_for
 from validator import cli
 

@@ -77,7 +77,7 @@ _INET = Refusal(
     " pattern ([a-z]+) reads 'inet6' as 'inet', so the mapping never applies; the binlog"
     " carries the 4/16 stored bytes, so the log decoder must turn them into text before the"
     " mapping is enabled (else the pipeline writes bytes into a text column), as it does for"
-    " UUID (connectors/mariadb/binlog_values.py: uuid_text)"
+    " UUID (connectors/mariadb/binlog/values.py: uuid_text)"
 )
 MARIADB_REFUSED: dict[str, Refusal] = {
     **{

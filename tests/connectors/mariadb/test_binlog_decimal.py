@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from connectors.mariadb.binlog_values import _new_decimal
+from connectors.mariadb.binlog.values import _new_decimal
 
 _GROUP_BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)  # bytes for 0..9 digits (decimal.c, dig2bytes)
 

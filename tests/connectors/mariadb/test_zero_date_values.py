@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from connectors.base import key_text
-from connectors.mariadb.binlog_values import _date, _datetime2
+from connectors.mariadb.binlog.values import _date, _datetime2
 from connectors.mariadb.missing_columns import NOT_CONSTANT, constant_default
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
 

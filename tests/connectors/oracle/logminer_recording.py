@@ -14,7 +14,7 @@ Recording format (one JSON object, UTF-8)::
 
 ``origin`` is required: ``hand-written`` (rows composed from the Oracle documentation, never
 seen on a server) or ``captured`` (written by ``RecordingConnection`` from a live session).
-``sql`` names the statement: a constant of ``connectors.oracle.logminer_sql``
+``sql`` names the statement: a constant of ``connectors.oracle.logminer.sql``
 (``CURRENT_SCN``), ``CONTENTS(n)`` / ``ARCHIVED_LOGS(n)`` / ``INDEX_ORGANIZED(n)`` for the
 built ones, ``FLUSH_CREATE`` / ``FLUSH_SEED`` / ``FLUSH_UPDATE`` for the default flush
 table; a statement with no name is recorded as ``{"text": "..."}``. ``binds`` are exact.
@@ -34,8 +34,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from connectors.oracle import logminer_sql as lm
-from connectors.oracle.contents import CONTENTS_COLUMNS
+from connectors.oracle.logminer import sql as lm
+from connectors.oracle.logminer.contents import CONTENTS_COLUMNS
 
 ORIGINS = ("hand-written", "captured")
 

@@ -34,14 +34,14 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged, TableDescription, TableSnapshot
 from cdc_core.errors import ConfigError
 from connectors.model import TableSchema
-from connectors.oracle.contents import (
+from connectors.oracle.errors import RedoParseError
+from connectors.oracle.logminer.contents import (
     DDL,
     ChangeAssembler,
     ContentsRow,
     description_of,
     schema_from_dictionary,
 )
-from connectors.oracle.errors import RedoParseError
 from connectors.oracle.position import position_of
 
 

@@ -9,7 +9,6 @@ import pytest
 
 from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
 from cdc_core.capture.source import TableChanged
-from connectors.oracle.contents import ChangeAssembler, ContentsRow
 from connectors.oracle.errors import (
     DictionaryMismatchError,
     LogMinerPrivilegeError,
@@ -21,6 +20,7 @@ from connectors.oracle.errors import (
     from_driver_error,
 )
 from connectors.oracle.log_reader import LogMinerConfig
+from connectors.oracle.logminer.contents import ChangeAssembler, ContentsRow
 from tests.connectors.oracle.harness import DATA
 from tests.connectors.oracle.replay import load_tables
 

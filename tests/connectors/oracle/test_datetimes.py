@@ -7,14 +7,14 @@ import datetime as dt
 
 import pytest
 
-from connectors.oracle.datetimes import (
+from connectors.oracle.logminer.datetimes import (
     TIMESTAMP_TZ_FORMAT,
     AmbiguousLocalTimeError,
     DatetimeTextError,
     parse_datetime,
 )
-from connectors.oracle.redo_parser import parse_redo
-from connectors.oracle.redo_values import row_images
+from connectors.oracle.logminer.redo_parser import parse_redo
+from connectors.oracle.logminer.redo_values import row_images
 from tests.connectors.oracle.harness import DATA
 from tests.connectors.oracle.replay import load_tables
 

@@ -15,9 +15,9 @@ from cdc_core.capture.events import ABSENT, RowChange
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged
 from connectors.model import SourceColumn
-from connectors.oracle.contents import ContentsRow
 from connectors.oracle.ddl import classify_ddl
 from connectors.oracle.errors import DictionaryMismatchError
+from connectors.oracle.logminer.contents import ContentsRow
 from merkle import types as lt
 from tests.connectors.oracle.harness import DATA
 from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader, load_tables

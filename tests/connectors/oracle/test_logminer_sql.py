@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from connectors.oracle import logminer_sql as lm
-from connectors.oracle.contents import CONTENTS_COLUMNS
 from connectors.oracle.errors import MissingLogError
 from connectors.oracle.log_reader import LogFile, next_window, plan_logs
+from connectors.oracle.logminer import sql as lm
+from connectors.oracle.logminer.contents import CONTENTS_COLUMNS
 from tests.connectors.oracle.harness import DATA
 
 VIEWS: dict[str, list[str]] = json.loads((DATA / "documented_views.json").read_text("utf-8"))
@@ -136,7 +136,7 @@ def test_windows_advance_in_bounded_steps_up_to_the_current_scn() -> None:
 
 
 def test_the_session_reads_values_in_the_formats_the_parser_expects() -> None:
-    from connectors.oracle import redo_values
+    from connectors.oracle.logminer import redo_values
 
     assert f"NLS_DATE_FORMAT = '{redo_values.DATE_FORMAT}'" in lm.SESSION_SETUP
     assert f"NLS_TIMESTAMP_FORMAT = '{redo_values.TIMESTAMP_FORMAT}'" in lm.SESSION_SETUP

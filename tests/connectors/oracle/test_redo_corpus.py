@@ -24,9 +24,9 @@ from cdc_core.capture.events import ABSENT
 from cdc_core.capture.source import RefusedColumnsError, TableDescription
 from cdc_core.ddl.descriptions import TableDescriptions
 from connectors.oracle import errors
-from connectors.oracle.contents import description_of
-from connectors.oracle.redo_parser import parse_redo
-from connectors.oracle.redo_values import row_images
+from connectors.oracle.logminer.contents import description_of
+from connectors.oracle.logminer.redo_parser import parse_redo
+from connectors.oracle.logminer.redo_values import row_images
 from tests.connectors.oracle.corpus import image
 from tests.connectors.oracle.replay import load_tables
 

@@ -10,8 +10,8 @@ import pytest
 from cdc_core.errors import ConfigError
 from connectors.model import SourceColumn, TableSchema
 from connectors.oracle import source_config as sc
-from connectors.oracle.contents import ChangeAssembler, ContentsRow, description_of
 from connectors.oracle.errors import DictionaryMismatchError
+from connectors.oracle.logminer.contents import ChangeAssembler, ContentsRow, description_of
 from connectors.oracle.types import LOB_TYPES
 from merkle import types as lt
 

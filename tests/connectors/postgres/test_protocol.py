@@ -7,9 +7,9 @@ import struct
 import pytest
 
 from cdc_core.errors import TerminalError
-from connectors.postgres import pgoutput as pg
-from connectors.postgres.feedback import status_update
 from connectors.postgres.log_reader import _Positions, _precedes, position_of
+from connectors.postgres.pgoutput import messages as pg
+from connectors.postgres.pgoutput.feedback import status_update
 
 
 def _string(text: str) -> bytes:

@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 
 from connectors.postgres.errors import ValueContext
-from connectors.postgres.wal_values import ValueDecoder, lookup_type
+from connectors.postgres.pgoutput.binary_values import ValueDecoder, lookup_type
 from connectors.registry import connector_for
 from tests.connectors.postgres.helpers import PgCase
 

@@ -12,8 +12,8 @@ import pytest
 from cdc_core.capture.events import RowChange
 from cdc_core.errors import TerminalError
 from connectors.postgres.errors import ValueContext
+from connectors.postgres.pgoutput.binary_values import TypeInfo, ValueDecoder
 from connectors.postgres.snapshot import PostgresSnapshotReader
-from connectors.postgres.wal_values import TypeInfo, ValueDecoder
 from tests.connectors.postgres.helpers import PgCase, read_until_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
@@ -90,7 +90,7 @@ def _sent(case: PgCase, expression: str) -> bytes:
 
 def _decoder(case: PgCase) -> ValueDecoder:
     def lookup(oid: int) -> TypeInfo:
-        from connectors.postgres.wal_values import lookup_type
+        from connectors.postgres.pgoutput.binary_values import lookup_type
 
         return lookup_type(case.connection, oid)
 

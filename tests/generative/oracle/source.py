@@ -33,7 +33,7 @@ from cdc_core.capture.source import (
     TableSnapshot,
 )
 from cdc_core.errors import ContractError
-from connectors.oracle.contents import description_of, schema_from_dictionary
+from connectors.oracle.logminer.contents import description_of, schema_from_dictionary
 from connectors.oracle.position import position_of
 from tests.connectors.oracle.replay import ReplayLogReader
 from tests.generative.oracle.history import History

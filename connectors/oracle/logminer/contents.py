@@ -52,9 +52,9 @@ from connectors.oracle.errors import (
     RedoParseError,
     UnsupportedRedoError,
 )
+from connectors.oracle.logminer.redo_parser import parse_redo
+from connectors.oracle.logminer.redo_values import row_images
 from connectors.oracle.position import position_of
-from connectors.oracle.redo_parser import parse_redo
-from connectors.oracle.redo_values import row_images
 from connectors.oracle.types import LOB_TYPES, OracleColumn, logical_type, refusal
 
 logger = logging.getLogger(__name__)

@@ -34,15 +34,23 @@ from decimal import Decimal, InvalidOperation
 
 from cdc_core.capture.events import ABSENT, UNAVAILABLE
 from connectors.model import TableSchema
-from connectors.oracle.datetimes import (
+from connectors.oracle.errors import DictionaryMismatchError, RedoParseError
+from connectors.oracle.logminer.datetimes import (
     DATE_FORMAT,
     TIMESTAMP_FORMAT,
     TIMESTAMP_TZ_FORMAT,
     AmbiguousLocalTimeError,
     parse_datetime,
 )
-from connectors.oracle.errors import DictionaryMismatchError, RedoParseError
-from connectors.oracle.redo_parser import Call, Concat, Expr, Null, RedoStatement, Text, Unsupported
+from connectors.oracle.logminer.redo_parser import (
+    Call,
+    Concat,
+    Expr,
+    Null,
+    RedoStatement,
+    Text,
+    Unsupported,
+)
 from merkle import types as lt
 from merkle.canonical import Interval
 

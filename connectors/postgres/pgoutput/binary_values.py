@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 
-from connectors.postgres import text_values as tv
 from connectors.postgres.errors import ValueContext
+from connectors.postgres.pgoutput import text_values as tv
 from merkle.types import TIME_TZ_FIELDS
 
 if TYPE_CHECKING:

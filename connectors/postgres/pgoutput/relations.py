@@ -35,7 +35,8 @@ from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.capture.position import Position
 from cdc_core.names import format_table
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
-from connectors.postgres.pgoutput import (
+from connectors.postgres.pgoutput.binary_values import Decode, ValueDecoder
+from connectors.postgres.pgoutput.messages import (
     UNCHANGED_TOAST,
     DeleteMessage,
     InsertMessage,
@@ -46,7 +47,6 @@ from connectors.postgres.pgoutput import (
     TupleValue,
     UpdateMessage,
 )
-from connectors.postgres.wal_values import Decode, ValueDecoder
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.capture.position import Position
 from cdc_core.errors import TerminalError
 from connectors.base import key_text
-from connectors.mariadb.binlog_values import iter_images
+from connectors.mariadb.binlog.schema_tracker import TableLayout
+from connectors.mariadb.binlog.values import iter_images
 from connectors.mariadb.generated import MissingVirtualValueError
-from connectors.mariadb.schema_tracker import TableLayout
 from connectors.mariadb.system_versioning import current_change
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cdc_core.names import format_table
-from connectors.mariadb.binlog_values import (
+from connectors.mariadb.binlog.values import (
     STRING,
     ColumnCodec,
     dated_type,
@@ -299,7 +299,7 @@ def key_warning(table: str, key: Sequence[str], source: KeySource) -> str:
 
 
 def _codec(table: str, column: Any, uuids: AbstractSet[str]) -> ColumnCodec:
-    from connectors.mariadb.binlog_values import UnsupportedColumnError
+    from connectors.mariadb.binlog.values import UnsupportedColumnError
 
     decode = decoder_of(column)
     if decode is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from connectors.oracle.contents import (
+from connectors.oracle.logminer.contents import (
     COMMIT,
     CONTENTS_COLUMNS,
     DDL,
