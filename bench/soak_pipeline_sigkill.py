@@ -1,6 +1,6 @@
 """Soak: SIGKILL ``replcheck cdc run`` many times over a long generated log, check the lake.
 
-The test suite's version (tests/cdc_core/test_pipeline_sigkill.py) uses 20 kill points;
+The test suite's version (tests/cdc_core/pipeline/test_pipeline_sigkill.py) uses 20 kill points;
 this runs as many as asked over a bigger log, and prints what it did.
 
     python -m bench.soak_pipeline_sigkill [--kills 200] [--transactions 20000] [--seed 1]

@@ -1,6 +1,6 @@
 """SIGKILL a running ``replcheck cdc run`` at random moments, restart it, and check the lake.
 
-Shared by the test (tests/cdc_core/test_pipeline_sigkill.py, 20+ kill points) and the soak
+Shared by the test (tests/cdc_core/pipeline/test_pipeline_sigkill.py, 20+ kill points) and the soak
 script (bench/soak_pipeline_sigkill.py, as many as asked).
 """
 

@@ -1,15 +1,15 @@
 """The catalog vocabulary (issue 36, "Method"): column kinds taken from the type matrix.
 
 In ``vocabulary="catalog"`` the generator's column kinds are the type matrix's cases
-(``tests/validator/type_matrix.py``: per type, each product's column spelling and values
+(``tests/validator/type_matrix/type_matrix.py``: per type, each product's column spelling and values
 known to be storable and exact), so every type a server's catalog offers and the pipeline
 carries can appear in a generated table. The matrix's cases come from the servers' catalogs
-(``tests/validator/type_catalog.py``); ``test_vocabulary_coverage.py`` checks that every
+(``tests/validator/type_matrix/type_catalog.py``); ``test_vocabulary_coverage.py`` checks that every
 catalog type is generated here or refused with its reason.
 
 ``left_out`` says which cases the tester does not generate, and why (``LEFT_OUT`` and one
 rule); a catalog type not in the matrix is refused, with its reason, in
-``tests/validator/type_catalog.py``, and so not generated either.
+``tests/validator/type_matrix/type_catalog.py``, and so not generated either.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from connectors.postgres.types import GEOMETRIC
-from tests.validator.type_matrix import CASES
-from tests.validator.type_matrix_values import POSTGRES_TYPES, Case
+from tests.validator.type_matrix.type_matrix import CASES
+from tests.validator.type_matrix.type_matrix_values import POSTGRES_TYPES, Case
 
 VOCABULARIES = ("default", "catalog")
 
@@ -29,7 +29,7 @@ VOCABULARIES = ("default", "catalog")
 LEFT_OUT: Mapping[str, str] = {}
 NO_LAKE_TYPE = (
     "the lake cannot store it (deltalake refuses Arrow's duration: 'Invalid data type for"
-    " Delta Lake'), so the pipeline cannot carry it; tests/validator/type_catalog.py"
+    " Delta Lake'), so the pipeline cannot carry it; tests/validator/type_matrix/type_catalog.py"
 )
 
 
