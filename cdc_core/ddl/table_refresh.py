@@ -44,7 +44,7 @@ from cdc_core.capture.source import (
     TableSnapshot,
 )
 from cdc_core.errors import ContractError
-from cdc_core.lake.sink import REFRESH_SEQ_BASE
+from cdc_core.lake.target import REFRESH_SEQ_BASE
 from cdc_core.state.value_codec import from_tagged, to_tagged
 
 if TYPE_CHECKING:

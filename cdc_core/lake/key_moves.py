@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 from cdc_core.capture.events import CommittedTransaction, RowChange
-from cdc_core.lake.sink import LakeEvent
+from cdc_core.lake.target import LakeEvent
 
 KeyOf = Callable[[str], tuple[str, ...]]
 """The key columns of a table (empty: the table has no key, so no mirror)."""

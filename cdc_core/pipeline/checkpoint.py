@@ -32,6 +32,7 @@ from cdc_core.ddl.table_refresh import RefreshState
 from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
 from cdc_core.files import deleted_on_failure
+from cdc_core.state.directory import StateDirectory
 from cdc_core.state.document import (
     ForbiddenPickleError,
     StateFileCorruptError,
@@ -45,7 +46,6 @@ logger = logging.getLogger(__name__)
 _LEGACY_MAGIC = b"RCCKPT01"  # version 1: a pickle, read once by the migration
 FORMAT = "replcheck.checkpoint"
 VERSION = 2
-FILE_NAME = "checkpoint"
 _FIX = (
     "restore it from a backup, or remove the state directory and the pipeline's lake tables"
     " to start over with a new initial snapshot"
@@ -203,7 +203,7 @@ def _with_defaults(checkpoint: Checkpoint) -> Checkpoint:
 
 def read_checkpoint(state_dir: Path) -> Checkpoint | None:
     """The latest checkpoint in ``state_dir`` (None: the pipeline never checkpointed)."""
-    path = state_dir / FILE_NAME
+    path = StateDirectory(state_dir).checkpoint
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -223,8 +223,8 @@ def write_checkpoint(state_dir: Path, checkpoint: Checkpoint) -> None:
     Raises:
         DiskFullError: No space was left; the previous checkpoint is kept as it was.
     """
-    path = state_dir / FILE_NAME
-    temporary = state_dir / f".{FILE_NAME}.tmp"
+    files = StateDirectory(state_dir)
+    path, temporary = files.checkpoint, files.checkpoint_temporary
     with naming_full_disk(path, state_dir):
         state_dir.mkdir(parents=True, exist_ok=True)
         with deleted_on_failure(temporary), temporary.open("wb") as handle:

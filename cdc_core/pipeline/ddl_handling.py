@@ -29,7 +29,7 @@ from cdc_core.capture.source import (
 from cdc_core.ddl.descriptions import TableDescriptions
 from cdc_core.ddl.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
 from cdc_core.errors import ConfigError, TerminalError
-from cdc_core.lake.sink import LakeEvent, Sink, TableBatch
+from cdc_core.lake.target import LakeEvent, Sink, TableBatch
 from cdc_core.pipeline.checkpoint import Checkpoint
 from cdc_core.pipeline.config import PipelineConfig
 from cdc_core.rebuild.copies import COPY, has_copies, source_key, source_locator, with_copy

@@ -25,7 +25,7 @@ from cdc_core.capture.source import (
 )
 from cdc_core.ddl.descriptions import check_carried
 from cdc_core.errors import TerminalError
-from cdc_core.lake.sink import LakeEvent, Sink
+from cdc_core.lake.target import LakeEvent, Sink
 from cdc_core.pipeline.checkpoint import Checkpoint, write_checkpoint
 from cdc_core.pipeline.config import PipelineConfig
 from cdc_core.pipeline.metrics import MetricsTracker

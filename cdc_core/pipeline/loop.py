@@ -49,7 +49,8 @@ from cdc_core.ddl.table_refresh import TableRefresher
 from cdc_core.errors import ConfigError
 from cdc_core.lake.key_moves import KeyMoves
 from cdc_core.lake.layout import RefreshMarks
-from cdc_core.lake.sink import LakeEvent, LakeSink, Sink, StaleDescriptionError, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, Sink, StaleDescriptionError, TableBatch
 from cdc_core.lake_location import LakeLocation
 from cdc_core.pipeline.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from cdc_core.pipeline.config import PipelineConfig
@@ -65,6 +66,7 @@ from cdc_core.rebuild.full_width import (
 from cdc_core.rebuild.image_store import ImageStoreCorruptError, RowImageStore
 from cdc_core.resync.requests import POLL_S, ResyncRequest, read_requests
 from cdc_core.resync.requests import remove as remove_request
+from cdc_core.state.directory import StateDirectory
 from cdc_core.state.lock import StateLock
 
 logger = logging.getLogger(__name__)
@@ -189,7 +191,7 @@ class Pipeline(FollowsDdl):
     def _open_store(self) -> RowImageStore:
         """The row image store; one cut short names the tables a new snapshot must load."""
         try:
-            return RowImageStore(self.config.state_dir / "images")
+            return RowImageStore(StateDirectory(self.config.state_dir).images)
         except ImageStoreCorruptError as exc:
             tables = ", ".join(sorted(self.tables))
             raise ImageStoreCorruptError(
@@ -377,7 +379,7 @@ class Pipeline(FollowsDdl):
     def _open_buffer(self, checkpoint: Checkpoint) -> TransactionBuffer:
         buffer_config = BufferConfig(
             self.config.memory_budget_bytes,
-            self.config.state_dir / "spill",
+            StateDirectory(self.config.state_dir).spill,
             self.config.max_transaction_age,
             self.config.max_transaction_changes,
         )

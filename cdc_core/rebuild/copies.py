@@ -27,7 +27,7 @@ from dataclasses import replace
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.errors import ContractError
-from cdc_core.lake.sink import LakeEvent
+from cdc_core.lake.target import LakeEvent
 from cdc_core.names import COPY
 from cdc_core.rebuild.image_store import RowImageStore
 

@@ -41,7 +41,8 @@ from cdc_core.lake.layout import (
     meta_fields,
 )
 from cdc_core.lake.mirror_rebuild import merge_or_rebuild
-from cdc_core.lake.sink import REFRESH_SEQ_BASE, fit_to_lake
+from cdc_core.lake.sink import fit_to_lake
+from cdc_core.lake.target import REFRESH_SEQ_BASE
 from cdc_core.names import (
     COMMIT_POS,
     COMMIT_TS,

@@ -23,8 +23,7 @@ from types import TracebackType
 
 from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
-
-FILE_NAME = "lock"
+from cdc_core.state.directory import StateDirectory
 
 
 class StateDirLockedError(TerminalError):
@@ -64,7 +63,7 @@ class StateLock:
             DiskFullError: No space was left to record the holder.
         """
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        path = self.state_dir / FILE_NAME
+        path = StateDirectory(self.state_dir).lock
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # no O_TRUNC: the holder's facts
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -100,7 +99,7 @@ def holder(state_dir: Path) -> str | None:
     """Who runs the pipeline of ``state_dir`` now (None: no process does), for ``cdc
     status``. It tries a shared lock and drops it at once: a run starting in that instant is
     refused as if another had started with it, and says so."""
-    path = state_dir / FILE_NAME
+    path = StateDirectory(state_dir).lock
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.capture.position import Position
 from cdc_core.lake.layout import RefreshMarks
-from cdc_core.lake.sink import Written
+from cdc_core.lake.target import Written
 from cdc_core.names import same_table
 
 if TYPE_CHECKING:

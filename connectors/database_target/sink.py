@@ -44,7 +44,7 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import RefusedColumn, TableDescription
 from cdc_core.errors import TerminalError
 from cdc_core.lake.layout import RefreshMarks
-from cdc_core.lake.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch, Written, unwritten
+from cdc_core.lake.target import REFRESH_SEQ_BASE, LakeEvent, Sink, TableBatch, Written, unwritten
 from cdc_core.pipeline.config import TargetOptions
 from cdc_core.rebuild.copies import has_copies
 from connectors.base import key_text
@@ -89,7 +89,7 @@ def _behind(mark: Written, held: Written) -> bool:
     return (mark.done, mark.seq) < (held.done, held.seq)
 
 
-class DatabaseSink:
+class DatabaseSink(Sink):
     """Writes a pipeline's batches into a database, exactly once (module doc).
 
     Args:

@@ -14,7 +14,8 @@ import pyarrow as pa
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.lake.layout import LakeTable
-from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, TableBatch
 
 TABLE = TableDescription("s.t", pa.schema([("id", pa.int64()), ("v", pa.string())]), ("id",))
 WIDER = TableDescription("s.t", TABLE.schema.append(pa.field("w", pa.int64())), ("id",))

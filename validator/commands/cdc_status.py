@@ -26,8 +26,9 @@ from pathlib import Path
 from cdc_core.capture.position import Position
 from cdc_core.config import mask_url
 from cdc_core.errors import ReplcheckError
-from cdc_core.pipeline.checkpoint import FILE_NAME, Checkpoint
+from cdc_core.pipeline.checkpoint import Checkpoint
 from cdc_core.pipeline.config import PipelineSetup, load_pipeline_config
+from cdc_core.state.directory import StateDirectory
 from cdc_core.state.lock import holder
 from connectors.model import LogStatus
 from connectors.registry import log_status_for, quiet_log_for
@@ -130,7 +131,7 @@ def _read_state(setup: PipelineSetup) -> _State:
 def _read_checkpoint(
     setup: PipelineSetup, directory: Path, running: str | None
 ) -> tuple[Checkpoint | None, Finding]:
-    path = directory / FILE_NAME
+    path = StateDirectory(directory).checkpoint
     topic = "state directory"
     if not path.is_file():
         if running:  # an initial load writes its first checkpoint when it is done

@@ -17,7 +17,8 @@ from cdc_core.capture.source import TableDescription
 from cdc_core.errors import TerminalError
 from cdc_core.lake.layout import LakeTable, append_changelog
 from cdc_core.lake.mirror_state import audit_lake, mirror_read
-from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, TableBatch
 from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID
 
 AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

@@ -12,14 +12,8 @@ import pytest
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.lake.layout import LakeTable, RefreshMarks, high_water_mark, read_progress
-from cdc_core.lake.sink import (
-    LakeEvent,
-    LakeSink,
-    SchemaChangeError,
-    TableBatch,
-    fit_to_lake,
-    net_effect,
-)
+from cdc_core.lake.sink import LakeSink, SchemaChangeError, fit_to_lake, net_effect
+from cdc_core.lake.target import LakeEvent, TableBatch
 from tests.cdc_core.lake_model import read_delta
 
 TS = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)

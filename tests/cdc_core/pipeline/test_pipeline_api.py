@@ -20,9 +20,10 @@ from cdc_core.capture.source import Idle, TableDescription
 from cdc_core.errors import ConfigError
 from cdc_core.lake.layout import LakeTable, high_water_mark
 from cdc_core.lake.sink import LakeSink, SchemaChangeError
-from cdc_core.pipeline.checkpoint import FILE_NAME, CheckpointCorruptError
+from cdc_core.pipeline.checkpoint import CheckpointCorruptError
 from cdc_core.pipeline.initial_load import LakeTableInUseError
 from cdc_core.pipeline.loop import EmittedTransaction, Pipeline, PipelineConfig
+from cdc_core.state.directory import StateDirectory
 from connectors.synthetic.log_reader import SyntheticSource
 from connectors.synthetic.workload import Workload, WorkloadSpec
 from tests.cdc_core.lake_model import (
@@ -219,7 +220,7 @@ def test_corrupt_checkpoint_is_reported_with_the_fix(tmp_path: Path) -> None:
     source = _scripted()
     source.commit([("c", ORDERS, {"id": 1, "qty": 5})])
     _run(tmp_path, source)
-    path = tmp_path / "state" / FILE_NAME
+    path = StateDirectory(tmp_path / "state").checkpoint
     path.write_bytes(path.read_bytes()[:-3])
 
     with pytest.raises(CheckpointCorruptError, match="corrupt or truncated; restore it"):

@@ -15,7 +15,8 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.errors import ContractError, TransientError
 from cdc_core.lake.layout import RESYNC_POSITION_KEY, LakeTable, high_water_mark
-from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, TableBatch
 from cdc_core.names import COMMIT_POS, OP, SEQ
 from cdc_core.resync.rows import (
     REFRESH_SEQ_BASE,

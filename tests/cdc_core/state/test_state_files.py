@@ -41,13 +41,13 @@ from cdc_core.lake.layout import (
     write_progress,
 )
 from cdc_core.pipeline.checkpoint import (
-    FILE_NAME,
     Checkpoint,
     CheckpointCorruptError,
     read_checkpoint,
     write_checkpoint,
 )
 from cdc_core.rebuild.image_store import ImageStoreCorruptError, RowImageStore, from_image_bytes
+from cdc_core.state.directory import StateDirectory
 from cdc_core.state.document import ForbiddenPickleError, StateFileCorruptError, read_json_file
 from tests.cdc_core.kill_loop import ROOT, write_config
 
@@ -118,14 +118,14 @@ def _checkpoint() -> Checkpoint:
 def test_a_planted_checkpoint_pickle_is_refused_naming_the_class(
     tmp_path: Path, marker: Path
 ) -> None:
-    (tmp_path / FILE_NAME).write_bytes(_version_1(b"RCCKPT01", _planted(marker)))
+    StateDirectory(tmp_path).checkpoint.write_bytes(_version_1(b"RCCKPT01", _planted(marker)))
     with pytest.raises(ForbiddenPickleError, match=r"asks for posix\.system") as caught:
         read_checkpoint(tmp_path)
-    assert str(tmp_path / FILE_NAME) in str(caught.value)
+    assert str(StateDirectory(tmp_path).checkpoint) in str(caught.value)
 
 
 def test_a_bare_pickle_as_checkpoint_is_corrupt_not_loaded(tmp_path: Path, marker: Path) -> None:
-    (tmp_path / FILE_NAME).write_bytes(_planted(marker))
+    StateDirectory(tmp_path).checkpoint.write_bytes(_planted(marker))
     with pytest.raises(CheckpointCorruptError, match="restore it from a backup"):
         read_checkpoint(tmp_path)
 
@@ -189,7 +189,9 @@ def test_a_corrupt_row_image_is_an_error_naming_the_store_and_the_fix(tmp_path: 
 def test_cdc_run_refuses_a_planted_checkpoint_and_exits_2(tmp_path: Path, marker: Path) -> None:
     config = write_config(tmp_path, "synthetic:///?seed=3&transactions=20&tables=1")
     (tmp_path / "state").mkdir()
-    (tmp_path / "state" / FILE_NAME).write_bytes(_version_1(b"RCCKPT01", _planted(marker)))
+    (StateDirectory(tmp_path / "state").checkpoint).write_bytes(
+        _version_1(b"RCCKPT01", _planted(marker))
+    )
     command = [sys.executable, "-m", "validator.cli", "cdc", "run", "--config", str(config)]
     process = subprocess.run(
         [*command, "--pipeline", "soak", "--until-caught-up"],
@@ -297,7 +299,7 @@ def test_a_corrupt_progress_file_names_itself_wherever_it_is_read(
 def test_a_checkpoint_is_a_checksummed_json_document_that_round_trips(tmp_path: Path) -> None:
     checkpoint = _checkpoint()
     write_checkpoint(tmp_path, checkpoint)
-    document = json.loads((tmp_path / FILE_NAME).read_text(encoding="utf-8"))
+    document = json.loads((StateDirectory(tmp_path).checkpoint).read_text(encoding="utf-8"))
     assert (document["format"], document["version"]) == ("replcheck.checkpoint", 2)
     assert document["checksum"].startswith("sha256:")
     assert read_checkpoint(tmp_path) == checkpoint
@@ -316,17 +318,17 @@ def test_the_keys_the_lake_is_keyed_by_round_trip_and_default_to_none(tmp_path: 
 
 def test_an_edited_checkpoint_fails_its_checksum_naming_the_file(tmp_path: Path) -> None:
     write_checkpoint(tmp_path, _checkpoint())
-    path = tmp_path / FILE_NAME
+    path = StateDirectory(tmp_path).checkpoint
     path.write_text(path.read_text(encoding="utf-8").replace('"shop"', '"shoq"'), "utf-8")
     with pytest.raises(CheckpointCorruptError, match=f"{path} is corrupt.*checksum"):
         read_checkpoint(tmp_path)
 
 
 def test_a_pickled_checkpoint_is_migrated_once_and_rewritten(tmp_path: Path) -> None:
-    (tmp_path / FILE_NAME).write_bytes((DATA / "checkpoint-v1.bin").read_bytes())
+    StateDirectory(tmp_path).checkpoint.write_bytes((DATA / "checkpoint-v1.bin").read_bytes())
 
     assert read_checkpoint(tmp_path) == _checkpoint()
-    assert (tmp_path / FILE_NAME).read_bytes().startswith(b"{")
+    assert (StateDirectory(tmp_path).checkpoint).read_bytes().startswith(b"{")
     assert read_checkpoint(tmp_path) == _checkpoint()
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.lake.layout import RefreshMarks
-from cdc_core.lake.sink import REFRESH_SEQ_BASE, LakeEvent, TableBatch
+from cdc_core.lake.target import REFRESH_SEQ_BASE, LakeEvent, TableBatch
 from cdc_core.pipeline.config import TargetOptions
 from connectors.database_target.sink import ConflictError, DatabaseSink
 from connectors.model import SourceColumn, TableSchema

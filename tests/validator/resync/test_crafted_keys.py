@@ -19,7 +19,8 @@ import pytest
 
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
-from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, TableBatch
 from tests.private_servers import PostgresServer
 from tests.validator.resync.helpers import result_for, write_config
 from validator.commands.resync import summary_lines

@@ -13,7 +13,8 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableDescription
 from cdc_core.lake.layout import LakeTable
 from cdc_core.lake.mirror_state import mirror_read
-from cdc_core.lake.sink import LakeEvent, LakeSink, TableBatch
+from cdc_core.lake.sink import LakeSink
+from cdc_core.lake.target import LakeEvent, TableBatch
 from tests.validator.lake_sample import AT_12, write_sample_lake
 from validator.engines.spark.lake_target import lake_state_at, replay_state_at
 
