@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from connectors.pipeline import open_pipeline
 from tests.private_servers import MariaDBServer, PostgresServer, running_mariadb, running_postgres
-from validator.cdc_pipeline import open_pipeline
 
 COLUMNS = "id, qty, price, name, note, created"
 MARIADB_TABLE = (

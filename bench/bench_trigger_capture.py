@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from connectors.pipeline import open_pipeline
 from tests.private_servers import PostgresServer, running_postgres
-from validator.cdc_pipeline import open_pipeline
 from validator.commands.capture import change_capture
 
 TABLE_SQL = (

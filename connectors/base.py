@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from cdc_core.errors import ConfigError, ContractError, TerminalError
 from connectors.model import (
+    POSITION_COLUMN,
     Capabilities,
     LogSourceFactory,
     LogStatusReader,
@@ -67,9 +68,21 @@ class Connector(ABC):
     def key_range(self, table: str, column: str) -> tuple[int, int] | None:
         """Min and max of an integer column (None for an empty table)."""
 
-    @abstractmethod
     def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
         """The Arrow schema ``read_partition`` yields: ``columns``, then ``POSITION_COLUMN``."""
+        import pyarrow as pa
+
+        fields = [pa.field(name, self.arrow_type(table, name)) for name in columns]
+        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
+
+    def arrow_type(self, table: TableSchema, name: str) -> pa.DataType:
+        """The Arrow type column ``name`` is read as: its logical type's (``arrow_type_of``);
+        a product overrides it for what it reads otherwise or refuses."""
+        column = table.column(name)
+        if column.ltype is None:
+            raise TerminalError(f"column {name} ({column.native_type}) cannot be read")
+        arrow_type: pa.DataType = arrow_type_of(column.ltype)
+        return arrow_type
 
     @abstractmethod
     def read_partition(

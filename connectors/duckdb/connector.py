@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cdc_core import names
 from cdc_core.drivers import driver_import
 from cdc_core.errors import TerminalError
-from connectors.base import Connector, arrow_type_of, file_path, missing_table
+from connectors.base import Connector, file_path, missing_table
 from connectors.duckdb.product import DUCKDB
 from connectors.duckdb.types import TIMESTAMP_ROUNDING, logical_type
 from connectors.model import (
@@ -113,21 +113,12 @@ class DuckDBConnector(Connector):
             for batch in reader:
                 yield batch.cast(target)
 
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+    def arrow_type(self, table: TableSchema, name: str) -> pa.DataType:
         import pyarrow as pa
 
-        fields = [pa.field(c, self._arrow_type(table.column(c))) for c in columns]
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
-
-    @staticmethod
-    def _arrow_type(column: SourceColumn) -> pa.DataType:
-        import pyarrow as pa
-
-        if column.native_type.upper() in _WIDE_INTEGERS:
+        if table.column(name).native_type.upper() in _WIDE_INTEGERS:
             return pa.decimal128(38, 0)
-        assert column.ltype is not None
-        arrow_type: pa.DataType = arrow_type_of(column.ltype)
-        return arrow_type
+        return super().arrow_type(table, name)
 
     @staticmethod
     def _select_expression(column: SourceColumn) -> str:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
-from cdc_core.errors import ConfigError, TerminalError, TransientError
+from cdc_core.errors import ConfigError, TransientError
 from cdc_core.names import parse_table
-from connectors.base import Connector, arrow_type_of, missing_table
+from connectors.base import Connector, missing_table
 from connectors.hana import sql
 from connectors.hana.product import HANA
 from connectors.hana.types import source_columns
-from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
+from connectors.model import Capabilities, Partition, Snapshot, TableSchema
 from connectors.urls import parse_url
 from merkle import types as lt
 
@@ -132,18 +132,6 @@ class HanaConnector(Connector):
             cursor.execute(sql.key_range(schema, name, column))
             low, high = cursor.fetchone()
         return None if low is None else (int(low), int(high))
-
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
-        import pyarrow as pa
-
-        fields = []
-        for name in columns:
-            ltype = table.column(name).ltype
-            if ltype is None:
-                native = table.column(name).native_type
-                raise TerminalError(f"column {name} ({native}) cannot be read")
-            fields.append(pa.field(name, arrow_type_of(ltype)))
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
 
     def read_partition(
         self,

@@ -23,7 +23,7 @@ from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
-from connectors.base import Connector, arrow_type_of, key_text, missing_table
+from connectors.base import Connector, key_text, missing_table
 from connectors.mariadb.flavour import ServerFlavour, detect_flavour
 from connectors.mariadb.position import describe_position
 from connectors.mariadb.product import MARIADB
@@ -48,7 +48,6 @@ from connectors.mariadb.zero_dates import (
     from_text,
 )
 from connectors.model import (
-    POSITION_COLUMN,
     Capabilities,
     Partition,
     Snapshot,
@@ -225,28 +224,19 @@ class MariaDBConnector(Connector):
             return None
         return int(row[0]), int(row[1])
 
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+    def arrow_type(self, table: TableSchema, name: str) -> pa.DataType:
         import pyarrow as pa
 
-        fields = [pa.field(c, self._arrow_type(table.column(c))) for c in columns]
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
-
-    @staticmethod
-    def _arrow_type(column: SourceColumn) -> pa.DataType:
-        import pyarrow as pa
-
+        column = table.column(name)
         if is_wide_integer(column.native_type):
             return pa.decimal128(20, 0)
-        if column.ltype is None:
-            raise TerminalError(f"column {column.name} ({column.native_type}) cannot be read")
         ltype = column.ltype
         if isinstance(ltype, lt.DecimalType) and (ltype.precision or 0) > MAX_LAKE_DIGITS:
             raise TerminalError(
-                f"column {column.name} is {column.native_type}: more than {MAX_LAKE_DIGITS}"
+                f"column {name} is {column.native_type}: more than {MAX_LAKE_DIGITS}"
                 " digits do not fit Spark's decimals; exclude it or cast it in a view"
             )
-        arrow_type: pa.DataType = arrow_type_of(ltype)
-        return arrow_type
+        return super().arrow_type(table, name)
 
     def read_partition(
         self,

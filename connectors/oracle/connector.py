@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from cdc_core.capture.source import LOCATOR_COLUMN
 from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
-from connectors.base import Connector, arrow_type_of, missing_table
-from connectors.model import POSITION_COLUMN, Capabilities, Partition, Snapshot, TableSchema
+from connectors.base import Connector, missing_table
+from connectors.model import Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.logminer.contents import schema_from_dictionary
 from connectors.oracle.product import ORACLE
@@ -92,21 +92,14 @@ class OracleConnector(Connector):
             (scn,) = cursor.fetchone()
         yield Snapshot(int(scn), str(scn), str(scn), "AS OF the current SCN")
 
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
+    def arrow_type(self, table: TableSchema, name: str) -> pa.DataType:
         import pyarrow as pa
 
-        fields = []
-        for name in columns:
-            if name == LOCATOR_COLUMN:
-                fields.append(pa.field(name, pa.string()))
-                continue
-            ltype = table.column(name).ltype
-            if ltype is None or isinstance(ltype, lt.IntervalType):
-                raise TerminalError(
-                    f"column {name} ({table.column(name).native_type}) cannot be read"
-                )
-            fields.append(pa.field(name, arrow_type_of(ltype)))
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
+        if name == LOCATOR_COLUMN:
+            return pa.string()
+        if isinstance(table.column(name).ltype, lt.IntervalType):
+            raise TerminalError(f"column {name} ({table.column(name).native_type}) cannot be read")
+        return super().arrow_type(table, name)
 
     def read_partition(
         self,

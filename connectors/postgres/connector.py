@@ -19,7 +19,6 @@ from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from connectors.base import Connector, missing_table
 from connectors.model import (
-    POSITION_COLUMN,
     Capabilities,
     Partition,
     Snapshot,
@@ -214,11 +213,8 @@ class PostgresConnector(Connector):
                 raise missing_table(table, self.where) from exc
         return None if low is None or high is None else (int(low), int(high))
 
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
-        import pyarrow as pa
-
-        fields = [pa.field(c, arrow_type(table.column(c))) for c in columns]
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
+    def arrow_type(self, table: TableSchema, name: str) -> pa.DataType:
+        return arrow_type(table.column(name))
 
     def read_partition(
         self,

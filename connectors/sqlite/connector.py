@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table
-from connectors.base import Connector, arrow_type_of, file_path, missing_table
+from connectors.base import Connector, file_path, missing_table
 from connectors.model import (
-    POSITION_COLUMN,
     Capabilities,
     Partition,
     Snapshot,
@@ -84,19 +83,6 @@ class SQLiteConnector(Connector):
                 f"SELECT min({_quote(column)}), max({_quote(column)}) FROM {_quote_table(table)}"
             ).fetchone()
         return None if low is None else (int(low), int(high))
-
-    def arrow_schema(self, table: TableSchema, columns: Sequence[str]) -> pa.Schema:
-        import pyarrow as pa
-
-        fields = []
-        for name in columns:
-            ltype = table.column(name).ltype
-            if ltype is None:
-                raise TerminalError(
-                    f"column {name} ({table.column(name).native_type}) cannot be read"
-                )
-            fields.append(pa.field(name, arrow_type_of(ltype)))
-        return pa.schema([*fields, pa.field(POSITION_COLUMN, pa.int64())])
 
     def read_partition(
         self,

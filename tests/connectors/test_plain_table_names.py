@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cdc_core.lake.layout import LakeTable
+from connectors.pipeline import open_pipeline
 from tests.private_servers import MariaDBServer, PostgresServer
-from validator.cdc_pipeline import open_pipeline
 
 pytestmark = [pytest.mark.integration]
 

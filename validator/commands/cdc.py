@@ -36,8 +36,8 @@ from cdc_core.pipeline.checkpoint import read_checkpoint
 from cdc_core.pipeline.config import PipelineSetup, RetryPolicy, load_pipeline_config
 from cdc_core.pipeline.loop import Pipeline
 from cdc_core.pipeline.metrics import LoadFigures, PipelineMetrics
+from connectors.pipeline import open_pipeline
 from connectors.registry import log_status_for
-from validator.cdc_pipeline import open_pipeline
 from validator.commands.cdc_status import holds_words
 
 logger = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ import pytest
 from cdc_core.capture.events import CommittedTransaction
 from cdc_core.capture.position import Position
 from cdc_core.pipeline.metrics import RATE_WINDOW_S, MetricsTracker
+from connectors.pipeline import open_pipeline
 from tests.cli_runs import catch_up, write_config
 from tests.private_servers import PostgresServer
-from validator.cdc_pipeline import open_pipeline
 from validator.commands.cdc import describe_progress
 
 

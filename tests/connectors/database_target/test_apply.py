@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_core.errors import TerminalError
+from connectors.pipeline import open_pipeline
 from tests.connectors.database_target.conftest import Databases
 from tests.private_servers import MariaDBServer, PostgresServer
-from validator.cdc_pipeline import open_pipeline
 from validator.config import load_validator_config
 from validator.job import validate
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from cdc_core.errors import ConfigError
+from connectors.pipeline import open_pipeline
 from tests.connectors.database_target.conftest import Databases
 from tests.live_writer import updating
-from validator.cdc_pipeline import open_pipeline
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
 from validator.job import validate

@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from cdc_core.capture.source import RefusedColumnsError
+from connectors.pipeline import open_pipeline
 from tests.private_servers import MariaDBServer, PostgresServer
-from validator.cdc_pipeline import open_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]
 

@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from cdc_core.capture.events import ABSENT
 from cdc_core.lake.layout import LakeTable
 from cdc_core.names import META_COLUMNS
+from connectors.pipeline import open_pipeline
 from tests.cli_runs import catch_up, write_config
 from tests.connectors.postgres.helpers import PgCase, committed, read_until_end, shown
 from tests.private_servers import PostgresServer
-from validator.cdc_pipeline import open_pipeline
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

@@ -293,7 +293,7 @@ def test_cdc_run_killed_under_concurrent_writers_ends_equal_to_the_source(
 def test_the_initial_load_meets_the_capture_and_the_pipeline_follows_it(
     pg: PgCase, tmp_path: Path
 ) -> None:
-    from validator.cdc_pipeline import open_pipeline
+    from connectors.pipeline import open_pipeline
 
     _install(pg)
     pg.sql("INSERT INTO t SELECT g, 'before', g, now() FROM generate_series(1, 20) g")
@@ -328,7 +328,7 @@ def test_a_rolled_back_last_commit_value_does_not_hold_the_end_back(pg: PgCase) 
 
 
 def test_a_truncate_is_captured_in_its_place_in_the_transaction(pg: PgCase, tmp_path: Path) -> None:
-    from validator.cdc_pipeline import open_pipeline
+    from connectors.pipeline import open_pipeline
 
     _install(pg)
     pg.sql("INSERT INTO t SELECT g, 'before', g, now() FROM generate_series(1, 5) g")
