@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -54,7 +54,7 @@ from cdc_core.lake.target import LakeEvent, Sink, StaleDescriptionError, TableBa
 from cdc_core.lake_location import LakeLocation
 from cdc_core.pipeline.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from cdc_core.pipeline.config import PipelineConfig
-from cdc_core.pipeline.ddl_handling import FollowsDdl
+from cdc_core.pipeline.ddl_follower import DdlFollower, RunState
 from cdc_core.pipeline.initial_load import LoadContext, load_tables
 from cdc_core.pipeline.metrics import MetricsTracker, PipelineMetrics
 from cdc_core.rebuild.copies import source_key
@@ -88,7 +88,7 @@ class EmittedTransaction:
 TransactionCallback = Callable[[EmittedTransaction], None]
 
 
-class Pipeline(FollowsDdl):
+class Pipeline:
     """Replicates a source's captured tables into the lake, exactly once.
 
     Args:
@@ -114,13 +114,15 @@ class Pipeline(FollowsDdl):
     ) -> None:
         self.config = config
         self.reader = reader
-        self.snapshots = snapshots
-        self.tables = config.tables.select(tables if tables is not None else _listed(config))
+        selected = config.tables.select(tables if tables is not None else _listed(config))
+        self._shared = RunState(Checkpoint(config.name, None, None, None), selected)
         self._callbacks = [on_transaction] if on_transaction else []
         self._stop = threading.Event()
         self._metrics = MetricsTracker()
         self._sink = sink if sink is not None else LakeSink(_lake_of(config), config.name)
         self._descriptions = TableDescriptions(reader, config.tables.ignore_columns)
+        self._ddl = DdlFollower(config, reader, self._shared, self._descriptions, self._sink, self)
+        self.snapshots = snapshots
         self._pending: dict[str, TableBatch] = {}
         self._pending_transactions: list[EmittedTransaction] = []
         self._pending_events = 0
@@ -130,15 +132,29 @@ class Pipeline(FollowsDdl):
         self._written_marks = RefreshMarks()  # the refresh marks the progress file holds
         self._refresher = TableRefresher((), {})  # the checkpoint's, once the loop starts
         self._checkpoints = 0
-        self._added: list[str] = []  # tables add_tables() asked for, not started yet
-        self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
-        self._added_lock = threading.Lock()
-        self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # see _on_inexact
-        self._stale: dict[str, Position] = {}  # see _shaped_before_ddl
         self._resync_polled = 0.0  # see _take_resync_requests
         self._resync_taken: list[ResyncRequest] = []  # removed once a checkpoint holds them
 
     # -- public API -------------------------------------------------------------------
+
+    @property
+    def tables(self) -> list[str]:
+        """The captured tables (a table the accept policy or a DDL adds joins them)."""
+        return self._shared.tables
+
+    @property
+    def snapshots(self) -> SnapshotReader | None:
+        """Reads a table's rows for an initial load or a refresh."""
+        return self._ddl.snapshots
+
+    @snapshots.setter
+    def snapshots(self, reader: SnapshotReader | None) -> None:
+        self._ddl.snapshots = reader
+
+    def add_tables(self, tables: Sequence[str]) -> None:
+        """Capture more tables without stopping: each is loaded by a table refresh at the
+        next quiet moment of the log (thread-safe)."""
+        self._ddl.add_tables(tables)
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, checkpoints and returns (thread-safe)."""
@@ -169,6 +185,8 @@ class Pipeline(FollowsDdl):
             ready.clear()
 
     # -- the loop ---------------------------------------------------------------------
+    # flush, record_checkpoint, batch_full, rebuild_config and add_pending are also what the
+    # DDL follower asks of the loop (``ddl_follower.LoopHooks``).
 
     def _run(self, until: Position | None) -> Position | None:
         reached = None
@@ -215,42 +233,43 @@ class Pipeline(FollowsDdl):
         """Record the shape of each table not loaded yet *before* its snapshot: a DDL right
         after the snapshot would otherwise be in the recorded shape, and a quiet log would
         never show it (a DDL before the snapshot only costs one needless refresh)."""
-        self._checkpoint = checkpoint
+        self._shared.checkpoint = checkpoint
         for table in self.tables:
             if table not in checkpoint.shapes and table not in checkpoint.loaded:
-                self._record_shape(table)
-        return self._checkpoint
+                self._ddl.record_shape(table)
+        return self._shared.checkpoint
 
     def _stream(self, checkpoint: Checkpoint, until: Position | None) -> Iterator[Position | None]:
         for table in self.tables:
             self.describe(table)  # fails early on a missing table; keys for the rebuild
-        self._checkpoint = checkpoint
+        self._shared.checkpoint = checkpoint
         unseen = [t for t in self.tables if t not in checkpoint.shapes]
         for table in unseen:
-            self._record_shape(table)  # loaded from the source as it is now
+            self._ddl.record_shape(table)  # loaded from the source as it is now
         if unseen and isinstance(self.reader, OmitsDdl):
-            write_checkpoint(self.config.state_dir, self._checkpoint)
-        checkpoint = self._checkpoint
+            write_checkpoint(self.config.state_dir, self._shared.checkpoint)
+        checkpoint = self._shared.checkpoint
         buffer = self._open_buffer(checkpoint)
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
-        self._rebuilder = Rebuilder(self._store, self._rebuild_config(), self._on_inexact)
+        self._rebuilder = Rebuilder(self._store, self.rebuild_config(), self._ddl.on_inexact)
         self._refresher = TableRefresher(checkpoint.refreshes, checkpoint.stale)
+        self._ddl.attach(self._store, self._refresher, self._rebuilder)
         self._written_marks = self._marks()
-        self._tell_rebuilder()
-        self._checkpoint, self._buffer = checkpoint, buffer
+        self._ddl.tell_rebuilder()
+        self._shared.checkpoint, self._buffer = checkpoint, buffer
         self._take_resync_requests(now=True)
         start = buffer.safe_restart_position() or checkpoint.resume_at or checkpoint.lake_position
         if self._caught_up(until):
-            # Caught up already: only the position reached is recorded (see _flush). The
+            # Caught up already: only the position reached is recorded (see flush). The
             # catalog is still checked: a run stopped before its periodic check may have
             # read past a DDL the log does not show.
-            yield from self._flush(checkpoint.lake_position)
+            yield from self.flush(checkpoint.lake_position)
             self._metrics.caught_up()
             yield checkpoint.lake_position
             return
         logger.info("pipeline %s reading the log from %s", self.config.name, start)
-        self._fetch_chunk()
+        self._ddl.fetch_chunk()
         for item in self.reader.iter_changes(start):
             if type(item) is RowChange:  # the common case: the buffer holds it until its commit
                 self._feed(item)
@@ -258,41 +277,41 @@ class Pipeline(FollowsDdl):
                     break
                 continue
             if isinstance(item, TableChanged):
-                yield from self._on_table_changed(item)
+                yield from self._ddl.on_table_changed(item)
                 continue
             if isinstance(item, Idle):
                 yield from self._on_idle(item)
                 if self._stop.is_set():
                     break  # a quiet log yields only Idle: stop() must be honoured here too
-                if self._done(item.position, until) and not self._schemas_changed(item, True):
+                if self._done(item.position, until) and not self._ddl.schemas_changed(item, True):
                     break
                 continue
             if isinstance(item, Commit):  # a chunk read before this commit goes first
-                yield from self._refresh_upto(item.position.value - 1)
+                yield from self._ddl.refresh_upto(item.position.value - 1)
             for transaction in self._feed(item):
                 if self._pending_events + transaction.change_count > self.config.batch_max_events:
-                    yield from self._flush(None, checkpoint=False)  # keep batches bounded
+                    yield from self.flush(None, checkpoint=False)  # keep batches bounded
                 parted = self._collect(transaction)
                 if parted:  # its last part goes now: a marker covers only the latest part
-                    yield from self._flush(None)
-                yield from self._reload_stale()
+                    yield from self.flush(None)
+                yield from self._ddl.reload_stale()
             if isinstance(item, Commit):
-                yield from self._refresh_upto(item.position.value)
+                yield from self._ddl.refresh_upto(item.position.value)
                 self._take_resync_requests()
-                if self._batch_full() or self._done(item.position, until):
-                    yield from self._flush(None)
+                if self.batch_full() or self._done(item.position, until):
+                    yield from self.flush(None)
             if self._stop.is_set() or self._caught_up(until):
                 break
         self._flush_last()
-        if _reached(self._checkpoint.lake_position, until):
+        if _reached(self._shared.checkpoint.lake_position, until):
             self._metrics.caught_up()  # until was the log's end: no lag as of then
-        yield self._checkpoint.lake_position
+        yield self._shared.checkpoint.lake_position
 
     def _caught_up(self, until: Position | None) -> bool:
         """The lake has reached ``until`` and the catalog shows no DDL the log does not
         (``_schemas_changed``: a run ending on a commit does not pass an idle check)."""
-        reached = self._checkpoint.lake_position
-        return self._done(reached, until) and not self._schemas_changed(Idle(reached), True)
+        reached = self._shared.checkpoint.lake_position
+        return self._done(reached, until) and not self._ddl.schemas_changed(Idle(reached), True)
 
     def _done(self, position: Position | None, until: Position | None) -> bool:
         """``until`` is reached and no table refresh is under way."""
@@ -302,13 +321,13 @@ class Pipeline(FollowsDdl):
         """Tables added meanwhile start loading, tables whose columns changed without DDL in
         the log are refreshed, and a held chunk the stream passed goes."""
         if idle.position is not None:
-            self._take_added_tables(idle.position)
+            self._ddl.take_added_tables(idle.position)
             self._take_resync_requests()
             if self._pending_events:  # a table the check loads again goes to new lake tables
-                yield from self._flush(None)
-            self._schemas_changed(idle, False)
-            yield from self._refresh_upto(idle.position.value)
-        yield from self._flush(idle.position)
+                yield from self.flush(None)
+            self._ddl.schemas_changed(idle, False)
+            yield from self._ddl.refresh_upto(idle.position.value)
+        yield from self.flush(idle.position)
         if idle.position is not None and not self._pending_events:
             self._metrics.caught_up()  # at the log's end with everything read written
 
@@ -322,10 +341,10 @@ class Pipeline(FollowsDdl):
         taken = {request.path for request in self._resync_taken}
         for request in read_requests(lake, self.tables):
             if request.path not in taken:
-                self._refresh_keys(request)
+                self._ddl.refresh_keys(request)
                 self._resync_taken.append(request)
 
-    def _add_pending(
+    def add_pending(
         self, txid: str, position: Position, table: str, events: list[LakeEvent]
     ) -> None:
         """Pending events of a pseudo-transaction at ``position`` (the stream has passed it)."""
@@ -373,7 +392,7 @@ class Pipeline(FollowsDdl):
 
     def _flush_last(self) -> None:
         """Write what is pending at the position of the last commit fed."""
-        for _ in self._flush(None):
+        for _ in self.flush(None):
             pass
 
     def _open_buffer(self, checkpoint: Checkpoint) -> TransactionBuffer:
@@ -387,7 +406,7 @@ class Pipeline(FollowsDdl):
             return TransactionBuffer(buffer_config)
         return TransactionBuffer.restore(buffer_config, checkpoint.buffer)
 
-    def _rebuild_config(self) -> RebuildConfig:
+    def rebuild_config(self) -> RebuildConfig:
         keys = self._descriptions.keys()
         return RebuildConfig(
             key_columns=keys,
@@ -405,15 +424,17 @@ class Pipeline(FollowsDdl):
         """
         self._last_commit = transaction.commit_pos
         events: list[tuple[str, LakeEvent]] = []
-        in_lake = self._checkpoint.lake_position
+        in_lake = self._shared.checkpoint.lake_position
         part, total = 0, 0
         moves = KeyMoves(transaction, self._descriptions.key_of)
         for committed in transaction.changes:
             table = committed.change.table
-            loaded_at = self._checkpoint.loaded.get(table)
+            loaded_at = self._shared.checkpoint.loaded.get(table)
             if loaded_at is not None and transaction.commit_pos <= loaded_at:
                 continue  # in the table's initial snapshot, and its image store
-            if self._shaped_before_ddl(committed.change, transaction.commit_pos, moves.key(table)):
+            if self._ddl.shaped_before_ddl(
+                committed.change, transaction.commit_pos, moves.key(table)
+            ):
                 continue  # a refresh after it reads its effect from the source
             try:
                 change = self._rebuilder.rebuild(committed, transaction.commit_pos)
@@ -422,9 +443,9 @@ class Pipeline(FollowsDdl):
                 continue
             if change.op == "u":
                 self._moved_under_refresh(change)
-            if self._reads.get(table):
+            if self._ddl.reads_pending(table):
                 moved = (committed.change.locator, change.locator)
-                self._check_reads(table, moved, transaction.commit_pos)
+                self._ddl.check_reads(table, moved, transaction.commit_pos)
             if in_lake is not None and transaction.commit_pos <= in_lake:
                 continue  # re-read after a restart: the lake has it
             for event in moves.events(committed.change, change, committed.seq):
@@ -469,13 +490,13 @@ class Pipeline(FollowsDdl):
         """The table's lake description (without ignored columns)."""
         return self._descriptions.get(table)
 
-    def _batch_full(self) -> bool:
+    def batch_full(self) -> bool:
         age = time.monotonic() - self._batch_started
         return self._pending_events >= self.config.batch_max_events or (
             age >= self.config.batch_max_seconds
         )
 
-    def _flush(
+    def flush(
         self, idle_at: Position | None, *, checkpoint: bool = True
     ) -> Iterator[Position | None]:
         """Write the pending batch, flush the store, checkpoint; yields the lake position.
@@ -484,7 +505,7 @@ class Pipeline(FollowsDdl):
         state may not be recorded) the batch is written and the checkpoint waits.
         """
         position = self._flush_position(idle_at)
-        previous = self._written_upto or self._checkpoint.lake_position
+        previous = self._written_upto or self._shared.checkpoint.lake_position
         # A refresh chunk may arrive at the position already written (a quiet source); one
         # that ends a refresh without an event still changes the marks, which must be written.
         # The first flush of a run writes even an empty batch: the sink records the position
@@ -496,15 +517,15 @@ class Pipeline(FollowsDdl):
             position is not None and (position < previous or (position == previous and unchanged))
         )
         if position is None or behind:
-            recorded = self._checkpoint.lake_position
+            recorded = self._shared.checkpoint.lake_position
             if checkpoint and position is not None and (recorded is None or position > recorded):
-                self._record_checkpoint(position)  # written before, not yet checkpointed
+                self.record_checkpoint(position)  # written before, not yet checkpointed
             return
         written = self._write_batch(position)
         self._store.flush()
         self._written_upto = position
         if checkpoint:
-            self._record_checkpoint(position)
+            self.record_checkpoint(position)
         self._metrics.flushed(written, position, self._buffer)
         for transaction in self._pending_transactions:
             for callback in self._callbacks:
@@ -538,8 +559,7 @@ class Pipeline(FollowsDdl):
         """Where the lake is not exact: tables under refresh, windows of finished ones, and
         tables whose changes since a position were dropped for a reload about to begin (the
         batch written before it must not show them exact: ``_reload_stale``)."""
-        dropped = {table: since.value for table, since in self._stale.items()}
-        refreshing = {**dropped, **self._refresher.refreshing()}
+        refreshing = {**self._ddl.dropped(), **self._refresher.refreshing()}
         return RefreshMarks(refreshing, dict(self._refresher.stale))
 
     def _write_batch_with(self, write: Callable[[], int]) -> int:
@@ -597,23 +617,23 @@ class Pipeline(FollowsDdl):
         batch.description = self._descriptions.get(table)
         return True
 
-    def _record_checkpoint(self, position: Position) -> None:
+    def record_checkpoint(self, position: Position) -> None:
         state = self._buffer.checkpoint_state()
         checkpoint = replace(
-            self._checkpoint,
+            self._shared.checkpoint,
             lake_position=position,
             resume_at=self._buffer.safe_restart_position() or position,
             buffer=state,
             refreshes=tuple(self._refresher.states),
             stale=dict(self._refresher.stale),
-            last_commit=self._metrics.newest_commit or self._checkpoint.last_commit,
+            last_commit=self._metrics.newest_commit or self._shared.checkpoint.last_commit,
         )
         write_checkpoint(self.config.state_dir, checkpoint)
         for request in self._resync_taken:  # the checkpoint holds their refreshes now
             remove_request(request)
         self._resync_taken.clear()
         self._buffer.release_checkpoint(state)
-        self._checkpoint = checkpoint
+        self._shared.checkpoint = checkpoint
         if isinstance(self.reader, AcknowledgesPositions):
             self.reader.acknowledge(position)
         self._checkpoints += 1

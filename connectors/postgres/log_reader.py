@@ -40,7 +40,7 @@ not streamed before that abort is decoded), so each undo removes exactly one of 
 Subtransactions aborted before they were streamed never reach the stream.
 
 DDL. Logical decoding shows none: a table's new columns show in its next Relation message
-(or in the catalog while the log is quiet, ``cdc_core.pipeline.ddl_handling``), and DDL that changes
+(or in the catalog while the log is quiet, ``cdc_core.pipeline.ddl_follower``), and DDL that changes
 stored values but no column (a same-type ``USING`` rewrite, an enum value renamed) in the
 transactional messages the event triggers of ``rewrites.py`` write into its transaction.
 Either is a ``TableChanged`` that refreshes the table.

@@ -21,6 +21,7 @@ import pytest
 from cdc_core.capture.filters import TableFilter
 from cdc_core.lake.layout import LakeTable, high_water_mark
 from cdc_core.names import COMMIT_POS, META_COLUMNS, OP
+from cdc_core.pipeline.ddl_follower import DdlFollower
 from cdc_core.pipeline.loop import Pipeline, PipelineConfig
 from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state, read_delta
@@ -226,7 +227,7 @@ def test_a_run_that_starts_caught_up_still_checks_the_catalog(
         pipeline.run_until_caught_up()  # the initial load
         case.sql("ALTER TABLE t RENAME COLUMN s TO label")
         with monkeypatch.context() as patch:  # a run stopped before its check
-            patch.setattr(Pipeline, "_schemas_changed", lambda self, idle, now: False)
+            patch.setattr(DdlFollower, "schemas_changed", lambda self, idle, now: False)
             pipeline.run_until_caught_up()
         pipeline.run_until_caught_up()
 

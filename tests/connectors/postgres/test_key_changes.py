@@ -128,7 +128,7 @@ def test_a_refresh_the_schema_check_starts_keeps_the_changes_before_it_out_of_th
     tables in the old shape, as extra rows (found by the generative tester,
     postgres-default seed 4034)."""
     # at every quiet moment
-    monkeypatch.setattr("cdc_core.pipeline.ddl_handling.SCHEMA_CHECK_S", 0.0)
+    monkeypatch.setattr("cdc_core.pipeline.ddl_follower.SCHEMA_CHECK_S", 0.0)
     case.sql(
         "CREATE TABLE k (a int, b text)",
         "ALTER TABLE k REPLICA IDENTITY FULL",

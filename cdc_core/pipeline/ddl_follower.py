@@ -1,8 +1,9 @@
 """The pipeline's side of DDL: table refreshes (``cdc_core.ddl.table_refresh``), tables added
 while running, and the schema checks of logs that do not show DDL.
 
-A mixin of ``cdc_core.pipeline.loop.Pipeline``, kept apart because it is one concern: how the
-pipeline follows the source's DDL. It uses the pipeline's state declared below.
+``DdlFollower`` is a collaborator of ``cdc_core.pipeline.loop.Pipeline``: one concern, how
+the pipeline follows the source's DDL, with what it shares with the loop named in its
+constructor (``RunState``, ``LoopHooks``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from cdc_core.capture.events import ABSENT, RowChange
 from cdc_core.capture.position import Position
@@ -29,7 +31,7 @@ from cdc_core.capture.source import (
 from cdc_core.ddl.descriptions import TableDescriptions
 from cdc_core.ddl.table_refresh import REFRESH_SEQ_BASE, RefreshState, TableRefresher, iter_rows
 from cdc_core.errors import ConfigError, TerminalError
-from cdc_core.lake.target import LakeEvent, Sink, TableBatch
+from cdc_core.lake.target import LakeEvent, Sink
 from cdc_core.pipeline.checkpoint import Checkpoint
 from cdc_core.pipeline.config import PipelineConfig
 from cdc_core.rebuild.copies import COPY, has_copies, source_key, source_locator, with_copy
@@ -41,45 +43,97 @@ logger = logging.getLogger("cdc_core.pipeline.loop")
 SCHEMA_CHECK_S = 10.0  # how often a log without DDL has its tables' columns compared
 
 
-class FollowsDdl:
-    """DDL handling for ``Pipeline`` (see the module doc)."""
+@dataclass
+class RunState:
+    """What a run's loop and its DDL follower share: the checkpoint as it is being built
+    (replaced, never changed in place) and the captured tables (a list both extend)."""
 
-    config: PipelineConfig
-    reader: LogReader
-    snapshots: SnapshotReader | None
+    checkpoint: Checkpoint
     tables: list[str]
-    _checkpoint: Checkpoint
-    _descriptions: TableDescriptions
-    _sink: Sink
-    _store: RowImageStore
-    _refresher: TableRefresher
-    _rebuilder: Rebuilder
-    _added: list[str]
-    _added_lock: threading.Lock
-    _schema_checked: tuple[float, Position | None]
-    _pending_events: int
-    _last_commit: Position | None
-    _flush: Callable[..., Iterator[Position | None]]
-    _record_checkpoint: Callable[[Position], None]
-    _batch_of: Callable[[str], TableBatch]
-    _batch_full: Callable[[], bool]
-    _rebuild_config: Callable[[], RebuildConfig]
-    _add_pending: Callable[[str, Position, str, list[LakeEvent]], None]
-    _reads: dict[str, list[tuple[Hashable, Position, Position]]]
-    _stale: dict[str, Position]
 
-    def _schemas_changed(self, idle: Idle, now: bool) -> bool:
+
+class LoopHooks(Protocol):
+    """What the DDL follower asks of the pipeline's loop."""
+
+    def flush(self, idle_at: Position | None) -> Iterator[Position | None]:
+        """Write the pending batch and checkpoint; yields the lake position."""
+        ...
+
+    def record_checkpoint(self, position: Position) -> None:
+        """Record the run's checkpoint as reaching ``position``."""
+        ...
+
+    def batch_full(self) -> bool:
+        """Whether the pending batch should be written now."""
+        ...
+
+    def rebuild_config(self) -> RebuildConfig:
+        """The rebuild's configuration from the tables' current descriptions."""
+        ...
+
+    def add_pending(
+        self, txid: str, position: Position, table: str, events: list[LakeEvent]
+    ) -> None:
+        """Add a pseudo-transaction's events (a refresh chunk) to the pending batch."""
+        ...
+
+
+class DdlFollower:
+    """How a pipeline follows its source's DDL (see the module doc).
+
+    It shares the run's checkpoint and captured tables (``RunState``) with the pipeline's
+    loop, writes through the loop's ``flush`` and ``record_checkpoint``, and adds a
+    refresh's rows to the loop's batch with ``add_pending``. The row image store, the
+    refresher and the rebuilder exist once a run starts: ``attach``.
+    """
+
+    def __init__(
+        self,
+        config: PipelineConfig,
+        reader: LogReader,
+        run: RunState,
+        descriptions: TableDescriptions,
+        sink: Sink,
+        loop: LoopHooks,
+    ) -> None:
+        self.config = config
+        self.reader = reader
+        self.snapshots: SnapshotReader | None = None
+        self._shared = run
+        self._descriptions = descriptions
+        self._sink = sink
+        self._loop = loop
+        self._added: list[str] = []  # tables add_tables() asked for, not started yet
+        self._added_lock = threading.Lock()
+        self._schema_checked: tuple[float, Position | None] = (0.0, None)  # at first idle
+        self._reads: dict[str, list[tuple[Hashable, Position, Position]]] = {}  # on_inexact
+        self._stale: dict[str, Position] = {}  # see shaped_before_ddl
+
+    def attach(self, store: RowImageStore, refresher: TableRefresher, rebuilder: Rebuilder) -> None:
+        """The parts a run opens: the row image store, the refresher, the rebuilder."""
+        self._store, self._refresher, self._rebuilder = store, refresher, rebuilder
+
+    def reads_pending(self, table: str) -> bool:
+        """Whether rows of ``table`` were read ahead of the stream (``on_inexact``)."""
+        return bool(self._reads.get(table))
+
+    def dropped(self) -> dict[str, int]:
+        """Tables whose changes since a position were dropped for a reload about to begin
+        (``shaped_before_ddl``), with that position."""
+        return {table: since.value for table, since in self._stale.items()}
+
+    def schemas_changed(self, idle: Idle, now: bool) -> bool:
         """For a log without DDL (``OmitsDdl``): every ``SCHEMA_CHECK_S``, or ``now``,
         compare each table's shape with the one last seen; refresh those that changed. The
         shape was last seen unchanged at the previous check, so a refresh counts from there."""
         due = now or time.monotonic() - self._schema_checked[0] >= SCHEMA_CHECK_S
         if not isinstance(self.reader, OmitsDdl) or idle.position is None or not due:
             return False
-        since = self._schema_checked[1] or self._checkpoint.lake_position or idle.position
+        since = self._schema_checked[1] or self._shared.checkpoint.lake_position or idle.position
         self._schema_checked = (time.monotonic(), idle.position)
         changed = False
-        for table in list(self.tables):
-            seen = self._checkpoint.shapes.get(table)
+        for table in list(self._shared.tables):
+            seen = self._shared.checkpoint.shapes.get(table)
             if seen is not None and seen != self.reader.table_shape(table):
                 self._start_refresh(table, since, "its definition changed at the source")
                 changed = True
@@ -91,16 +145,16 @@ class FollowsDdl:
         return changed
 
     def _created_without_rows(self, reader: OmitsDdl) -> list[str]:
-        known = set(self.tables)
+        known = set(self._shared.tables)
         return [
             t for t in reader.source_tables() if t not in known and self.config.tables.captures(t)
         ]
 
-    def _record_shape(self, table: str) -> None:
+    def record_shape(self, table: str) -> None:
         """Remember the table's shape as the lake now follows it (``OmitsDdl`` logs)."""
         if isinstance(self.reader, OmitsDdl):
-            shapes = {**self._checkpoint.shapes, table: self.reader.table_shape(table)}
-            self._checkpoint = replace(self._checkpoint, shapes=shapes)
+            shapes = {**self._shared.checkpoint.shapes, table: self.reader.table_shape(table)}
+            self._shared.checkpoint = replace(self._shared.checkpoint, shapes=shapes)
 
     def add_tables(self, tables: Sequence[str]) -> None:
         """Capture more tables without stopping: each is loaded by a table refresh at the
@@ -108,17 +162,17 @@ class FollowsDdl:
         with self._added_lock:
             self._added.extend(tables)
 
-    def _take_added_tables(self, position: Position) -> None:
+    def take_added_tables(self, position: Position) -> None:
         with self._added_lock:
             added, self._added = self._added, []
         for table in added:
-            if table not in self.tables:
+            if table not in self._shared.tables:
                 self._start_refresh(table, position, "added to the running pipeline")
 
-    def _on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
+    def on_table_changed(self, change: TableChanged) -> Iterator[Position | None]:
         """Act on a DDL the connector classified (``TableChanged``), once."""
         table = change.table
-        seen = self._checkpoint.ddl_seen.get(table)
+        seen = self._shared.checkpoint.ddl_seen.get(table)
         if not self.config.tables.captures(table) or (seen and change.position <= seen):
             return  # not captured (the reader may see every table's DDL), or acted on before
         if change.action == "stop":
@@ -126,17 +180,17 @@ class FollowsDdl:
                 f"{change.reason} (table {table}, at {change.position}: {change.statement})",
                 {"table": table, "position": change.position.text},
             )
-        self._check_reads(table, (), change.position)
-        yield from self._flush(None)  # what came before the DDL, under the old schema
+        self.check_reads(table, (), change.position)
+        yield from self._loop.flush(None)  # what came before the DDL, under the old schema
         logger.info(
             "DDL on %s at %s (%s): %s", table, change.position, change.action, change.statement
         )
-        ddl_seen = {**self._checkpoint.ddl_seen, table: change.position}
-        self._checkpoint = replace(self._checkpoint, ddl_seen=ddl_seen)
+        ddl_seen = {**self._shared.checkpoint.ddl_seen, table: change.position}
+        self._shared.checkpoint = replace(self._shared.checkpoint, ddl_seen=ddl_seen)
         # A table without a key is located by all its columns: new columns move every row's
         # locator, and its copies are numbered again by a refresh (cdc_core.rebuild.copies).
-        numbered = table in self.tables and has_copies(self._descriptions.get(table).key)
-        if change.action == "schema" and table in self.tables and not numbered:
+        numbered = table in self._shared.tables and has_copies(self._descriptions.get(table).key)
+        if change.action == "schema" and table in self._shared.tables and not numbered:
             self._follow_schema(table, change)
         else:
             self._start_refresh(table, change.position, change.reason or change.statement)
@@ -146,7 +200,7 @@ class FollowsDdl:
         lake holds with a type that cannot hold the new one's values (dropped and added
         again with another type: mariadb-full soak seed 6054, a DATETIME back as an INT)
         needs new lake tables: the table is loaded again."""
-        held_key = self._checkpoint.keys.get(table)
+        held_key = self._shared.checkpoint.keys.get(table)
         description = self._descriptions.refresh(table, set())
         # A DDL that keeps every value may still move the key (MariaDB promotes the first
         # UNIQUE key of NOT NULL columns of a table without a primary key: dropping it, or
@@ -155,21 +209,23 @@ class FollowsDdl:
         if moved_key or not self._sink.holds(description):
             self._start_refresh(table, change.position, change.reason or change.statement)
             return
-        position = self._checkpoint.lake_position
+        position = self._shared.checkpoint.lake_position
         if position is not None:
             self._sink.follow_schema(description, position)
-            self._record_checkpoint(position)
+            self._loop.record_checkpoint(position)
 
     def _start_refresh(self, table: str, since: Position, reason: str) -> None:
         """Begin re-reading ``table`` (see ``cdc_core.ddl.table_refresh``)."""
-        if table not in self.tables:
-            self.tables.append(table)
+        if table not in self._shared.tables:
+            self._shared.tables.append(table)
             if isinstance(self.reader, CapturesTables):
                 self.reader.capture([table])
         before = self._descriptions.known(table)
         description = self._descriptions.refresh(table, set())
-        self._record_shape(table)
-        lake_key = self._checkpoint.keys.get(table, before.key if before else description.key)
+        self.record_shape(table)
+        lake_key = self._shared.checkpoint.keys.get(
+            table, before.key if before else description.key
+        )
         moved_key = lake_key != description.key or self._lake_keys_otherwise(description)
         # A table still being loaded holds rows the log wrote in the shape before this DDL,
         # which the load's end cannot tell from its own: it is loaded again from scratch.
@@ -178,16 +234,16 @@ class FollowsDdl:
         loading = retire or not self._sink.exists(table)
         if loading:
             self._store.truncate(table, since, 0)  # images of another lake generation
-            loaded = {**self._checkpoint.loaded, table: since}
-            self._checkpoint = replace(self._checkpoint, loaded=loaded)
-        keys = {**self._checkpoint.keys, table: description.key}
-        self._checkpoint = replace(self._checkpoint, keys=keys)
+            loaded = {**self._shared.checkpoint.loaded, table: since}
+            self._shared.checkpoint = replace(self._shared.checkpoint, loaded=loaded)
+        keys = {**self._shared.checkpoint.keys, table: description.key}
+        self._shared.checkpoint = replace(self._shared.checkpoint, keys=keys)
         self._refresher.start(RefreshState(table, since, loading, reason=reason))
-        self._tell_rebuilder()
-        self._rebuilder.config = self._rebuild_config()  # the table's key may be new
+        self.tell_rebuilder()
+        self._rebuilder.config = self._loop.rebuild_config()  # the table's key may be new
         logger.info("refreshing table %s from the source (%s)", table, reason)
-        if self._checkpoint.lake_position is not None:
-            self._record_checkpoint(self._checkpoint.lake_position)
+        if self._shared.checkpoint.lake_position is not None:
+            self._loop.record_checkpoint(self._shared.checkpoint.lake_position)
         if retire:  # after the checkpoint: a restart never writes the old generation again
             moved = self._sink.retire_table(table, since)
             why = (
@@ -200,9 +256,9 @@ class FollowsDdl:
                                table, why, moved)  # fmt: skip
         elif not loading:  # new columns reach the lake even if the refresh reads no row
             self._sink.follow_schema(description, since)
-        self._fetch_chunk()
+        self.fetch_chunk()
 
-    def _refresh_keys(self, request: ResyncRequest) -> None:
+    def refresh_keys(self, request: ResyncRequest) -> None:
         """Read the keys a re-sync repaired again, so the store and the lake get their rows
         from the source in the stream's order (``cdc_core.resync.requests``). A table whose
         rows a key does not single out (a row id, no unique key) is read whole."""
@@ -216,9 +272,9 @@ class FollowsDdl:
             return
         state = RefreshState(table, request.position, False, reason=why, scanned=True)
         self._refresher.start_keys(replace(state, pending=tuple(keys), keyed=True))
-        self._tell_rebuilder()
+        self.tell_rebuilder()
         logger.info("re-reading %d rows of table %s from the source (%s)", len(keys), table, why)
-        self._fetch_chunk()
+        self.fetch_chunk()
 
     def _lake_keys_otherwise(self, description: TableDescription) -> bool:
         """Whether the lake's table cannot be keyed as described: it lacks a key column, or
@@ -233,19 +289,19 @@ class FollowsDdl:
             return set(held.names) != set(key)
         return not set(key) <= set(held.names)
 
-    def _on_inexact(
+    def on_inexact(
         self, table: str, locator: Hashable, commit_pos: Position, read_at: Position | None
     ) -> None:
         """The rebuild completed a change of ``table`` at ``commit_pos`` with columns the log
         left out (``cdc_core.rebuild.full_width.OnInexact``). NULL placeholders (``read_at``
         None) are refreshed away at once; values read at ``read_at`` are exact unless the row or the
-        table changes before the stream reaches ``read_at`` (``_check_reads``)."""
+        table changes before the stream reaches ``read_at`` (``check_reads``)."""
         if read_at is None:
             self._refresh_from(table, locator, commit_pos)
         else:
             self._reads.setdefault(table, []).append((locator, commit_pos, read_at))
 
-    def _check_reads(self, table: str, locators: tuple[Hashable, ...], position: Position) -> None:
+    def check_reads(self, table: str, locators: tuple[Hashable, ...], position: Position) -> None:
         """A change of ``locators`` (all: a DDL) of ``table`` at ``position``: a row read at a
         later position to complete an earlier change may hold its effect, so the table is
         refreshed from that change. Reads the stream has passed were exact and are dropped."""
@@ -272,15 +328,15 @@ class FollowsDdl:
         if state is None or state.keyed or since < state.since:
             why = "values left out of the log could not be read from the source as they were"
             self._refresher.start(RefreshState(table, since, False, reason=why))
-            self._tell_rebuilder()
+            self.tell_rebuilder()
             logger.info("refreshing table %s from the source (%s)", table, why)
-            self._fetch_chunk()
+            self.fetch_chunk()
         if isinstance(locator, tuple):  # read again from the source: no copy number
             found = source_locator(self._descriptions.get(table).key, locator)
             assert isinstance(found, tuple)
             self._refresher.remember(table, found)
 
-    def _shaped_before_ddl(
+    def shaped_before_ddl(
         self, change: RowChange, commit_pos: Position, key: tuple[str, ...]
     ) -> bool:
         """Whether ``change`` belongs to a shape of its table the description has left: a
@@ -288,35 +344,35 @@ class FollowsDdl:
         a key column, or changed the columns of a table without a key (keyed by them all),
         and the table was described after it (a pipeline that lags, e.g. started again after
         the DDL). Such a change fits no key the lake can match, so it is dropped and the
-        table is loaded again from the source, which holds its effect (``_reload_stale``;
+        table is loaded again from the source, which holds its effect (``reload_stale``;
         found by the generative tester, mariadb-full seed 12). ``key``: the table's lake key
         as described now."""
         if not key or change.op == "t":
             return False
-        if self._checkpoint.keys.get(change.table, key) == key and _carries_key(change, key):
+        if self._shared.checkpoint.keys.get(change.table, key) == key and _carries_key(change, key):
             return False
         if self._refresher.state_of(change.table) is None:
             self._stale.setdefault(change.table, commit_pos)
         return True
 
-    def _reload_stale(self) -> Iterator[Position | None]:
-        """Load again the tables ``_shaped_before_ddl`` dropped changes of, after writing
+    def reload_stale(self) -> Iterator[Position | None]:
+        """Load again the tables ``shaped_before_ddl`` dropped changes of, after writing
         what came before (a table's load moves its lake tables aside)."""
         if not self._stale:
             return
-        yield from self._flush(None)
+        yield from self._loop.flush(None)
         stale, self._stale = self._stale, {}
         for table, since in stale.items():
             why = "changes logged before a DDL on it were read after the DDL changed its columns"
             self._start_refresh(table, since, why)
 
-    def _tell_rebuilder(self) -> None:
+    def tell_rebuilder(self) -> None:
         """The rebuild's view of the refreshes under way (``Rebuilder.loading``,
         ``Rebuilder.refreshing``)."""
         self._rebuilder.loading = self._refresher.loading()
         self._rebuilder.refreshing = self._refresher.rewriting()
 
-    def _fetch_chunk(self) -> None:
+    def fetch_chunk(self) -> None:
         if self._refresher.active:
             if self.snapshots is None:
                 raise ConfigError(
@@ -325,15 +381,15 @@ class FollowsDdl:
                 )
             self._refresher.fetch(self.snapshots, self.config.refresh_chunk_rows)
 
-    def _refresh_upto(self, upto: int) -> Iterator[Position | None]:
+    def refresh_upto(self, upto: int) -> Iterator[Position | None]:
         """Write the held chunk if the stream has emitted everything up to its position."""
         chunk = self._refresher.due(upto)
         if chunk is None:
             return
         self._emit_chunk(chunk)
-        self._fetch_chunk()
-        if self._batch_full():
-            yield from self._flush(None)
+        self.fetch_chunk()
+        if self._loop.batch_full():
+            yield from self._loop.flush(None)
 
     def _emit_chunk(self, chunk: TableChunk) -> None:
         """The chunk's rows as ``r`` events at its position, in the lake and the store.
@@ -371,7 +427,7 @@ class FollowsDdl:
             if not state.keyed:
                 events += self._bury_gone_rows(state, chunk.position, first + len(events))
             self._refresher.finish(state, chunk.position)
-            self._tell_rebuilder()
+            self.tell_rebuilder()
             logger.info(
                 "table %s refreshed: %s rows, exact from %s", table, state.rows, chunk.position
             )
@@ -379,7 +435,7 @@ class FollowsDdl:
             logger.info(
                 "refreshing table %s: %s rows so far (at %s)", table, state.rows, chunk.position
             )
-        self._add_pending(f"refresh:{table}", chunk.position, table, events)
+        self._loop.add_pending(f"refresh:{table}", chunk.position, table, events)
 
     def _bury_keys(
         self, table: str, keys: Sequence[Hashable], end: Position, first: int
