@@ -275,7 +275,12 @@ def results(
     postgres: PostgresServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, dict[str, Any]]]:
-    """Every pair's comparison result, by comparison name (one ``validate`` call)."""
+    """Every pair's comparison result, by comparison name (one ``validate`` call).
+
+    Over 60 s (90 s in a clean CI run), on purpose: one validate of the six pairs and the
+    two local ones, over several hundred columns of every type each server offers, through
+    Spark (this worker's JVM starts here, as the file runs first). Every test of the file
+    reads it; split per pair it would cost more, not less."""
     workdir = tmp_path_factory.mktemp("type_matrix")
     with matrix_database(mariadb_full, postgres) as database:
         fill_mariadb(mariadb_full, database)
