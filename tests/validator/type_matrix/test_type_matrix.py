@@ -278,9 +278,9 @@ def results(
     """Every pair's comparison result, by comparison name (one ``validate`` call).
 
     Over 60 s (90 s in a clean CI run), on purpose: one validate of the six pairs and the
-    two local ones, over the 107 type cases (a column per case and product) and their rows, through
-    Spark (this worker's JVM starts here, as the file runs first). Every test of the file
-    reads it; split per pair it would cost more, not less."""
+    two local ones, over the 107 type cases (a column per case and product) and their rows,
+    through Spark (this worker's JVM starts here, as the file runs first). Every test of the
+    file reads it; split per pair it would cost more, not less."""
     workdir = tmp_path_factory.mktemp("type_matrix")
     with matrix_database(mariadb_full, postgres) as database:
         fill_mariadb(mariadb_full, database)
