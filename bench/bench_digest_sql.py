@@ -47,7 +47,7 @@ import json, sys
 from connectors.pushdown import RangeLeaves, digest_sql
 from connectors.registry import connector_for
 from merkle.layout import RowLayout
-from validator.engines.database.plan import plan_side
+from validator.engines.sides.database.plan import plan_side
 out = {}
 for product, url in json.loads(sys.argv[1]).items():
     connector = connector_for(url)

@@ -126,7 +126,7 @@ def main() -> None:
     )
     imports = import_seconds(args.imports)
     print(f"import great_expectations: median {statistics.median(imports):.2f} s of {imports}")
-    from validator.engines.spark.session import build_spark_session
+    from validator.engines.sides.spark.session import build_spark_session
 
     spark = build_spark_session(app_name="bench-expectations")
     with tempfile.TemporaryDirectory() as workdir:

@@ -76,7 +76,7 @@ def bench_python(rows: int, depth: int) -> tuple[float, dict[int, object]]:
 
 def bench_spark(rows: int, depth: int) -> tuple[float, float, dict[int, object]]:
     from merkle.spark import leaf_digests
-    from validator.engines.spark.session import build_spark_session
+    from validator.engines.sides.spark.session import build_spark_session
 
     start = time.perf_counter()
     spark = build_spark_session(app_name="replcheck-bench")

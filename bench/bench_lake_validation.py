@@ -236,7 +236,7 @@ def _canonical_digest_sql(server: MariaDBServer) -> str:
     from connectors.pushdown import HashLeaves, digest_sql
     from connectors.registry import connector_for
     from merkle.layout import RowLayout
-    from validator.engines.database.plan import plan_side
+    from validator.engines.sides.database.plan import plan_side
 
     connector = connector_for(server.url(DATABASE))
     schema = connector.reflect(TABLE)

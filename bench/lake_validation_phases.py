@@ -42,8 +42,8 @@ def main(argv: list[str]) -> int:
     from cdc_core.lake.layout import LakeTable, changelog_files, high_water_mark
     from cdc_core.lake.mirror_state import mirror_version_at
     from validator.config import load_validator_config
-    from validator.engines.spark.lake_target import lake_state_at
-    from validator.engines.spark.session import build_spark_session
+    from validator.engines.sides.spark.lake_target import lake_state_at
+    from validator.engines.sides.spark.session import build_spark_session
     from validator.job import validate
 
     config = load_validator_config(Path(argv[0]))

@@ -48,7 +48,7 @@ def _server(source: str) -> Iterator[Any]:
 def _spark(enabled: bool) -> Any:
     if not enabled:
         return None
-    from validator.engines.spark.session import build_spark_session
+    from validator.engines.sides.spark.session import build_spark_session
 
     return build_spark_session(app_name="replcheck-soak", master="local[2]")
 

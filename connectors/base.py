@@ -161,7 +161,7 @@ def missing_table(table: str, where: str) -> TerminalError:
 
 def key_text(names: Sequence[str], values: Sequence[object]) -> str:
     """How an error shows a row's key: ``id=7, region=eu`` (NULL as ``NULL``). Spark
-    writes the same text for keys read over JDBC (``validator.engines.spark.jdbc_source``)."""
+    writes the same text for keys read over JDBC (``validator.engines.sides.spark.jdbc_source``)."""
     shown = ("NULL" if value is None else str(value) for value in values)
     return ", ".join(f"{name}={value}" for name, value in zip(names, shown, strict=True))
 

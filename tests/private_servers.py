@@ -751,7 +751,7 @@ class _SparkConnectProcess(_PrivateServer):
     def _argv(self) -> list[str]:
         import pyspark
 
-        from validator.engines.spark.session import LOG4J_CONFIG
+        from validator.engines.sides.spark.session import LOG4J_CONFIG
 
         home = Path(pyspark.__file__).parent
         conf = {

@@ -20,7 +20,7 @@ from tests.private_servers import (
     running_mariadb,
     running_postgres,
 )
-from validator.engines.spark.session import build_spark_session
+from validator.engines.sides.spark.session import build_spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -136,6 +136,41 @@ def test_the_stage_check_catches_a_later_stage(tmp_path: Path) -> None:
     ]
 
 
+# The comparison engines share the walk, the lake flow and the sides (validator/engines/),
+# never one another's modules.
+ENGINES = ("database", "hybrid", "local", "spark")
+
+
+def engine_imports(root: Path) -> list[str]:
+    """Every import by one engine's folder of another engine's."""
+    found = []
+    for engine in ENGINES:
+        for path in sorted((root / "validator" / "engines" / engine).rglob("*.py")):
+            for name in imported_names(path):
+                parts = name.split(".")
+                other = (
+                    parts[2] if parts[:2] == ["validator", "engines"] and len(parts) > 2 else None
+                )
+                if other in ENGINES and other != engine:
+                    found.append(f"{path.relative_to(root)}: imports {name}")
+    return found
+
+
+def test_no_engine_imports_another() -> None:
+    assert engine_imports(ROOT) == []
+
+
+def test_the_engine_check_catches_an_engine_importing_another(tmp_path: Path) -> None:
+    (tmp_path / "validator" / "engines" / "local").mkdir(parents=True)
+    (tmp_path / "validator" / "engines" / "local" / "engine.py").write_text(
+        "from validator.engines.hybrid.lake import SparkLake\n"
+        "from validator.engines.sides.keys import KeyEntry\n"
+    )
+    assert engine_imports(tmp_path) == [
+        "validator/engines/local/engine.py: imports validator.engines.hybrid.lake"
+    ]
+
+
 def internals_imported(root: Path) -> list[str]:
     """Every import of a private name (``_name``) from a module of another folder: a room
     may use its own internals, never a sibling's."""

@@ -121,7 +121,7 @@ def check_contract_command(
 
     session = None
     if spark is not False:
-        from validator.engines.spark.session import build_spark_session
+        from validator.engines.sides.spark.session import build_spark_session
 
         def session() -> object:
             return build_spark_session(
@@ -152,7 +152,7 @@ def _overrides(pairs: list[str]) -> dict[str, str]:
 
 def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Validated:
     from validator.config import load_validator_config
-    from validator.engines.spark.session import LazySparkSession, under_spark_submit
+    from validator.engines.sides.spark.session import LazySparkSession, under_spark_submit
     from validator.job import validate as run_validation
     from validator.key_masks import KeyMasker
 

@@ -24,7 +24,7 @@ from cdc_core.errors import ReplcheckError, TerminalError
 from cdc_core.lake.layout import LakeTable
 from validator.config import ComparisonConfig, ValidationSettings, ValidatorConfig
 from validator.engines.database.engine import DatabaseEngine
-from validator.engines.spark.session import SparkUnreachableError
+from validator.engines.sides.spark.session import SparkUnreachableError
 from validator.incremental.guarantee import stateless_coverage
 from validator.key_masks import KeyMasker
 from validator.lake_audit import lake_findings
@@ -93,7 +93,8 @@ def run_comparison(
     result = masker.mask_result(result, reflected.reconciled.layout, comparison.columns.sensitive)
     result = _refuse_unexplained(result)
     if comparison.expectations:
-        from validator.engines.spark.engine import check_expectations, target_side
+        from validator.engines.sides.spark.target import target_side
+        from validator.engines.spark.engine import check_expectations
 
         if target is None:  # the database engine read no frame: read the live target now
             target = target_side(_session(spark), plan, None)

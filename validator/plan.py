@@ -21,13 +21,13 @@ from cdc_core.errors import ConfigError
 from connectors.pushdown import NotPushable
 from merkle.duckdb import NotInDuckDB, check_layout
 from validator.config import INSISTING_ENGINES, LAKE_ENGINES, ComparisonConfig, ValidatorConfig
-from validator.engines.database.plan import DatabaseSide, plan_side
+from validator.engines.sides.database.plan import DatabaseSide, plan_side
 from validator.reflection import Reflected, reflect_comparison
 from validator.result import ComparisonResult
 from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
-    from validator.engines.spark.compare import Side
+    from validator.engines.sides.spark.side import Side
 
 log = logging.getLogger(__name__)
 

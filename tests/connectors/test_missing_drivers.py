@@ -45,7 +45,7 @@ def _great_expectations() -> None:
 
 
 def _spark() -> None:
-    from validator.engines.spark.session import build_spark_session
+    from validator.engines.sides.spark.session import build_spark_session
 
     build_spark_session()
 

@@ -21,7 +21,7 @@ from connectors.pushdown import (
 )
 from merkle import types as lt
 from merkle.options import ComparisonOptions
-from validator.engines.database.plan import leaf_slices
+from validator.engines.sides.database.plan import leaf_slices
 
 
 def test_range_leaves_cover_every_key_and_open_at_both_ends() -> None:

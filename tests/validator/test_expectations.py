@@ -259,7 +259,7 @@ import sys
 from pathlib import Path
 from validator.config import load_validator_config
 from validator.job import validate
-from validator.engines.spark.session import build_spark_session
+from validator.engines.sides.spark.session import build_spark_session
 
 spark = build_spark_session(app_name="replcheck-no-gx")
 document = validate(spark, load_validator_config(Path(sys.argv[1]), environ={}))

@@ -17,7 +17,7 @@ from validator import cli
 from validator.config import load_validator_config
 from validator.engines.database.engine import DatabaseEngine
 from validator.engines.hybrid.engine import HybridEngine
-from validator.engines.hybrid.flow import compare_with_lake
+from validator.engines.lake_flow import compare_with_lake
 from validator.engines.local.engine import LocalEngine
 from validator.engines.spark import engine as spark_engine
 from validator.plan import ComparisonPlan, plan_comparison

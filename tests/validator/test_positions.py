@@ -19,7 +19,7 @@ from cdc_core.lake.layout import (
     write_progress,
 )
 from connectors.registry import connector_for
-from validator.engines.spark.sources import plan_partitions
+from validator.engines.sides.spark.sources import plan_partitions
 from validator.positions import (
     PartitionPosition,
     SourcePositions,

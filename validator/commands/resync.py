@@ -16,7 +16,7 @@ from cdc_core.files import check_output_dir, write_atomic
 from reports.html import build_html_report
 from reports.model import read_result
 from validator.config import load_validator_config
-from validator.engines.spark.session import LazySparkSession
+from validator.engines.sides.spark.session import LazySparkSession
 from validator.resync.outcome import Mode, ResyncOutcome
 from validator.resync.run import resync
 

@@ -1,5 +1,5 @@
 """What a lake reader supplies to the flow that compares a source database with a lake
-(``validator.engines.hybrid.flow``, run by the hybrid and the local engine): the lake read
+(``validator.engines.lake_flow``, run by the hybrid and the local engine): the lake read
 as of the source's positions (``LakeRead``) and hashed into the source's leaves
 (``HashedLake``). Spark implements it (``validator.engines.hybrid.lake``) and DuckDB on
 this machine (``validator.engines.local.lake``); both import it from here, not from each
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.pushdown import LeafScheme
 from merkle.tree import LeafDigest
-from validator.engines.database.keys import KeyEntry, KeyFinding
+from validator.engines.sides.keys import KeyEntry, KeyFinding
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
-    from validator.engines.spark.compare import Side
+    from validator.engines.sides.spark.side import Side
 
 # The lake is read by no slice of the source: its key entries carry this slice index.
 LAKE_SLICE = -1

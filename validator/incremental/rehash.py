@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
-from validator.engines.database.slices import Slice, digests_of, leaf_range_wheres
+from validator.engines.sides.database.slices import Slice, digests_of, leaf_range_wheres
 
 MAX_PUSHED_RANGES = 32  # key ranges pushed into the lake's Parquet scan
 

@@ -5,8 +5,8 @@ A result carries each differing key as display text per key column: what Spark's
 it (``validator.engines.spark.compare``).
 A re-sync needs the values themselves, so each part is parsed by its key column's logical
 type. Spark prints timestamps in the session's time zone, which replcheck pins to UTC
-(``validator.engines.spark.session``); times arrive as microseconds since midnight, as the readers
-hand them to Spark. Key columns of other types (bytes, JSON, intervals) cannot be parsed
+(``validator.engines.sides.spark.session``); times arrive as microseconds since midnight, as
+the readers hand them to Spark. Key columns of other types (bytes, JSON, intervals) cannot be parsed
 back from their text: such a comparison cannot be re-synced by key.
 """
 

@@ -437,7 +437,7 @@ def _full_revalidation(run: _Run, done: Sequence[ComparisonResync]) -> dict[str,
     names = [c.name for c in done if c.mode in (Mode.REFRESHED, Mode.APPLIED)]
     if not run.options.full_revalidation or not names:
         return {}
-    from validator.engines.spark.session import LazySparkSession
+    from validator.engines.sides.spark.session import LazySparkSession
 
     spark = run.spark or LazySparkSession.for_config(run.config.spark)  # database engine: none
     return {name: revalidate_full(spark, run.config, name) for name in names}

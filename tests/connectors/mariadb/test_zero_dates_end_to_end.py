@@ -141,9 +141,9 @@ def _run_in_spark(
     driver's jar: through the Python reader in the executors."""
     with monkeypatch.context() as patch:
         if not jdbc:
-            patch.setattr("validator.engines.spark.sources.jdbc_available", lambda *_: False)
+            patch.setattr("validator.engines.sides.spark.sources.jdbc_available", lambda *_: False)
         caplog.clear()
-        with caplog.at_level(logging.INFO, "validator.engines.spark.sources"):
+        with caplog.at_level(logging.INFO, "validator.engines.sides.spark.sources"):
             comparison = _run(spark, path)
     assert ("over JDBC" in caplog.text) is jdbc  # the reader this round is meant to use
     return comparison

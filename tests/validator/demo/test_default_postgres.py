@@ -24,7 +24,7 @@ from connectors.registry import connector_for
 from tests.private_servers import PostgresServer, running_default_postgres
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
-from validator.engines.spark.session import LazySparkSession
+from validator.engines.sides.spark.session import LazySparkSession
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]

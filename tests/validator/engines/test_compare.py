@@ -10,7 +10,8 @@ import pytest
 
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.types import DecimalType, IntegerType, StringType, TimestampType
-from validator.engines.spark.compare import CompareSettings, Side, compare_sides
+from validator.engines.sides.spark.side import Side
+from validator.engines.spark.compare import CompareSettings, compare_sides
 from validator.result import MASK, Changed, DuplicateKey, ExtraInTarget, MissingInTarget, Status
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ from typing import Any
 
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.types import IntegerType, StringType
-from validator.engines.database.keys import KeyEntry, classify, reported
+from validator.engines.sides.keys import KeyEntry, classify, reported
 from validator.engines.spark.compare import _detail, _KeyedDiff
 from validator.result import key_order
 from validator.settings import CompareSettings

@@ -11,13 +11,8 @@ import pytest
 from merkle.layout import ColumnSpec, RowLayout
 from merkle.tree import build_leaf_digests
 from merkle.types import IntegerType, StringType
-from validator.engines.spark.compare import (
-    FINE_DEPTH,
-    CompareSettings,
-    Side,
-    compare_sides,
-    fold_digests,
-)
+from validator.engines.sides.spark.side import Side
+from validator.engines.spark.compare import FINE_DEPTH, CompareSettings, compare_sides, fold_digests
 from validator.result import Changed, Status
 
 LAYOUT = RowLayout((ColumnSpec("id", IntegerType()), ColumnSpec("name", StringType())), key=("id",))

@@ -30,7 +30,7 @@ from tests.validator.type_matrix.test_type_matrix import (
 )
 from tests.validator.type_matrix.type_matrix import ROWS, change_rows, logical_rows
 from validator.config import load_validator_config
-from validator.engines.spark.session import LazySparkSession
+from validator.engines.sides.spark.session import LazySparkSession
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres]

@@ -26,16 +26,9 @@ from typing import Any
 from connectors.pushdown import LeafScheme
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest
-from validator.engines.database.keys import (
-    ColumnDiffer,
-    KeyedDiff,
-    KeyEntry,
-    KeyFinding,
-    classify,
-    detailed,
-)
-from validator.engines.database.plan import DatabaseSide, choose_leaves, leaf_slices
-from validator.engines.database.slices import (
+from validator.engines.progress import PhaseTimer
+from validator.engines.sides.database.plan import DatabaseSide, choose_leaves, leaf_slices
+from validator.engines.sides.database.slices import (
     Slice,
     digests_of,
     keys_of,
@@ -44,7 +37,14 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
-from validator.engines.progress import PhaseTimer
+from validator.engines.sides.keys import (
+    ColumnDiffer,
+    KeyedDiff,
+    KeyEntry,
+    KeyFinding,
+    classify,
+    detailed,
+)
 from validator.engines.walk import Compared, LeafDigests, walk
 from validator.plan import ComparisonPlan, EngineRun
 from validator.result import ColumnChange, ComparisonResult, Difference, Key

@@ -1,6 +1,6 @@
 """The hybrid engine: a source database computes its own leaf digests, Spark the lake's.
 
-The flow is ``flow.py`` here (shared with the local engine, ``validator.engines.local``);
+The flow is ``validator.engines.lake_flow`` (shared with the local engine);
 Spark reads the lake as of the source's positions and hashes it with the MD5 flavour of the
 hash contract into the source's leaves (``lake.py`` here). The hashed lake is persisted
 unless it is a plain read of the lake's mirror, cheaper to read again than to cache.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from validator.engines.hybrid.flow import compare_with_lake
 from validator.engines.hybrid.lake import SparkLake
+from validator.engines.lake_flow import compare_with_lake
 from validator.plan import ComparisonPlan, EngineRun
 
 if TYPE_CHECKING:

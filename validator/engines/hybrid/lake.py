@@ -1,7 +1,7 @@
 """The lake side of the hybrid engine: Spark hashes the lake into the source's leaves
 (``SparkLake``, a ``LakeReader`` of ``validator.engines.lake_reader``).
 
-The lake's rows at the agreed position (``validator.engines.spark.lake_target``), only the
+The lake's rows at the agreed position (``validator.engines.sides.spark.lake_target``), only the
 compared columns, get the MD5 flavour of the hash contract (``merkle.spark.with_md5_hashes``,
 the hash the source database computes) and the leaf the source's ``LeafScheme`` gives their
 key, computed as ``connectors.pushdown`` computes it in SQL. The engine persists the hashed
@@ -31,10 +31,10 @@ from merkle.spark import (
     with_md5_hashes,
 )
 from merkle.tree import LeafDigest
-from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
 from validator.engines.lake_reader import LAKE_SLICE, LakeRow
-from validator.engines.spark.compare import Side, cache_level
-from validator.engines.spark.engine import in_layout_names, target_side
+from validator.engines.sides.keys import KeyEntry, KeyFinding, collect_keys
+from validator.engines.sides.spark.side import Side, cache_level
+from validator.engines.sides.spark.target import in_layout_names, target_side
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions

@@ -1,6 +1,6 @@
 """The local engine: a source database computes its own leaf digests, DuckDB the lake's.
 
-The flow is the hybrid engine's (``validator.engines.hybrid.flow``); only the lake side
+The flow is the hybrid engine's (``validator.engines.lake_flow``); only the lake side
 differs: the lake's files are read on this machine with ``pyarrow`` and hashed by DuckDB
 SQL into the source's leaves (``lake.py`` here), bit for bit as Spark would hash them, so
 no JVM starts. The planner (``validator.plan``) chooses it where DuckDB computes every
@@ -15,7 +15,7 @@ import tempfile
 from contextlib import closing
 from pathlib import Path
 
-from validator.engines.hybrid.flow import compare_with_lake
+from validator.engines.lake_flow import compare_with_lake
 from validator.engines.local.lake import DuckDBLake, connect
 from validator.engines.local.source import compare_read_here
 from validator.plan import ComparisonPlan, EngineRun

@@ -30,9 +30,9 @@ from merkle.duckdb import (
 )
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest
-from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
 from validator.engines.lake_reader import LAKE_SLICE, LakeRow
 from validator.engines.local.state import LakeFiles, lake_files, register, state_sql
+from validator.engines.sides.keys import KeyEntry, KeyFinding, collect_keys
 from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions, confirm_exact, lake_at, read_at_own_mark
@@ -41,7 +41,7 @@ from validator.quiet_log import quiet_log_of
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from validator.engines.spark.compare import Side
+    from validator.engines.sides.spark.side import Side
 
 _MASK64 = (1 << 64) - 1
 _FILES, _STATE, _WANTED = "lake_files", "lake_state", "wanted_keys"

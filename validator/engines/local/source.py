@@ -5,7 +5,7 @@ writes no hash contract in SQL (a SQLite or DuckDB file, ...) is compared with n
 the connector reads the source's compared columns once, in one consistent snapshot, as
 Arrow batches into a temporary DuckDB table on this machine (spilling to disk past memory),
 and the SQL that hashes the lake (``merkle.duckdb``, through ``DuckDBHashedLake``) hashes it
-too. The phases are the hybrid flow's (``validator.engines.hybrid.flow``) with both sides
+too. The phases are the hybrid flow's (``validator.engines.lake_flow``) with both sides
 in DuckDB: leaf digests, the keys of the mismatched leaves, the changed keys' columns. Each
 side has a DuckDB connection of its own, as both keep tables of the same names.
 
@@ -26,17 +26,17 @@ from connectors.pushdown import HashLeaves, LeafScheme
 from merkle import types as lt
 from merkle.duckdb import quote
 from merkle.layout import RowLayout
-from validator.engines.database.keys import (
+from validator.engines.local.lake import DuckDBHashedLake, DuckDBLake, connect
+from validator.engines.progress import PhaseTimer
+from validator.engines.sides.database.plan import MAX_DEPTH, range_leaves
+from validator.engines.sides.database.slices import run_parallel
+from validator.engines.sides.keys import (
     ColumnDiffer,
     KeyedDiff,
     KeyFinding,
     classify,
     detailed,
 )
-from validator.engines.database.plan import MAX_DEPTH, range_leaves
-from validator.engines.database.slices import run_parallel
-from validator.engines.local.lake import DuckDBHashedLake, DuckDBLake, connect
-from validator.engines.progress import PhaseTimer
 from validator.engines.walk import Compared, LeafDigests, walk
 from validator.plan import ComparisonPlan
 from validator.positions import PartitionPosition, SourcePositions

@@ -30,6 +30,7 @@ from merkle.spark import KEY_HASH, LEAF, ROW_HASH, leaf_column, payload_column
 from merkle.spark import with_hashes as _with_hashes
 from merkle.tree import LeafDigest, choose_depth
 from validator.engines.progress import PhaseTimer
+from validator.engines.sides.spark.side import Side, cache_level
 from validator.engines.walk import Compared, LeafDigests, walk
 from validator.result import (
     MASK,
@@ -46,34 +47,12 @@ from validator.result import (
 from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
-    from pyspark import StorageLevel
     from pyspark.sql import Column, DataFrame
 
 # Leaf digests are computed this deep and folded up to the chosen depth: 2**12 leaves a
 # side is little to collect, and deep enough for 16M rows at the default 4,096 a leaf.
 FINE_DEPTH = 12
 _MASK64 = (1 << 64) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class Side:
-    """One side of a comparison: its rows, a display label (no secrets) and its position;
-    ``rereadable`` when reading the rows again costs no more than a cache would (a plain
-    scan of immutable files), so a phase may read them again rather than cache them."""
-
-    frame: DataFrame
-    label: str
-    position: str | None = None
-    rereadable: bool = False
-
-
-def cache_level() -> StorageLevel:
-    """Where hashed sides are kept between phases: on local disk, not in the heap. Two
-    cached 10M-row sides ran a 2 GB local session out of heap even as MEMORY_AND_DISK;
-    DISK_ONLY, read back through the page cache, finished, and faster (bench/RESULTS.md)."""
-    from pyspark import StorageLevel
-
-    return StorageLevel.DISK_ONLY
 
 
 def hashed_rows(frame: DataFrame, layout: RowLayout) -> DataFrame:

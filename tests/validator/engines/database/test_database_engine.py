@@ -23,7 +23,7 @@ import pytest
 from tests.private_servers import MariaDBServer, PostgresServer
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
-from validator.engines.spark.session import LazySparkSession
+from validator.engines.sides.spark.session import LazySparkSession
 from validator.job import validate
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]

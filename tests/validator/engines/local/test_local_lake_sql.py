@@ -24,7 +24,6 @@ from connectors.pushdown import RangeLeaves
 from merkle.layout import RowLayout
 from merkle.types import IntegerType, StringType
 from tests.validator.lake_sample import write_sample_lake
-from validator.engines.database.keys import KeyFinding
 from validator.engines.local.lake import DuckDBHashedLake, leaf_bits_sql, leaves_filter_sql
 from validator.engines.local.state import (
     TYPE_NAMES,
@@ -34,6 +33,7 @@ from validator.engines.local.state import (
     register,
     state_sql,
 )
+from validator.engines.sides.keys import KeyFinding
 
 ROOT = Path(__file__).resolve().parents[4]
 SCHEMA = pa.schema(

@@ -27,7 +27,7 @@ from cdc_core.names import format_table
 from tests.connectors.mariadb.pipeline_helpers import execute, mariadb_pipeline
 from tests.private_servers import MariaDBServer, running_spark_connect
 from validator.demo.setup import found_differences
-from validator.engines.spark.session import connect_spark_session
+from validator.engines.sides.spark.session import connect_spark_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.spark]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlparse
 
-from validator.engines.spark.session import JAVA_OPTIONS, LOG4J_CONFIG, _with_log_config
+from validator.engines.sides.spark.session import JAVA_OPTIONS, LOG4J_CONFIG, _with_log_config
 
 
 def test_the_driver_jvm_reads_the_shipped_log4j2_file() -> None:

@@ -28,8 +28,8 @@ from tests.validator.type_matrix.test_type_matrix import (
     matrix_database,
 )
 from tests.validator.type_matrix.type_matrix import CASES
-from validator.engines.spark.jdbc_source import jdbc_available
-from validator.engines.spark.sources import plan_partitions, source_frame
+from validator.engines.sides.spark.jdbc_source import jdbc_available
+from validator.engines.sides.spark.sources import plan_partitions, source_frame
 from validator.positions import read_positions
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb, pytest.mark.postgres, pytest.mark.spark]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from connectors.base import Connector
 from connectors.model import Partition, Snapshot, TableSchema
 from merkle import types as lt
-from validator.engines.spark.jdbc_source import jdbc_available, jdbc_frame
+from validator.engines.sides.spark.jdbc_source import jdbc_available, jdbc_frame
 from validator.positions import PARTITION_COLUMN
 
 if TYPE_CHECKING:

@@ -119,7 +119,7 @@ def build_spark_session(
             ``spark-submit``, whose ``--master`` wins.
         extra_conf: Settings applied after (and so overriding) replcheck's defaults.
         jdbc: Put the JDBC drivers of ``jdbc_jars`` on the classpath, so sources that can be
-            read over JDBC are (``validator.engines.spark.sources``).
+            read over JDBC are (``validator.engines.sides.spark.sources``).
         verbose: Show the JVM's warnings and standard error (``replcheck --verbose``);
             otherwise only its errors are logged, and its standard error is discarded.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 
-from validator.engines.database.keys import KeyEntry, classify, collect_keys, key_text, reported
+from validator.engines.sides.keys import KeyEntry, classify, collect_keys, key_text, reported
 
 
 def entries(*rows: tuple[object, ...]) -> dict[bytes, KeyEntry]:

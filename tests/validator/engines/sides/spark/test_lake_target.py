@@ -16,7 +16,7 @@ from cdc_core.lake.mirror_state import mirror_read
 from cdc_core.lake.sink import LakeSink
 from cdc_core.lake.target import LakeEvent, TableBatch
 from tests.validator.lake_sample import AT_12, write_sample_lake
-from validator.engines.spark.lake_target import lake_state_at, replay_state_at
+from validator.engines.sides.spark.lake_target import lake_state_at, replay_state_at
 
 pytestmark = pytest.mark.spark
 

@@ -31,8 +31,8 @@ from connectors.pushdown import (
 from merkle.canonical import RowEncoder
 from merkle.layout import RowLayout
 from merkle.tree import LeafDigest
-from validator.engines.database.keys import KeyEntry, KeyFinding, collect_keys
-from validator.engines.database.plan import DatabaseSide
+from validator.engines.sides.database.plan import DatabaseSide
+from validator.engines.sides.keys import KeyEntry, KeyFinding, collect_keys
 from validator.positions import PartitionPosition, SourcePositions
 from validator.result import Key
 

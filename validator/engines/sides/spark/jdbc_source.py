@@ -4,8 +4,8 @@ A frame has the columns, types and extra columns of the Python readers' frames
 (``sources.py`` here) — the same Spark types, from the same Arrow schema — so the hash
 contract sees identical values whichever path read them, and a value the Python reader
 refuses fails the read with its message (``connectors.jdbc.Refusal``). The driver's jar
-must be on the session's classpath (``spark.jars``; ``validator.engines.spark.session`` adds the
-system's jars).
+must be on the session's classpath (``spark.jars``; ``validator.engines.sides.spark.session``
+adds the system's jars).
 """
 
 from __future__ import annotations

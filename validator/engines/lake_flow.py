@@ -3,8 +3,8 @@
 When the target is a lake and the source's connector writes the hash contract in SQL
 (``connectors.pushdown``), the source's rows are not shipped anywhere: the source computes
 its own leaf digests, and a lake reader hashes the lake with the same MD5 flavour into the
-same leaves. Two lake readers implement ``LakeReader``: Spark (``lake.py`` here: the hybrid
-engine) and DuckDB on this machine (``validator.engines.local``: the local engine).
+same leaves. Two lake readers implement ``LakeReader``: Spark (``validator.engines.hybrid``:
+the hybrid engine) and DuckDB on this machine (``validator.engines.local``: the local engine).
 Phases, as in the database engine (``validator.engines.database.engine``), the source side
 run by its server:
 
@@ -35,15 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.pushdown import LeafScheme, RangeLeaves
 from merkle.layout import RowLayout
-from validator.engines.database.keys import (
-    ColumnDiffer,
-    KeyedDiff,
-    KeyFinding,
-    classify,
-    detailed,
-)
-from validator.engines.database.plan import DatabaseSide, choose_leaves, leaf_slices
-from validator.engines.database.slices import (
+from validator.engines.lake_reader import HashedLake, LakeRead, LakeReader
+from validator.engines.progress import PhaseTimer
+from validator.engines.sides.database.plan import DatabaseSide, choose_leaves, leaf_slices
+from validator.engines.sides.database.slices import (
     Slice,
     digests_of,
     keys_of,
@@ -52,8 +47,13 @@ from validator.engines.database.slices import (
     run_parallel,
     side_rows,
 )
-from validator.engines.lake_reader import HashedLake, LakeRead, LakeReader
-from validator.engines.progress import PhaseTimer
+from validator.engines.sides.keys import (
+    ColumnDiffer,
+    KeyedDiff,
+    KeyFinding,
+    classify,
+    detailed,
+)
 from validator.engines.walk import Compared, LeafDigests, Tally, walk
 from validator.expectations import check_columns
 from validator.incremental.rehash import source_digests
@@ -64,7 +64,7 @@ from validator.result import ColumnChange, ComparisonResult, Difference, Key
 from validator.settings import CompareSettings
 
 if TYPE_CHECKING:
-    from validator.engines.spark.compare import Side
+    from validator.engines.sides.spark.side import Side
 
 
 def _with_lake(

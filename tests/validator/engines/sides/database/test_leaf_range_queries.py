@@ -7,7 +7,7 @@ import re
 from types import SimpleNamespace
 
 from connectors.pushdown import RangeLeaves
-from validator.engines.database.slices import (
+from validator.engines.sides.database.slices import (
     RANGES_PER_QUERY,
     WIDE_RUN,
     Slice,
