@@ -76,11 +76,18 @@ class ComparisonPlan:
         return self.engine == "local"
 
     @property
+    def incremental(self) -> bool:
+        """The mode, decided here only: the run keeps validation state and re-hashes only
+        what changed (``validator.incremental``), as it was asked to and its engine can (a
+        lake engine with the source planned to compute its own digests)."""
+        can = self.engine in LAKE_ENGINES and self.lake_source is not None
+        return self.settings.incremental.keeps_state and can
+
+    @property
     def not_incremental(self) -> str | None:
         """Why a run asked to keep validation state (``--incremental``, ``--full``) cannot
         (None: it was not asked, or its engine keeps state)."""
-        keeps_state = self.engine in LAKE_ENGINES and self.lake_source is not None
-        if not self.settings.incremental.keeps_state or keeps_state:
+        if not self.settings.incremental.keeps_state or self.incremental:
             return None
         return (
             "incremental runs need a lake target and the local or hybrid engine;"

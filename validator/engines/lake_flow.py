@@ -87,7 +87,7 @@ def compare_with_lake(
     docstring); the result, and the lake as a Spark frame when Spark read it."""
     settings, layout = plan.settings, plan.reflected.reconciled.layout
     timer = PhaseTimer(plan.comparison.name, f"source in its database, {reader.where}")
-    keeps = settings.incremental.keeps_state
+    keeps = plan.incremental
     increment = Increment(plan, choose_leaves((source,), layout, settings.depth, keeps))
     scheme = increment.scheme  # a stored state's leaves, when it is reused
     with ExitStack() as stack:

@@ -64,7 +64,7 @@ class Increment:
         self.rehash: frozenset[int] | None = None
         reflected = plan.reflected
         lake = reflected.target_connection.lake
-        self.active = self.settings.keeps_state and lake is not None
+        self.active = plan.incremental and lake is not None
         if not self.active or lake is None:
             return
         self.plan = plan
