@@ -28,6 +28,7 @@ from connectors.model import (
     Snapshot,
     TableSchema,
 )
+from connectors.urls import DatabaseUrl, parse_url
 from merkle.options import TimeRounding
 from merkle.types import LogicalType
 
@@ -56,9 +57,28 @@ class Connector(ABC):
     capabilities: ClassVar[Capabilities]
     repair: ClassVar[RepairDialect] = RepairDialect()  # how repair SQL talks to it
 
-    def __init__(self, url: str, password: str | None = None) -> None:
-        self.url = url
+    def __init__(
+        self, url: str, password: str | None = None, endpoint: DatabaseUrl | None = None
+    ) -> None:
+        """``endpoint``: ``url`` already parsed (a log source's config has it), else the
+        first read of ``endpoint`` parses ``url``."""
+        self.url = url  # the text still builds SQLAlchemy engines and JDBC URLs
         self.password = password
+        self._endpoint = endpoint
+
+    @property
+    def endpoint(self) -> DatabaseUrl:
+        """The URL's parts, parsed once. On first use, not in ``__init__``: a bad URL fails
+        where it did before, and a connector asked only for its ``repair`` or a file
+        database's path never needs them."""
+        if self._endpoint is None:
+            self._endpoint = self.parse_endpoint(self.url)
+        return self._endpoint
+
+    @staticmethod
+    def parse_endpoint(url: str) -> DatabaseUrl:
+        """``url``'s parts (a product may word a bad URL's error its own way)."""
+        return parse_url(url)
 
     @abstractmethod
     def reflect(self, table: str) -> TableSchema:

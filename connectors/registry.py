@@ -22,6 +22,7 @@ from connectors.oracle.product import ORACLE
 from connectors.postgres.product import POSTGRES
 from connectors.sqlite.product import SQLITE
 from connectors.synthetic.product import SYNTHETIC
+from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.jdbc import JdbcDriver
@@ -94,16 +95,15 @@ def capture_method(url: str) -> str | None:
     Raises:
         ConfigError: A value other than ``log`` or ``trigger``.
     """
-    from urllib.parse import parse_qsl, urlsplit
-
-    given = [v for k, v in parse_qsl(urlsplit(url).query) if k == CAPTURE_PARAMETER]
-    if not given:
+    given = parse_url(url).query.get(CAPTURE_PARAMETER)
+    if given is None:
         return None
-    if given[-1] not in CAPTURE_METHODS:
+    method = given[-1] if isinstance(given, tuple) else given  # the last one given counts
+    if method not in CAPTURE_METHODS:
         raise ConfigError(
-            f"URL parameter {CAPTURE_PARAMETER}={given[-1]!r} must be one of {CAPTURE_METHODS}"
+            f"URL parameter {CAPTURE_PARAMETER}={method!r} must be one of {CAPTURE_METHODS}"
         )
-    return given[-1]
+    return method
 
 
 def connector_for(url: str, password: str | None = None) -> Connector:
@@ -157,7 +157,7 @@ def without_log_parameters(url: str) -> str:
     is_log_parameter = None if part is None else part.load()
     if is_log_parameter is None and capture_method(url) is None:
         return url
-    parsed = make_url(url)
+    parsed = make_url(url)  # SQLAlchemy's URL, to render the rest back as SQLAlchemy reads it
     dropped = [
         name
         for name in parsed.query

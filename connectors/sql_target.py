@@ -29,7 +29,7 @@ def build_engine(url: str, password: str | None, dialect: RepairDialect) -> Engi
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    parsed = make_url(without_log_parameters(url))
+    parsed = make_url(without_log_parameters(url))  # SQLAlchemy's URL: the engine's own
     if password is not None:
         parsed = parsed.set(password=password)
     engine = sa.create_engine(parsed, pool_pre_ping=True)

@@ -83,6 +83,11 @@ def parse_url(url: str) -> DatabaseUrl:
     )
 
 
+UNPARSED = DatabaseUrl(drivername="")
+"""The default ``endpoint`` of a source config built from its URL text alone: its
+``__post_init__`` parses the text then, once; ``dataclasses.replace`` carries the parsed
+value over to a copy, so a copy is not parsed again."""
+
 _DECODED = ("username", "password", "database")
 
 

@@ -25,7 +25,6 @@ from connectors.hana import sql
 from connectors.hana.product import HANA
 from connectors.hana.types import source_columns
 from connectors.model import Capabilities, Partition, Snapshot, TableSchema
-from connectors.urls import parse_url
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ class HanaConnector(Connector):
 
     def connect_args(self) -> dict[str, Any]:
         """Keyword arguments of ``hdbcli.dbapi.connect`` for this URL (password included)."""
-        url = parse_url(self.url)
+        url = self.endpoint
         if not url.host:
             raise ConfigError(f"a HANA URL looks like {URL_EXAMPLE}, not {mask_url(self.url)}")
         args: dict[str, Any] = {

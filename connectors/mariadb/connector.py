@@ -55,7 +55,6 @@ from connectors.model import (
     TableSchema,
     key_parameter,
 )
-from connectors.urls import parse_url
 from merkle import types as lt
 from merkle.options import TimeRounding
 
@@ -91,7 +90,7 @@ class MariaDBConnector(Connector):
         with driver_import("the MariaDB connector"):
             import pymysql
 
-        url = parse_url(self.url)
+        url = self.endpoint
         check_parameters(url.query, self.url)
         try:
             connection = _connection_class()(
@@ -166,7 +165,7 @@ class MariaDBConnector(Connector):
         return f"{quote(schema)}.{quote(name)}"
 
     def database(self) -> str:
-        return parse_url(self.url).database or ""
+        return self.endpoint.database or ""
 
     def reflect(self, table: str) -> TableSchema:
         schema, name = split_table(table, self.database())

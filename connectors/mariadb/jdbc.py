@@ -35,7 +35,7 @@ from connectors.mariadb.zero_dates import (
     zero_sql,
 )
 from connectors.model import POSITION_COLUMN, SourceColumn, TableSchema
-from connectors.urls import parse_url
+from connectors.urls import DatabaseUrl
 from merkle import types as lt
 
 
@@ -43,8 +43,10 @@ class MariaDBSource(Protocol):
     """What a JDBC read takes from the MariaDB connector (``connector.py`` imports this
     module, so the connector is described here by what it offers, not imported)."""
 
-    url: str
     password: str | None
+
+    @property
+    def endpoint(self) -> DatabaseUrl: ...
 
     def is_mariadb(self) -> bool: ...
 
@@ -148,7 +150,7 @@ def jdbc_read(
         selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
     if not connector.is_mariadb():
         return None
-    url = parse_url(connector.url)
+    url = connector.endpoint
     properties = {
         "driver": DRIVER.class_name,
         "user": url.username or "",

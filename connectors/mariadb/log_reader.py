@@ -105,8 +105,8 @@ class MariaDBLogReader:
 
         self.config = config
         password = config.password.reveal() if config.password is not None else None
-        self._connector = MariaDBConnector(config.url, password)
-        self.settings = StreamSettings.from_url(config.url, password, config)
+        self._connector = MariaDBConnector(config.url, password, config.endpoint)
+        self.settings = StreamSettings.from_config(config, password)
         database = self.settings.database
         self.tables = tuple(qualify(table, database) for table in config.tables)
         self.keys = {qualify(t, database): tuple(k) for t, k in config.keys.items()}

@@ -44,7 +44,6 @@ from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import SYSTEM_VERSIONED
 from connectors.mariadb.url_parameters import LOG_PARAMETERS
 from connectors.model import LogSource
-from connectors.urls import parse_url
 
 # Schemas of the server itself, never captured by a pattern.
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -106,7 +105,7 @@ def list_tables(config: MariaDBSourceConfig) -> list[str]:
     from connectors.mariadb.connector import MariaDBConnector
 
     password = config.password.reveal() if config.password is not None else None
-    connector = MariaDBConnector(config.url, password)
+    connector = MariaDBConnector(config.url, password, config.endpoint)
     database = connector.database()
     sql = (
         "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES"
@@ -145,7 +144,7 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
         ConfigError: A bad URL parameter, or no table to capture.
     """
     probe = source_config(url, password, ("probe",))  # the URL's settings, before any table
-    database = parse_url(probe.url).database or ""
+    database = probe.endpoint.database or ""
 
     def existing() -> list[str]:
         return list_tables(probe)
@@ -158,7 +157,7 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
             " list existing tables (schema.table) in the pipeline's 'tables'",
             {"source": mask_url(probe.url)},
         )
-    config = source_config(url, password, captured)
+    config = replace(probe, tables=tuple(captured))  # the URL read once, for the probe
     reader = MariaDBLogReader(config)
     snapshots = MariaDBSnapshotReader(config)
     missing = MissingColumns(snapshots)  # for every table: those created while running too

@@ -35,7 +35,7 @@ def read_log_status(
 ) -> LogStatus:
     """The binlog's end and files, and how long the server keeps them (``LogStatusReader``)."""
     config = source_config(url, password, ("probe",))
-    connector = MariaDBConnector(config.url, password)
+    connector = MariaDBConnector(config.url, password, config.endpoint)
     with contextlib.closing(connector.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SHOW MASTER STATUS")
         log_file, offset = cursor.fetchone()[:2]

@@ -21,7 +21,6 @@ from cdc_core.names import qualify, split_table
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.log_source import source_config
 from connectors.model import QuietLog
-from connectors.urls import parse_url
 
 CHUNK = 5000  # events listed per statement
 _OFFSET_BITS = 32  # connectors.mariadb.position: file number << 32 | offset
@@ -31,8 +30,8 @@ _PLAIN = re.compile(r"^\s*(BEGIN|COMMIT|ROLLBACK|XA )", re.IGNORECASE)  # no tab
 def open_quiet_log(url: str, password: str | None) -> QuietLog:
     """The ``QuietLog`` of a ``mysql``/``mariadb`` pipeline URL."""
     config = source_config(url, password, ("probe",))
-    connector = MariaDBConnector(config.url, password)
-    database = parse_url(config.url).database or ""
+    connector = MariaDBConnector(config.url, password, config.endpoint)
+    database = config.endpoint.database or ""
 
     def check(table: str, start: int, end: int) -> str | None:
         name = qualify(table, database)

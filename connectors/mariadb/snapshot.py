@@ -29,7 +29,6 @@ from connectors.mariadb.generated import virtual_refusals
 from connectors.mariadb.table_kinds import check_capturable
 from connectors.mariadb.types import refusal
 from connectors.model import POSITION_COLUMN, Partition, TableSchema, carried_columns
-from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -105,8 +104,8 @@ class MariaDBSnapshotReader:
 
     def __init__(self, config: MariaDBSourceConfig) -> None:
         password = config.password.reveal() if config.password is not None else None
-        self.connector = MariaDBConnector(config.url, password)
-        self.database = parse_url(config.url).database or ""
+        self.connector = MariaDBConnector(config.url, password, config.endpoint)
+        self.database = config.endpoint.database or ""
         self.keys = {qualify(t, self.database): tuple(k) for t, k in config.keys.items()}
 
     def _check_flavour(self) -> None:

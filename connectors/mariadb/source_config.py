@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
+from connectors.urls import UNPARSED, DatabaseUrl, parse_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class MariaDBSourceConfig:
         server_id: The replica id this reader registers with; unique among the server's
             replicas.
         heartbeat_s: How often the server reports that the log is quiet (``Idle``).
+        endpoint: ``url`` parsed; parsed here when not given, the one parse every reader,
+            snapshot and connector of the source shares.
     """
 
     url: str
@@ -30,6 +33,7 @@ class MariaDBSourceConfig:
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     server_id: int = 0x5EC0
     heartbeat_s: float = 1.0
+    endpoint: DatabaseUrl = field(default=UNPARSED, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.tables:
@@ -38,3 +42,5 @@ class MariaDBSourceConfig:
             raise ConfigError(f"server_id must be in 1..2**32-1, not {self.server_id}")
         if self.heartbeat_s <= 0:
             raise ConfigError("heartbeat_s must be positive")
+        if self.endpoint is UNPARSED:
+            object.__setattr__(self, "endpoint", parse_url(self.url))  # frozen: set once here

@@ -21,7 +21,6 @@ from connectors.model import Capabilities, Partition, Snapshot, TableSchema
 from connectors.oracle import sql
 from connectors.oracle.logminer.contents import schema_from_dictionary
 from connectors.oracle.product import ORACLE
-from connectors.urls import parse_url
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ class OracleConnector(Connector):
         with driver_import("the Oracle connector"):
             import oracledb
 
-        url = parse_url(self.url)
+        url = self.endpoint
         service = url.query.get("service_name") or url.database
         if not url.host or not service:
             raise ConfigError(
@@ -57,7 +56,7 @@ class OracleConnector(Connector):
         return connection
 
     def owner(self) -> str:
-        return (parse_url(self.url).username or "").upper()
+        return (self.endpoint.username or "").upper()
 
     def reflect(self, table: str) -> TableSchema:
         owner, name = sql.split_table(table, self.owner())

@@ -15,7 +15,7 @@ from connectors.oracle import sql
 from connectors.oracle.connector import OracleConnector
 from connectors.oracle.log_reader import OracleLogReader
 from connectors.oracle.snapshot import OracleSnapshotReader
-from connectors.oracle.source_config import LogMinerConfig, from_url
+from connectors.oracle.source_config import LogMinerConfig, from_parameters
 from connectors.oracle.unavailable_columns import UnavailableColumns
 
 
@@ -40,8 +40,8 @@ def log_reader(
 def open_source(url: str, password: str | None, tables: Sequence[str]) -> LogSource:
     """A LogMiner reader of ``tables``, AS OF SCN snapshots, and the hook reading values
     LogMiner cannot render as of their commit, over one connector."""
-    config = from_url(url)  # a bad setting fails before anything connects
     connector = OracleConnector(url, password)
+    config = from_parameters(connector.endpoint.query)  # fails before anything connects
     reader = log_reader(connector, tables, config)
     unavailable = UnavailableColumns(connector.connect, reader.tables)
 

@@ -41,11 +41,11 @@ from connectors.postgres.types import (
 )
 from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
 from connectors.registry import CAPTURE_PARAMETER
+from connectors.urls import DatabaseUrl, parse_url
 
 if TYPE_CHECKING:
     import psycopg
     import pyarrow as pa
-    from sqlalchemy.engine import URL
 
     from connectors.jdbc import JdbcRead
     from connectors.postgres.pushdown import PostgresDigestSession
@@ -113,16 +113,15 @@ class PostgresConnector(Connector):
     @property
     def where(self) -> str:
         """The database, for messages: host, port and name, never the password."""
-        url = self._parsed_url()
+        url = self.endpoint
         return f"Postgres {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
 
-    def _parsed_url(self) -> URL:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
+    @staticmethod
+    def parse_endpoint(url: str) -> DatabaseUrl:
+        """``url``'s parts; a bad URL's error says how a Postgres URL looks."""
         try:
-            return make_url(self.url)
-        except ArgumentError as exc:
+            return parse_url(url)
+        except ConfigError as exc:
             raise ConfigError(
                 f"not a Postgres URL (postgresql://user@host:port/db): {exc}"
             ) from exc
@@ -132,7 +131,7 @@ class PostgresConnector(Connector):
             import psycopg
             from psycopg.conninfo import make_conninfo
 
-        url = self._parsed_url()
+        url = self.endpoint
         password = self.password if self.password is not None else url.password
         extra = {
             k: str(v)
@@ -269,10 +268,6 @@ class PostgresConnector(Connector):
                     " infinite dates and timestamps have no Arrow value: leave the column out",
                     {"source": self.where, "table": table.table},
                 ) from exc
-
-    def parsed_url(self) -> URL:
-        """The connection URL, parsed (its password is never logged)."""
-        return self._parsed_url()
 
     @staticmethod
     def qualified(table: str) -> str:

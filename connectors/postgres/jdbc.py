@@ -16,11 +16,7 @@ Python reader's session settings. Arrays and timetz are left to the Python reade
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import URL
-
+from typing import Protocol
 
 from connectors.jdbc import PARTITION_KEY, JdbcDriver, JdbcRead, Transport
 from connectors.model import POSITION_COLUMN, Snapshot, SourceColumn, TableSchema
@@ -30,6 +26,7 @@ from connectors.postgres.types import (
     quote,
     select_expression,
 )
+from connectors.urls import DatabaseUrl
 from merkle import types as lt
 
 
@@ -39,7 +36,8 @@ class PostgresSource(Protocol):
 
     password: str | None
 
-    def parsed_url(self) -> URL: ...
+    @property
+    def endpoint(self) -> DatabaseUrl: ...
 
     def qualified(self, table: str) -> str: ...
 
@@ -139,7 +137,7 @@ def jdbc_read(
     selects[-1] += f" AS {quote(POSITION_COLUMN)}"
     if partition_column is not None:
         selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
-    url = connector.parsed_url()
+    url = connector.endpoint
     properties = {
         "driver": DRIVER.class_name,
         "user": url.username or "",

@@ -42,7 +42,7 @@ def read_log_status(
 ) -> LogStatus:
     """The WAL's end and the pipeline slot's state (``LogStatusReader``)."""
     config = source_config(url, password, ("probe",))
-    connector = PostgresConnector(config.url, password)
+    connector = PostgresConnector(config.url, password, config.endpoint)
     with contextlib.closing(connector.connect()) as connection:
         row = connection.execute(_END).fetchone()
         slot = connection.execute(_SLOT, (config.slot,)).fetchone()

@@ -46,7 +46,7 @@ _PEEK = (
 def open_quiet_log(url: str, password: str | None) -> QuietLog:
     """The ``QuietLog`` of a ``postgresql`` pipeline URL (its slot and publication)."""
     config = source_config(url, password, ("probe",))
-    connector = PostgresConnector(config.url, password)
+    connector = PostgresConnector(config.url, password, config.endpoint)
 
     def check(table: str, start: int, end: int) -> str | None:
         with connector.connect() as connection:

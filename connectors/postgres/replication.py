@@ -39,7 +39,7 @@ PUBLISHES_GENERATED = 180_000  # server_version_num of publish_generated_columns
 def connector_of(config: PostgresSourceConfig) -> PostgresConnector:
     """The SQL connector of the source."""
     password = config.password.reveal() if config.password is not None else None
-    return PostgresConnector(config.url, password)
+    return PostgresConnector(config.url, password, config.endpoint)
 
 
 def open_stream_connection(config: PostgresSourceConfig, connector: PostgresConnector) -> Any:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from cdc_core.config import Secret
 from cdc_core.errors import ConfigError
-from connectors.postgres.connector import qualified_name
+from connectors.postgres.connector import PostgresConnector, qualified_name
+from connectors.urls import UNPARSED, DatabaseUrl
 
 _NAME = re.compile(r"^[a-z0-9_]{1,63}$")  # slot names: lower-case letters, digits, underscores
 
@@ -34,6 +35,8 @@ class PostgresSourceConfig:
             WAL has been read), in seconds.
         decoding_work_mem: ``logical_decoding_work_mem`` of the walsender (e.g. ``64kB``):
             transactions larger than it are streamed while in progress.
+        endpoint: ``url`` parsed; parsed here when not given, the one parse every reader
+            and connector of the source shares.
     """
 
     url: str
@@ -47,6 +50,7 @@ class PostgresSourceConfig:
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     idle_s: float = 0.5
     decoding_work_mem: str | None = None
+    endpoint: DatabaseUrl = field(default=UNPARSED, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.tables:
@@ -65,6 +69,9 @@ class PostgresSourceConfig:
             raise ConfigError(
                 f"decoding_work_mem {self.decoding_work_mem!r} must be a size such as 64kB"
             )
+        if self.endpoint is UNPARSED:
+            endpoint = PostgresConnector.parse_endpoint(self.url)
+            object.__setattr__(self, "endpoint", endpoint)  # frozen: set once here
 
     def qualified_tables(self) -> tuple[str, ...]:
         """The captured tables as ``schema.table``."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -12,7 +14,14 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import make_url
 
 from cdc_core.errors import ConfigError
-from connectors.urls import parse_url
+from connectors.base import Connector
+from connectors.hana.connector import HanaConnector
+from connectors.mariadb.binlog.stream import StreamSettings
+from connectors.mariadb.connector import MariaDBConnector
+from connectors.mariadb.log_source import source_config
+from connectors.mariadb.snapshot import MariaDBSnapshotReader
+from connectors.oracle.connector import OracleConnector
+from connectors.urls import DatabaseUrl, parse_url
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 _NAME = st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=8)
@@ -67,3 +76,49 @@ def test_reading_a_mariadb_url_imports_no_sqlalchemy() -> None:
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert shown.stdout.split() == ["shop", "False"], shown.stderr
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every URL ``parse_url`` reads from now on, in whichever module looked it up."""
+    parsed: list[str] = []
+
+    def counting(url: str) -> DatabaseUrl:
+        parsed.append(url)
+        return parse_url(url)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("connectors.") and getattr(module, "parse_url", None) is parse_url:
+            monkeypatch.setattr(module, "parse_url", counting)
+    return parsed
+
+
+@pytest.mark.parametrize(
+    ("connector_class", "url", "read"),
+    [
+        (MariaDBConnector, "mysql+pymysql://u@h:3306/shop", MariaDBConnector.database),
+        (OracleConnector, "oracle+oracledb://cdc@h:1521/?service_name=S", OracleConnector.owner),
+        (HanaConnector, "hana://u@h:30015/?currentSchema=SHOP", HanaConnector.default_schema),
+    ],
+)
+def test_a_connector_parses_its_url_once(
+    monkeypatch: pytest.MonkeyPatch,
+    connector_class: type[Connector],
+    url: str,
+    read: Callable[[Any], str],
+) -> None:
+    expected = parse_url(url)
+    parsed = _count_parses(monkeypatch)
+    connector = connector_class(url)
+    assert read(connector) == read(connector)
+    assert parsed == [url]
+    assert connector.endpoint == expected
+    assert parsed == [url]
+
+
+def test_a_sources_readers_share_its_configs_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = _count_parses(monkeypatch)
+    config = source_config("mysql+pymysql://u@h:3306/shop?server_id=7", None, ["t"])
+    assert MariaDBSnapshotReader(config).database == "shop"
+    assert StreamSettings.from_config(config, None).database == "shop"
+    assert MariaDBConnector(config.url, None, config.endpoint).database() == "shop"
+    assert parsed == ["mysql+pymysql://u@h:3306/shop"]

@@ -32,7 +32,6 @@ from connectors.mariadb.errors import (
     ReplicationPrivilegeError,
 )
 from connectors.mariadb.flavour import ServerFlavour, detect_flavour
-from connectors.urls import parse_url
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -56,11 +55,9 @@ class StreamSettings:
     display: str  # the URL without its password, for messages
 
     @classmethod
-    def from_url(
-        cls, url: str, password: str | None, config: MariaDBSourceConfig
-    ) -> StreamSettings:
-        """Settings of a SQLAlchemy URL (``mysql+pymysql://user@host:port/database``)."""
-        parsed = parse_url(url)
+    def from_config(cls, config: MariaDBSourceConfig, password: str | None) -> StreamSettings:
+        """Settings of a source's URL (``mysql+pymysql://user@host:port/database``)."""
+        parsed = config.endpoint
         return cls(
             host=parsed.host or "127.0.0.1",
             port=parsed.port or 3306,
@@ -69,7 +66,7 @@ class StreamSettings:
             database=parsed.database or "",
             server_id=config.server_id,
             heartbeat_s=config.heartbeat_s,
-            display=mask_url(url),
+            display=mask_url(config.url),
         )
 
     def connection(self) -> dict[str, Any]:
