@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from cdc_core.errors import TerminalError
-from connectors.model import Partition
+from connectors.model import POSITION_COLUMN, Partition
 from connectors.registry import connector_for
+from connectors.sqlite.connector import SQLiteConnector
 from merkle import types as lt
 
 
@@ -86,3 +87,24 @@ def test_missing_table_and_unreadable_column(database: str) -> None:
         connector.reflect("nope")
     with pytest.raises(TerminalError, match="column odd"):
         connector.arrow_schema(connector.reflect("t"), ["odd"])
+
+
+def test_the_base_arrow_schema_is_each_columns_arrow_type_then_the_position(
+    tmp_path: Path,
+) -> None:
+    """``Connector.arrow_schema`` (one for every product): the columns asked for, in that
+    order, each as the product's ``arrow_type`` reads it, then the position column."""
+    import pyarrow as pa
+
+    database = tmp_path / "s.db"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, amount REAL)")
+    connector = SQLiteConnector(f"sqlite:///{database}")
+    table = connector.reflect("t")
+
+    schema = connector.arrow_schema(table, ["name", "id"])
+
+    assert schema.names == ["name", "id", POSITION_COLUMN]
+    assert schema.field("name").type == connector.arrow_type(table, "name")
+    assert schema.field("id").type == connector.arrow_type(table, "id")
+    assert schema.field(POSITION_COLUMN).type == pa.int64()
