@@ -1,16 +1,22 @@
 # The README's two entry points, `make demo` and `make test`, each set everything up first:
-# Debian packages (when missing), a virtualenv in .venv, and replcheck with all extras.
+# Debian packages (when missing), a virtualenv in .venv, and replcheck with all extras;
+# `make test` also Azurite (npm, into .tools/) for the Azure lake tests.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup system python demo test lint bench clean
+.PHONY: setup system tools python demo test lint bench clean
 
 setup: system $(STAMP)
 
 system:
 	bash scripts/install-system-deps.sh
+
+# Test tools from npm, project-local (.tools/): Azurite, the Azure Storage emulator the
+# Azure lake tests start. Only `make test` needs them.
+tools:
+	bash scripts/install-azurite.sh
 
 $(STAMP): pyproject.toml
 	bash scripts/make-venv.sh "$(PYTHON)" "$(VENV)"
@@ -30,7 +36,7 @@ lint: $(STAMP)
 # worker (module fixtures such as the type matrix's tables are built once): the tests mostly
 # wait on servers and JVMs, so the 2 cores overlap them. The lint runs beside the tests'
 # first minute (its output follows theirs); either failing fails the target.
-test: setup
+test: setup tools
 	@log=$$(mktemp); $(MAKE) --no-print-directory lint > $$log 2>&1 & lint=$$!; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile; tests=$$?; \
 	wait $$lint; linted=$$?; cat $$log; rm -f $$log; \

@@ -1,22 +1,25 @@
 """Where a lake lives: a local folder or a prefix in an object store, with its storage options.
 
-``lake:`` in a connection takes a local path, a ``file://`` URL or an ``s3://bucket/prefix``
-URL (DESIGN.md, "Lake URLs"). A ``LakeLocation`` is that URL plus the storage options that
-reach the store; it hands them to the two libraries that read and write the lake, in the
-forms each takes: ``delta_options()`` for deltalake (delta-rs) and ``filesystem()`` for a
-pyarrow filesystem.
+``lake:`` in a connection takes a local path, a ``file://`` URL, an ``s3://bucket/prefix`` URL
+or an Azure one (``az://container/prefix``, ``abfss://container@account.dfs.core.windows.net/
+prefix``, ``abfs://``) (DESIGN.md, "Lake URLs"). A ``LakeLocation`` is that URL plus the
+storage options that reach the store; it hands them to the two libraries that read and write
+the lake, in the forms each takes: ``delta_options()`` for deltalake (delta-rs) and
+``filesystem()`` for a pyarrow filesystem.
 
-Credentials and endpoints come from the standard AWS environment first
-(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``,
-``AWS_ENDPOINT_URL``; ``AWS_PROFILE`` is left to the SDKs' own credential chain), then the
-connection's ``storage_options`` override them. Every value stays masked until it is handed
+Credentials and endpoints come from the store's standard environment first (``OBJECT_STORES``:
+``AWS_ACCESS_KEY_ID``, ... for S3, ``AZURE_STORAGE_ACCOUNT_NAME``, ... for Azure;
+``AWS_PROFILE`` is left to the SDKs' own credential chain), then the connection's
+``storage_options`` override them. Every value stays masked until it is handed
 to a library: ``display()`` and every error message show the URL only, which holds no secret
 (a URL with user info or a query string is refused when the config is read).
 
 Delta commits on S3 need an atomic put-if-absent. The lake asks delta-rs for S3 conditional
 writes (``conditional_put: etag``: a commit file is written with ``If-None-Match: *``, so of
 two writers racing for one version exactly one wins and the other retries on the next); an
-unsafe rename (``AWS_S3_ALLOW_UNSAFE_RENAME``) is never set.
+unsafe rename (``AWS_S3_ALLOW_UNSAFE_RENAME``) is never set. Azure Blob Storage needs no
+option: delta-rs's object store writes a commit file with ``If-None-Match: *`` there natively
+(Blob's own conditional create), with the same outcome.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from cdc_core.errors import ConfigError, TerminalError
@@ -37,20 +40,71 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
     from deltalake import DeltaTable
 
-# One registry of the stores a lake URL may name, keyed the way users write them.
-OBJECT_STORES = {"s3": "S3"}
+
+class StorageOption(NamedTuple):
+    """One storage option a connection may set: the environment variable it overrides, its
+    name in delta-rs's ``storage_options``, and whether it is a secret (then it must be
+    ``{env: NAME}`` or ``{file: PATH}``; the others may also be written out)."""
+
+    env: str
+    delta: str
+    secret: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectStore:
+    """A kind of object store a lake URL may name: its name and its word for the top level
+    (for messages), its storage options, and the endpoint used when none is set."""
+
+    name: str
+    container: str
+    options: Mapping[str, StorageOption]
+    default_endpoint: str
+
+
+S3 = ObjectStore(
+    "S3",
+    "bucket",
+    {
+        "access_key_id": StorageOption("AWS_ACCESS_KEY_ID", "aws_access_key_id", True),
+        "secret_access_key": StorageOption("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key", True),
+        "session_token": StorageOption("AWS_SESSION_TOKEN", "aws_session_token", True),
+        "region": StorageOption("AWS_REGION", "aws_region"),
+        "endpoint_url": StorageOption("AWS_ENDPOINT_URL", "aws_endpoint_url"),
+    },
+    "the default AWS endpoint",
+)
+AZURE = ObjectStore(
+    "Azure",
+    "container",
+    {
+        "account_name": StorageOption("AZURE_STORAGE_ACCOUNT_NAME", "azure_storage_account_name"),
+        "account_key": StorageOption(
+            "AZURE_STORAGE_ACCOUNT_KEY", "azure_storage_account_key", True
+        ),
+        "sas_token": StorageOption("AZURE_STORAGE_SAS_TOKEN", "azure_storage_sas_token", True),
+        # A service principal (client secret credential).
+        "client_id": StorageOption("AZURE_CLIENT_ID", "azure_storage_client_id"),
+        "client_secret": StorageOption("AZURE_CLIENT_SECRET", "azure_storage_client_secret", True),
+        "tenant_id": StorageOption("AZURE_TENANT_ID", "azure_storage_tenant_id"),
+        # The account's blob endpoint: https://ACCOUNT.blob.core.windows.net, or path style
+        # http://127.0.0.1:10000/ACCOUNT for an emulator (Azurite).
+        "endpoint_url": StorageOption("AZURE_STORAGE_ENDPOINT", "azure_storage_endpoint"),
+    },
+    "the default Azure endpoint",
+)
+# One registry of the stores a lake URL may name, keyed by the schemes users write.
+OBJECT_STORES: Mapping[str, ObjectStore] = {"s3": S3, "az": AZURE, "abfs": AZURE, "abfss": AZURE}
+# Schemes whose URL names the account too: abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/...
+ACCOUNT_IN_URL = ("abfs", "abfss")
 LOCAL_SCHEMES = ("", "file")
 
-# The storage options a connection may set, and the environment variable each overrides.
-# Secret ones must be ``{env: NAME}`` or ``{file: PATH}``; the others may also be written out.
-STORAGE_OPTIONS: Mapping[str, str] = {
-    "access_key_id": "AWS_ACCESS_KEY_ID",
-    "secret_access_key": "AWS_SECRET_ACCESS_KEY",
-    "session_token": "AWS_SESSION_TOKEN",
-    "region": "AWS_REGION",
-    "endpoint_url": "AWS_ENDPOINT_URL",
-}
-SECRET_STORAGE_OPTIONS = ("access_key_id", "secret_access_key", "session_token")
+# Every storage option name of any store (the config's allowed keys), and the secret ones;
+# derived from OBJECT_STORES, which a lake checks its own options against.
+STORAGE_OPTIONS = tuple(dict.fromkeys(k for s in OBJECT_STORES.values() for k in s.options))
+SECRET_STORAGE_OPTIONS = tuple(
+    dict.fromkeys(k for s in OBJECT_STORES.values() for k, o in s.options.items() if o.secret)
+)
 DEFAULT_REGION = "us-east-1"
 # delta-rs's S3 commit mechanism: conditional writes (If-None-Match), see the module docstring.
 CONDITIONAL_PUT = "etag"
@@ -96,13 +150,17 @@ class LakeLocation:
     )
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.storage_options) - set(STORAGE_OPTIONS))
-        if unknown:
-            raise ConfigError(f"lake {self.url}: unknown storage option(s) {unknown}")
         if self.scheme and self.scheme not in OBJECT_STORES:
             raise ConfigError(f"lake {self.url}: not a local path nor a store in {_stores()}")
+        known = self.object_store.options if not self.is_local else {}
+        unknown = sorted(set(self.storage_options) - set(known))
+        if unknown:
+            raise ConfigError(f"lake {self.url}: unknown storage option(s) {unknown}")
         if not self.is_local and not self.bucket:
-            raise ConfigError(f"lake {self.url}: name a bucket (s3://BUCKET/prefix)")
+            word = self.object_store.container
+            raise ConfigError(
+                f"lake {self.url}: name a {word} ({self.scheme}://{word.upper()}/...)"
+            )
 
     @classmethod
     def from_config(cls, text: str, options: Mapping[str, Revealable]) -> LakeLocation:
@@ -115,7 +173,9 @@ class LakeLocation:
             if options:
                 raise ConfigError(f"lake {text}: storage_options apply to object stores only")
             return cls(str(Path(parts.path if scheme else text)))
-        if parts.username or parts.password or parts.query or parts.fragment:
+        # abfss://CONTAINER@ACCOUNT...: the container is the URL's user part, no credential.
+        named_user = parts.username if scheme not in ACCOUNT_IN_URL else None
+        if named_user or parts.password or parts.query or parts.fragment:
             raise ConfigError(
                 f"lake {scheme}://{parts.hostname or ''}{parts.path}: the URL must not hold"
                 " credentials or a query; use storage_options with {env: NAME} values"
@@ -133,14 +193,19 @@ class LakeLocation:
         return not self.scheme
 
     @property
+    def object_store(self) -> ObjectStore:
+        """The kind of store an object-store lake is on (OBJECT_STORES)."""
+        return OBJECT_STORES[self.scheme]
+
+    @property
     def store(self) -> str:
-        """The store's name for messages: ``S3``, or ``local disk``."""
-        return OBJECT_STORES.get(self.scheme, "local disk")
+        """The store's name for messages: ``S3``, ``Azure``, or ``local disk``."""
+        return self.object_store.name if not self.is_local else "local disk"
 
     @property
     def bucket(self) -> str:
-        """The bucket of an object-store lake (``""`` for a local one)."""
-        return urlsplit(self.url).netloc if not self.is_local else ""
+        """The bucket (Azure: container) of an object-store lake (``""`` for a local one)."""
+        return _container(self.url) if not self.is_local else ""
 
     @property
     def local_path(self) -> Path:
@@ -179,10 +244,15 @@ class LakeLocation:
         return self.url[len(other.url) :].strip("/")
 
     def settings(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """Each storage option's value: the connection's, else the environment's."""
+        """Each storage option's value: the connection's, else the environment's (an
+        ``abfss://`` URL's account wins over both: it is the most explicit)."""
         environ = os.environ if environ is None else environ
-        found = {key: environ[var] for key, var in STORAGE_OPTIONS.items() if environ.get(var)}
+        options = self.object_store.options.items()
+        found = {key: environ[o.env] for key, o in options if environ.get(o.env)}
         found.update({key: value.reveal() for key, value in self.storage_options.items()})
+        account = _url_account(self.url)
+        if account:
+            found["account_name"] = account
         return found
 
     def delta_options(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -190,10 +260,17 @@ class LakeLocation:
         if self.is_local:
             return {}
         settings = self.settings(environ)
-        options = {f"aws_{key}": value for key, value in settings.items()}
+        known = self.object_store.options
+        options = {known[key].delta: value for key, value in settings.items()}
+        http = settings.get("endpoint_url", "").startswith("http://")
+        if self.object_store is AZURE:
+            # No commit option: Blob Storage's put-if-absent is native (module docstring).
+            if http:
+                options["azure_allow_http"] = "true"
+            return options
         options.setdefault("aws_region", DEFAULT_REGION)
         options["conditional_put"] = CONDITIONAL_PUT
-        if settings.get("endpoint_url", "").startswith("http://"):
+        if http:
             options["aws_allow_http"] = "true"
         return options
 
@@ -203,8 +280,10 @@ class LakeLocation:
 
         if self.is_local:
             return pafs.LocalFileSystem(), self.url
-        s3 = _s3_filesystem(tuple(sorted(self.settings(environ).items())))
-        return s3, self.url.split("://", 1)[1]
+        settings = tuple(sorted(self.settings(environ).items()))
+        if self.object_store is AZURE:
+            return _azure_filesystem(settings), _path_in_store(self.url)
+        return _s3_filesystem(settings), _path_in_store(self.url)
 
     def check_reachable(self, environ: Mapping[str, str] | None = None) -> None:
         """Fail with one line naming the store, the URL and the fix when the lake's bucket
@@ -296,7 +375,7 @@ class LakeLocation:
         filesystem it is on (None: a local path, opened as ever)."""
         if self.is_local or "://" not in uri:
             return uri, None
-        return uri.split("://", 1)[1], self.filesystem()[0]
+        return _path_in_store(uri), self.filesystem()[0]
 
     def file_exists(self, uri: str) -> bool:
         """Whether a data file Delta lists is there."""
@@ -346,6 +425,73 @@ def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
     )
 
 
+@functools.lru_cache(maxsize=8)
+def _azure_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.AzureFileSystem:
+    """One pyarrow Azure filesystem per set of settings (a validation opens many files).
+    Without a key, SAS token or client secret, pyarrow's default credential chain applies."""
+    import pyarrow.fs as pafs
+
+    found = dict(settings)
+    account = found.get("account_name")
+    if not account:
+        raise ConfigError(
+            "an Azure lake needs its storage account: set AZURE_STORAGE_ACCOUNT_NAME or"
+            " storage_options.account_name, or use abfss://CONTAINER@ACCOUNT.dfs.core.windows.net"
+        )
+    endpoint = urlsplit(found.get("endpoint_url", ""))
+    blob = _azure_authority(endpoint, account)
+    scheme = endpoint.scheme or None
+    return pafs.AzureFileSystem(
+        account,
+        account_key=found.get("account_key"),
+        sas_token=found.get("sas_token"),
+        client_id=found.get("client_id"),
+        client_secret=found.get("client_secret"),
+        tenant_id=found.get("tenant_id"),
+        blob_storage_authority=blob,
+        blob_storage_scheme=scheme,
+        # An emulator serves both APIs at one address; Azure's DFS host mirrors the blob one.
+        dfs_storage_authority=blob.replace(".blob.", ".dfs.", 1) if blob else None,
+        dfs_storage_scheme=scheme,
+    )
+
+
+def _azure_authority(endpoint: Any, account: str) -> str | None:
+    """pyarrow's ``blob_storage_authority`` for an endpoint URL (a ``urlsplit`` result):
+    ``host:port`` for a path-style one (``http://127.0.0.1:10000/ACCOUNT``, an emulator),
+    ``.blob.core.windows.net`` for ``https://ACCOUNT.blob.core.windows.net``."""
+    if not endpoint.netloc:
+        return None
+    if endpoint.path.strip("/") == account:
+        return str(endpoint.netloc)
+    if endpoint.netloc.startswith(f"{account}.") and not endpoint.path.strip("/"):
+        return str(endpoint.netloc[len(account) :])
+    raise ConfigError(
+        f"the Azure endpoint {endpoint.scheme}://{endpoint.hostname} must be"
+        f" https://{account}.blob.core.windows.net (or alike) or path style"
+        f" http://HOST:PORT/{account} (an emulator)"
+    )
+
+
+def _container(url: str) -> str:
+    """An object-store URL's bucket or container (abfss: the user part of its host)."""
+    parts = urlsplit(url)
+    return parts.netloc.split("@", 1)[0] if "@" in parts.netloc else parts.netloc
+
+
+def _url_account(url: str) -> str:
+    """The storage account an ``abfss://CONTAINER@ACCOUNT.dfs...`` URL names, else ``""``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ACCOUNT_IN_URL or "@" not in parts.netloc:
+        return ""
+    return (parts.hostname or "").split(".", 1)[0]
+
+
+def _path_in_store(url: str) -> str:
+    """An object-store URL as a pyarrow filesystem path: ``BUCKET/key`` (``CONTAINER/key``)."""
+    return _container(url) + urlsplit(url).path.rstrip("/")
+
+
 def as_location(lake: Path | LakeLocation) -> LakeLocation:
     """A lake's location, from its local folder (as most of the code still holds it) or as is."""
     return lake if isinstance(lake, LakeLocation) else LakeLocation(str(lake))
@@ -367,18 +513,24 @@ class StoreError(TerminalError):
 
     @classmethod
     def of(cls, location: LakeLocation, exc: OSError) -> StoreError:
-        message = str(exc)
-        if "nosuchbucket" in message.lower().replace(" ", "") or (
-            "bucket" in message.lower() and "not found" in message.lower()
+        message = str(exc).lower()
+        squeezed = message.replace(" ", "")
+        if any(code in squeezed for code in _MISSING_CONTAINER) or (
+            "bucket" in message and "not found" in message
         ):
             return cls(_missing_bucket(location), {"lake": location.display()})
         return StoreUnreachableError.of(location, os.environ, exc)
 
 
+# The stores' error codes for a missing bucket (S3) or container (Azure).
+_MISSING_CONTAINER = ("nosuchbucket", "containernotfound", "thespecifiedcontainerdoesnotexist")
+
+
 def _missing_bucket(location: LakeLocation) -> str:
+    word = location.object_store.container
     return (
-        f"lake {location.display()}: the {location.store} bucket {location.bucket!r} does not"
-        f" exist at {_endpoint(location, os.environ)}; create it, or correct the bucket in"
+        f"lake {location.display()}: the {location.store} {word} {location.bucket!r} does not"
+        f" exist at {_endpoint(location, os.environ)}; create it, or correct the {word} in"
         " 'lake:'"
     )
 
@@ -393,7 +545,8 @@ class StoreUnreachableError(StoreError):
         reason = _reason(str(exc))
         return cls(
             f"lake {location.display()}: cannot reach {location.store} at"
-            f" {_endpoint(location, environ)} ({reason}); check AWS_ENDPOINT_URL or"
+            f" {_endpoint(location, environ)} ({reason}); check"
+            f" {location.object_store.options['endpoint_url'].env} or"
             " storage_options.endpoint_url, and that the store is up",
             {"lake": location.display()},
         )
@@ -403,9 +556,11 @@ def _endpoint(location: LakeLocation, environ: Mapping[str, str]) -> str:
     """The endpoint a store is reached at, for messages (user info never shown)."""
     endpoint = urlsplit(location.settings(environ).get("endpoint_url", ""))
     if not endpoint.netloc:
-        return "the default AWS endpoint"
-    return f"{endpoint.scheme}://{endpoint.hostname}" + (
-        f":{endpoint.port}" if endpoint.port else ""
+        return location.object_store.default_endpoint
+    return (
+        f"{endpoint.scheme}://{endpoint.hostname}"
+        + (f":{endpoint.port}" if endpoint.port else "")
+        + endpoint.path.rstrip("/")
     )
 
 
@@ -418,9 +573,12 @@ def _reason(message: str) -> str:
     return "the request failed"
 
 
-# Phrases of the AWS SDK's (pyarrow's) and delta-rs's errors, and what a message says of them.
+# Phrases of the AWS and Azure SDKs' (pyarrow's) and delta-rs's errors, and what a message
+# says of them.
 _GISTS = (
     ("could not connect", "nothing answers there"),
+    ("couldn't connect", "nothing answers there"),
+    ("failed to connect", "nothing answers there"),
     ("connection refused", "nothing answers there"),
     ("could not resolve host", "the host name does not resolve"),
     ("dns error", "the host name does not resolve"),

@@ -305,7 +305,9 @@ class _PrivateServer(ABC):
             code = self.process.poll()
             if code is not None:
                 log = _tail(self.log_path)
-                error = _PortTakenError if "Address already in use" in log else ServerStartError
+                # "EADDRINUSE: address already in use" from Node (Azurite).
+                taken = "address already in use" in log.lower()
+                error = _PortTakenError if taken else ServerStartError
                 raise error(f"{self.kind} exited with {code} while starting:\n{log}")
             if time.monotonic() > deadline:
                 raise ServerStartError(

@@ -1,5 +1,6 @@
-"""Fixtures of the object-store lake tests: one moto S3 server per test process, a new
-bucket per test, and the standard AWS environment pointing at it."""
+"""Fixtures of the object-store lake tests: one moto S3 server and one Azurite server per
+test process (each started by the first test that needs it), a new bucket or container per
+test, and the store's standard environment pointing at it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.object_store.azurite_server import AZURE_VARIABLES, AzureLake, AzuriteServer
 from tests.object_store.s3_server import MotoS3Server, S3Lake
 from tests.private_servers import _start_on_free_port
 
@@ -31,3 +33,25 @@ def s3_lake(s3_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
     for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     return S3Lake(s3_server, s3_server.create_bucket())
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[AzuriteServer]:
+    """Azurite's blob service on a free loopback port, for the whole test process."""
+    server = _start_on_free_port(AzuriteServer)
+    assert isinstance(server, AzuriteServer)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def azure_lake(azurite_server: AzuriteServer, monkeypatch: pytest.MonkeyPatch) -> AzureLake:
+    """A new container, with the Azure environment of this process (and of the commands it
+    starts) pointing at the server and nothing else of the machine's Azure environment."""
+    for name in AZURE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in azurite_server.environment().items():
+        monkeypatch.setenv(name, value)
+    return AzureLake(azurite_server, azurite_server.create_container())

@@ -1,6 +1,7 @@
 """End to end on an S3 lake (moto on loopback): ``cdc run`` of a MariaDB table writes its
 changelog, mirror and progress into the bucket (the state directory stays local), and
-``validate`` with the local engine reads them back through pyarrow's S3 filesystem."""
+``validate`` with the local engine reads them back through pyarrow's S3 filesystem. The
+Azure test (test_azure_cdc_and_validate.py) runs the same steps."""
 
 from __future__ import annotations
 
@@ -47,7 +48,14 @@ def test_cdc_run_into_s3_then_validate(
     mariadb_full: MariaDBServer,
     mariadb_database: Callable[[MariaDBServer], str],
 ) -> None:
-    database = mariadb_database(mariadb_full)
+    cdc_run_then_validate(tmp_path, s3_lake.url, mariadb_full, mariadb_database(mariadb_full))
+
+
+def cdc_run_then_validate(
+    tmp_path: Path, lake_url: str, mariadb_full: MariaDBServer, database: str
+) -> None:
+    """Replicate a table into ``lake_url``, read it back, validate it in sync, then find a
+    drift the binlog does not carry (shared by the stores' tests)."""
     table = f"{database}.items"
     _run(
         mariadb_full,
@@ -55,7 +63,7 @@ def test_cdc_run_into_s3_then_validate(
         "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DECIMAL(10,2))",
         "INSERT INTO items VALUES (1, 'a', 1.50), (2, 'b', 2.00), (3, 'c', 3.25)",
     )
-    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url)
+    config = _s3_config(tmp_path, mariadb_full.url(database), table, lake_url)
     catch_up(config)  # the initial load
     _run(
         mariadb_full,
@@ -67,7 +75,7 @@ def test_cdc_run_into_s3_then_validate(
     catch_up(config)  # the changes, from the binlog
     catch_up(config)  # nothing new: nothing written twice
 
-    lake = LakeLocation.from_config(s3_lake.url, {})
+    lake = LakeLocation.from_config(lake_url, {})
     stored = LakeTable(lake, table)
     mirror = stored.mirror_at.open_delta().to_pyarrow_table().sort_by("id")
     assert mirror.select(["id", "name"]).to_pylist() == [
@@ -79,7 +87,7 @@ def test_cdc_run_into_s3_then_validate(
     assert sorted(changelog["_op"].to_pylist()) == ["c", "d", "r", "r", "r", "u"]
     assert set(read_progress(lake)) == {"p"}
     assert (tmp_path / "state").is_dir()  # the pipeline's state stays local
-    assert not (tmp_path / "lake").exists() and not Path("s3:").exists()
+    assert not (tmp_path / "lake").exists() and not Path(lake.scheme + ":").exists()
 
     code, comparison = validate(config, tmp_path / "in-sync")
     assert (code, comparison["status"]) == (0, "in_sync"), comparison

@@ -30,12 +30,14 @@ pytestmark = [pytest.mark.object_store, pytest.mark.integration, pytest.mark.mar
 CANARY = "CanaryS3Secret-9d41c"
 
 
-def _config(work: Path, url: str, table: str, lake: str, **options: str) -> Path:
-    """A pipeline and a comparison of ``table`` into ``lake``, its secret key from the
-    environment variable S3_CANARY, ``options`` more storage options."""
+def _config(
+    work: Path, url: str, table: str, lake: str, secret: str = "secret_access_key", **options: str
+) -> Path:
+    """A pipeline and a comparison of ``table`` into ``lake``, its ``secret`` storage option
+    from the environment variable STORE_CANARY, ``options`` more storage options."""
     config = write_config(work, url, [table], compared=(table, table))
     local = f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}"
-    given = {"secret_access_key": {"env": "S3_CANARY"}, **options}
+    given = {secret: {"env": "STORE_CANARY"}, **options}
     stored = f"  lake: {{lake: {json.dumps(lake)}, storage_options: {json.dumps(given)}}}"
     config.write_text(config.read_text(encoding="utf-8").replace(local, stored), "utf-8")
     return config
@@ -63,7 +65,7 @@ def test_no_credential_in_output_files_or_lake_and_unreachable_stores_are_named(
     mariadb_database: Callable[[MariaDBServer], str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("S3_CANARY", CANARY)
+    monkeypatch.setenv("STORE_CANARY", CANARY)
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     database = mariadb_database(mariadb_full)
     with contextlib.closing(mariadb_full.connect(database)) as conn, conn.cursor() as cur:
@@ -137,7 +139,7 @@ def test_the_config_takes_storage_options_from_the_environment_or_a_file_only(
         ("{lake: 's3://bkt/wh', storage_options: {secret_access_key: inline}}", "never inline"),
         ("{lake: 's3://id:key@bkt/wh'}", "must not hold credentials"),
         ("{lake: 's3://bkt/wh', storage_options: {bucket_acl: x}}", "unknown key"),
-        ("{lake: 'gs://bkt/wh'}", "not a local path nor a store in ['s3://']"),
+        ("{lake: 'gs://bkt/wh'}", "not a local path nor a store in ['s3://', 'az://'"),
         ("{lake: '/data/wh', storage_options: {region: x}}", "apply to object stores only"),
         ("{lake: 'file://data/wh'}", "a file URL takes an absolute path"),
     ]:
