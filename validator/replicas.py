@@ -9,7 +9,7 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
 - ``mysql``: a MySQL replica of the source: the source's GTID set (``@@gtid_executed``) is
   waited for on the replica (``WAIT_FOR_EXECUTED_GTID_SET``), then as above.
 - ``postgres``: a PostgreSQL logical subscriber or physical standby of the source: the
-  source's WAL position (``pg_current_wal_lsn()``) is waited for on it
+  source's WAL position (where its commits so far end, flushed) is waited for on it
   (``connectors.postgres.replica``), then as above.
 - ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
 - ``unknown`` (the default): detected where the target shows it (``detect``: replcheck

@@ -27,7 +27,7 @@ from connectors.model import (
     key_parameter,
 )
 from connectors.postgres.exported_snapshot import exported_snapshot, plain_snapshot, use_snapshot
-from connectors.postgres.position import describe_position, lsn_to_int
+from connectors.postgres.position import describe_position
 from connectors.postgres.product import POSTGRES
 from connectors.postgres.types import (
     SESSION_OPTIONS,
@@ -40,6 +40,7 @@ from connectors.postgres.types import (
     to_arrow,
 )
 from connectors.postgres.url_parameters import LOG_PARAMETERS, is_log_parameter
+from connectors.postgres.wal_end import committed_end
 from connectors.registry import CAPTURE_PARAMETER
 from connectors.urls import DatabaseUrl, parse_url
 
@@ -170,10 +171,10 @@ class PostgresConnector(Connector):
         return connection
 
     def log_position(self) -> int | None:
-        """The WAL's insert position: every commit so far ends at or before it."""
+        """Where every commit made so far ends, flushed (``wal_end``): a replica that has
+        applied it holds every change a reader of the source sees now."""
         with contextlib.closing(self.connect()) as connection:
-            row = connection.execute("SELECT pg_current_wal_lsn()::text").fetchone()
-        return lsn_to_int(str(row[0])) if row else None
+            return committed_end(connection)
 
     def describe_position(self, value: int) -> str:
         """An LSN as PostgreSQL prints it (``position.describe_position``)."""

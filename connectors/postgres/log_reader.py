@@ -87,7 +87,7 @@ from connectors.postgres.pgoutput import messages as pg
 from connectors.postgres.pgoutput.binary_values import ValueDecoder, lookup_type
 from connectors.postgres.pgoutput.feedback import end_stream, send_status
 from connectors.postgres.pgoutput.relations import DeferredLocator, RelationTracker
-from connectors.postgres.position import ALIGN, describe_position, lsn_to_int, lsn_to_text
+from connectors.postgres.position import ALIGN, describe_position, lsn_to_text
 from connectors.postgres.replication import (
     PostgresSourceConfig,
     check_wal_level,
@@ -99,6 +99,7 @@ from connectors.postgres.replication import (
 )
 from connectors.postgres.rewrites import ensure_rewrite_triggers
 from connectors.postgres.snapshot import describe_table
+from connectors.postgres.wal_end import committed_end
 
 logger = logging.getLogger(__name__)
 
@@ -229,23 +230,11 @@ class PostgresLogReader:
             return describe_table(self.connector, table, self.keys)
 
     def end_position(self) -> Position:
-        """The WAL flushed once every commit made so far is: all of them end at or before it.
-
-        The walsender decodes only flushed WAL. A commit with ``synchronous_commit = off``
-        is flushed by the WAL writer within ``wal_writer_delay``, while the tail of a
-        transaction still in progress may stay unflushed until the next commit: so this
-        waits until the flush position passes the insert position of the call, or for two
-        WAL writer delays at most (https://www.postgresql.org/docs/current/wal-async-commit.html).
-        """
+        """Where every commit made so far ends, flushed (``wal_end``): the walsender
+        decodes only flushed WAL."""
         with self._catalog() as connection:
-            insert = _lsn(connection, "pg_current_wal_insert_lsn()")
-            delay_ms = _milliseconds(connection, "wal_writer_delay")
-            deadline = time.monotonic() + 2 * delay_ms / 1000
-            while True:
-                flushed = _lsn(connection, "pg_current_wal_flush_lsn()")
-                if flushed >= insert or time.monotonic() >= deadline:
-                    return position_of(flushed - flushed % ALIGN)
-                time.sleep(delay_ms / 10_000)
+            end = committed_end(connection)
+        return position_of(end - end % ALIGN)
 
     def acknowledge(self, position: Position) -> None:
         """Everything committed at or before ``position`` is durable downstream: the slot may
@@ -646,20 +635,6 @@ class _Session:
     def _end_stream(self, xid: int, committed: bool) -> None:
         self.streams.pop(xid, None)
         self.relations.end_stream(xid, committed)
-
-
-def _lsn(connection: Any, expression: str) -> int:
-    """The value of an LSN-valued SQL expression."""
-    row = connection.execute(f"SELECT ({expression})::text").fetchone()
-    return lsn_to_int(row[0])
-
-
-def _milliseconds(connection: Any, setting: str) -> float:
-    """A duration setting in milliseconds."""
-    row = connection.execute(
-        "SELECT extract(epoch FROM current_setting(%s)::interval) * 1000", (setting,)
-    ).fetchone()
-    return float(row[0])
 
 
 def _closed_by_server(exc: Exception) -> bool:
