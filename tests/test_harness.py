@@ -347,3 +347,12 @@ def test_oracle_tests_run_only_with_a_server_url() -> None:
 @pytest.mark.hana
 def test_hana_tests_run_only_with_a_server_url() -> None:
     assert os.environ.get("REPLCHECK_HANA_URL"), "conftest should have skipped this test"
+
+
+def test_every_file_run_first_is_a_test_file() -> None:
+    """``SLOW_FIRST`` orders files by path: a moved or renamed file would lose its place
+    in silence."""
+    from tests.conftest import SLOW_FIRST
+
+    root = Path(__file__).resolve().parents[1]
+    assert [path for path in SLOW_FIRST if not (root / path).is_file()] == []
