@@ -5,18 +5,17 @@ commits rely on there (eight racing writers, none lost)."""
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from cdc_core.lake.layout import LakeTable, append_changelog, high_water_mark
-from cdc_core.lake_location import LakeLocation, plain
+from cdc_core.lake_location import LakeLocation
 from tests.object_store.azurite_server import ACCOUNT_KEY, ACCOUNT_NAME, AzureLake
 from tests.object_store.test_cdc_and_validate import cdc_run_then_validate
-from tests.object_store.test_commits import _events
-from tests.object_store.test_store_errors_and_canaries import _commands, _config
+from tests.object_store.test_commits import _events, race_eight_writers
+from tests.object_store.test_store_errors_and_canaries import _commands, _config, store_objects
 from tests.private_servers import MariaDBServer, _free_port
 
 pytestmark = [pytest.mark.object_store, pytest.mark.azure]
@@ -52,19 +51,7 @@ def test_racing_writers_each_commit_once(azure_lake: AzureLake) -> None:
     """Eight writers appending to one table at once: every commit lands exactly once, with
     no commit option given (Blob Storage's put-if-absent is native in delta-rs)."""
     assert "conditional_put" not in LakeLocation.from_config(azure_lake.url, {}).delta_options()
-    table = LakeTable(LakeLocation.from_config(azure_lake.url, {}), "shop.items")
-    append_changelog(table, _events(0), 0, "0", "writer-0")
-    threads = [
-        threading.Thread(target=append_changelog, args=(table, _events(i), i, str(i), f"w-{i}"))
-        for i in range(1, 9)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    delta = table.changelog_at.open_delta()
-    assert delta.version() == 8
-    assert sorted(delta.to_pyarrow_table()["_commit_pos"].to_pylist()) == list(range(9))
+    race_eight_writers(LakeLocation.from_config(azure_lake.url, {}))
 
 
 @pytest.mark.integration
@@ -110,20 +97,5 @@ def test_the_account_key_never_leaks_and_unreachable_stores_are_named(
     everything += "\n".join(
         path.read_text(errors="replace") for path in tmp_path.rglob("*") if path.is_file()
     )
-    everything += _container_objects(azure_lake)
+    everything += store_objects(azure_lake.url, "account_key", ACCOUNT_KEY)
     assert ACCOUNT_KEY not in everything
-
-
-def _container_objects(lake: AzureLake) -> str:
-    """Every object in the test's container, as text."""
-    import pyarrow.fs as pafs
-
-    options = {"account_key": plain(ACCOUNT_KEY)}
-    filesystem, _ = LakeLocation.from_config(lake.url, options).filesystem()
-    found = filesystem.get_file_info(pafs.FileSelector(lake.container, recursive=True))
-    texts = []
-    for info in found:
-        if info.type == pafs.FileType.File:
-            with filesystem.open_input_stream(info.path) as stream:
-                texts.append(stream.read().decode("utf-8", errors="replace"))
-    return "\n".join(texts)

@@ -40,7 +40,14 @@ def test_the_server_refuses_to_overwrite_an_object_put_if_absent(s3_lake: S3Lake
 def test_racing_writers_each_commit_once(s3_lake: S3Lake) -> None:
     """Eight writers appending to one table at once: every commit lands exactly once, in
     versions 0..8, none lost."""
-    table = LakeTable(LakeLocation.from_config(s3_lake.url, {}), "shop.items")
+    table = race_eight_writers(LakeLocation.from_config(s3_lake.url, {}))
+    assert high_water_mark(table) == 8
+
+
+def race_eight_writers(lake: LakeLocation) -> LakeTable:
+    """A first commit, then eight writers appending to one table at once; every commit
+    must land exactly once, in versions 0..8."""
+    table = LakeTable(lake, "shop.items")
     append_changelog(table, _events(0), 0, "0", "writer-0")
     threads = [
         threading.Thread(target=append_changelog, args=(table, _events(i), i, str(i), f"w-{i}"))
@@ -53,7 +60,7 @@ def test_racing_writers_each_commit_once(s3_lake: S3Lake) -> None:
     delta = table.changelog_at.open_delta()
     assert delta.version() == 8
     assert sorted(delta.to_pyarrow_table()["_commit_pos"].to_pylist()) == list(range(9))
-    assert high_water_mark(table) == 8
+    return table
 
 
 def test_progress_and_marks_live_in_the_store(s3_lake: S3Lake) -> None:

@@ -163,11 +163,17 @@ def _connections(work: Path, lake: str) -> dict[str, ConnectionConfig]:
 
 def _lake_objects(s3_lake: S3Lake) -> str:
     """Every object in the test's bucket, as text."""
+    return store_objects(s3_lake.url, "secret_access_key", CANARY)
+
+
+def store_objects(url: str, secret: str, value: str) -> str:
+    """Every object under the bucket or container of the lake ``url``, as text, read with
+    the storage option ``secret`` set to ``value``."""
     import pyarrow.fs as pafs
 
-    options = {"secret_access_key": plain(CANARY)}
-    filesystem, _ = LakeLocation.from_config(s3_lake.url, options).filesystem()
-    found = filesystem.get_file_info(pafs.FileSelector(s3_lake.bucket, recursive=True))
+    lake = LakeLocation.from_config(url, {secret: plain(value)})
+    filesystem, _ = lake.filesystem()
+    found = filesystem.get_file_info(pafs.FileSelector(lake.bucket, recursive=True))
     texts = []
     for info in found:
         if info.type == pafs.FileType.File:
