@@ -414,7 +414,9 @@ class DdlFollower:
                 values = to_locator_bytes(found.locator)
                 row, locator = {**row, COPY: copies[values]}, with_copy(locator, copies[values])
                 copies[values] += 1
-            elif not unique and self._store.get(table, locator, chunk.position, seq=seq - 1):
+            elif not unique and to_locator_bytes(locator) in read:
+                # Within the chunk: a row already in the store may be one this refresh reads
+                # again (its pending keys) or the log wrote since the refresh began.
                 raise EqualKeysError.of(table, chunk.position)
             self._store.put(table, locator, chunk.position, row, seq)
             read.add(to_locator_bytes(locator))

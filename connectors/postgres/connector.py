@@ -349,8 +349,16 @@ def partition_query(
     """``SELECT`` of ``columns`` (as the readers convert them) of one partition."""
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
+
+    def located(column: str) -> str:  # json has no `=`; its text is the value as stored
+        return (
+            f"{quote(column)}::text"
+            if table.column(column).native_type == "json"
+            else quote(column)
+        )
+
     where, params = partition.predicate(
-        quote, "%s", lambda column, value: key_parameter(table.column(column).ltype, value)
+        located, "%s", lambda column, value: key_parameter(table.column(column).ltype, value)
     )
     return sql + where, params
 

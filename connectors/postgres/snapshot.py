@@ -334,12 +334,14 @@ class PostgresSnapshotReader:
             name = qualified_name(table)
             description = describe_table(self.connector, name, self.keys)
             schema = self.connector.reflect(name)
-            unique = bool(description.key) and len(description.key) < len(schema.columns)
+            # Key order where the key is the source's or the user's; a table located by
+            # its columns is read whole, so equal rows never straddle two chunks.
+            ordered = description.unique or name in self.keys
             with self.connector.shared_snapshot() as snapshot:
                 assert snapshot is not None and snapshot.position is not None
                 position = Position(snapshot.position, str(snapshot.position_text))
                 with self.connector.read_transaction(snapshot) as connection:
-                    limited = limit if unique else None
+                    limited = limit if ordered else None
                     rows = self._chunk(connection, schema, description, after, limited)
         batch, last = rows
         return TableChunk(position, TableSnapshot(description, iter([batch])), last)

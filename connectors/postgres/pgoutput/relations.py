@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 GeneratedOf = Callable[[str], frozenset[str]]
 """The generated columns of a table (which the stream may leave out)."""
+ColumnsOf = Callable[[str], frozenset[str]]
+"""The stored columns of a table as the catalog shows it now."""
 
 
 @dataclass(eq=False, slots=True)
@@ -96,6 +98,7 @@ class RelationTracker:
         key_of: The key columns of a captured table.
         captured: The captured tables (``schema.table``); changes of others are dropped.
         generated_of: The generated columns of a table.
+        columns_of: The stored columns of a captured table now (its description's).
     """
 
     def __init__(
@@ -104,11 +107,13 @@ class RelationTracker:
         key_of: KeyOf,
         captured: frozenset[str],
         generated_of: GeneratedOf = lambda table: frozenset(),
+        columns_of: ColumnsOf = lambda table: frozenset(),
     ) -> None:
         self.decoder = decoder
         self.key_of = key_of
         self.captured = captured
         self.generated_of = generated_of
+        self.columns_of = columns_of
         self._contexts: dict[int | None, dict[int, _Relation]] = {None: {}}
 
     def on_relation(self, message: RelationMessage, context: int | None) -> str | None:
@@ -134,10 +139,17 @@ class RelationTracker:
         unsent = {column for column in key if column not in names}
         deferred = bool(unsent) and unsent <= self.generated_of(table)
         if unsent and not deferred:
-            # A key column renamed since (this message is older than the description): the
-            # replica identity the message flags locates the row as the log had it then.
+            # A key column renamed or added since (this message is older than the
+            # description): the replica identity the message flags locates the row as the
+            # log had it then, but for columns the table still has outside its key (an array
+            # of a table without a key, which no locator holds).
             flagged = zip(message.columns, columns, strict=True)
-            key = tuple(c.name for c, spec in flagged if c.key and spec[2] is not None)
+            outside = self.columns_of(table) - set(key)
+            key = tuple(
+                c.name
+                for c, spec in flagged
+                if c.key and spec[2] is not None and c.name not in outside
+            )
         shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})

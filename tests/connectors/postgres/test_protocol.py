@@ -162,6 +162,7 @@ def test_a_row_message_outside_any_transaction_stops_the_reader_at_its_position(
         lookup_type=lambda oid: None,
         generated_columns=lambda table: (),
         generated_names=lambda table: frozenset(),
+        column_names=lambda table: frozenset({"id"}),
         connector=SimpleNamespace(connect=None),
         _lost_connections=None,
     )
