@@ -87,12 +87,18 @@ class PipelineProcess:
             time.sleep(0.05)
         self.ready = True
 
-    def kill(self) -> None:
-        """SIGKILL the running process (if it died on its own, that is a finding) and
-        start it again."""
+    def check_running(self) -> None:
+        """A background process that died on its own is a finding (a validator would wait
+        for the lake in vain: postgres-default catalog seed 403)."""
         assert self.process is not None
         if self.process.poll() is not None:
             raise AssertionError(f"cdc run exited with {self.process.returncode}: {self.tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL the running process (if it died on its own, that is a finding) and
+        start it again."""
+        self.check_running()
+        assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
         self.kills += 1

@@ -103,6 +103,8 @@ def _run(
     if run.spark is not None:
         # The validator compares at its own snapshot's position, waiting for the running
         # pipeline to bring the lake there (as in production).
+        if not late:
+            pipeline.check_running()
         clock = time.monotonic()
         wait_s = LATE_WAIT_S if late else LAKE_WAIT_S
         problems += validate(run.spark, database, database.plain_url(), lake, work, wait_s)
