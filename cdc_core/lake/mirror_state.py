@@ -338,18 +338,43 @@ def _writer(commit: Mapping[str, Any]) -> str:
 def _unpaired(
     changelog: Sequence[Mapping[str, Any]], mirror: Sequence[Mapping[str, Any]]
 ) -> str | None:
-    """How the pipeline labels of the two histories disagree (None: in the same order)."""
-    first = [_mark(c) for c in changelog if _mark(c) is not None]
-    second = [_mark(c) for c in mirror if _mark(c) is not None]
-    if first[: len(second)] == second and len(first) - len(second) <= 1:
-        return None  # the mirror may trail by the batch being written
-    for index, (a, b) in enumerate(zip(first, second, strict=False)):
-        if a != b:
-            return (
-                f"the changelog's batch {index + 1} reaches {a}, the mirror's {b}: the two"
-                " tables were not written by one pipeline in step"
-            )
-    return f"the changelog holds {len(first)} pipeline batches, the mirror {len(second)}"
+    """How the two histories' pipeline labels show them out of step (None: in step).
+
+    A batch commits to the changelog, then to the mirror, so the mirror trails by the batch
+    being written at most. Labels alone may differ: after a crash between a batch's two
+    commits, the batch written again can end below or above the one the changelog holds.
+    What stays true is that the mirror reaches no further than the changelog, and at least
+    as far as the changelog's batch before its last."""
+    first = [mark for mark in map(_mark, changelog) if mark is not None]
+    second = [mark for mark in map(_mark, mirror) if mark is not None]
+    shown = {mark: _shown(mark) for mark in first[-2:] + second[-1:]}
+    if not second:
+        return (
+            None
+            if len(first) <= 1
+            else f"the changelog holds {len(first)} pipeline batches, the mirror none"
+        )
+    # Positions, not seqs: a snapshot's mark holds every seq at its position, and the batch
+    # after it at that position a lower one.
+    if not first or second[-1][0] > first[-1][0]:
+        reached = shown[first[-1]] if first else "nothing"
+        return (
+            f"the mirror reaches {shown[second[-1]]}, the changelog {reached}: the mirror is ahead"
+        )
+    if len(first) >= 2 and second[-1][0] < first[-2][0]:
+        return (
+            f"the mirror reaches {shown[second[-1]]}, the changelog {shown[first[-1]]} (and"
+            f" {shown[first[-2]]} the batch before): the mirror lags more than the batch being"
+            " written; the two tables were not written by one pipeline in step"
+        )
+    return None
+
+
+def _shown(mark: Mark) -> str:
+    """A batch's mark for people: its position, and its last event's seq where it ends
+    inside the transaction at that position."""
+    position, seq = mark
+    return f"position {position}" if seq == MAX_SEQ else f"position {position} (seq {seq})"
 
 
 def changed_files(delta: Any, name: str) -> list[ChangedFile]:
