@@ -123,20 +123,27 @@ def _while_running(pipeline: PipelineProcess) -> Iterator[None]:
     shrinking a failing seed would wait again: postgres-default catalog seed 412)."""
     from validator import positions
 
-    original = positions.wait_for_position
+    waits = positions.wait_for_position, positions.wait_for_lake_table
 
-    def guarded(reached: Callable[[], int | None], *args: Any, **kwargs: Any) -> int:
+    def for_position(reached: Callable[[], int | None], *args: Any, **kwargs: Any) -> int:
         def checked() -> int | None:
             pipeline.check_running()
             return reached()
 
-        return original(checked, *args, **kwargs)
+        return waits[0](checked, *args, **kwargs)
 
-    positions.wait_for_position = guarded  # type: ignore[assignment]
+    def for_table(table: Any, timeout_s: float, poll_s: float = 1.0, sleep: Any = None) -> None:
+        def checked(seconds: float) -> None:
+            pipeline.check_running()
+            (sleep or time.sleep)(seconds)
+
+        waits[1](table, timeout_s, poll_s, checked)
+
+    positions.wait_for_position, positions.wait_for_lake_table = for_position, for_table  # type: ignore[assignment]
     try:
         yield
     finally:
-        positions.wait_for_position = original  # type: ignore[assignment]
+        positions.wait_for_position, positions.wait_for_lake_table = waits  # type: ignore[assignment]
 
 
 def _execute(item: Item, database: SeedDatabase, pipeline: PipelineProcess) -> None:
@@ -266,6 +273,8 @@ def check_seed(
     if not problems:
         return None
     if minimize:
+        # Said before shrinking: a failure that does not come again is not lost with it.
+        print(f"seed {seed} failed, shrinking: {problems}", flush=True)
         workload = shrink(workload, lambda w: bool(check(w, run)))
         problems = check(workload, run) or problems
     return Failure(seed, source, problems, workload)
