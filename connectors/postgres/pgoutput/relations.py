@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.capture.position import Position
@@ -137,25 +138,45 @@ class RelationTracker:
         key = self.key_of(table) if table in self.captured else ()
         names = {c.name for c in message.columns}
         unsent = {column for column in key if column not in names}
-        deferred = bool(unsent) and unsent <= self.generated_of(table)
+        generated = self.generated_of(table) if unsent else frozenset()
+        deferred = bool(unsent) and unsent <= generated
         if unsent and not deferred:
-            # A key column renamed or added since (this message is older than the
-            # description): the replica identity the message flags locates the row as the
-            # log had it then, but for columns the table still has outside its key (an array
-            # of a table without a key, which no locator holds).
             flagged = zip(message.columns, columns, strict=True)
-            outside = self.columns_of(table) - set(key)
-            key = tuple(
-                c.name
-                for c, spec in flagged
-                if c.key and spec[2] is not None and c.name not in outside
-            )
+            key, deferred = self._older_key(table, key, generated, flagged)
         shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
         relations[message.relation_id] = _Relation(table, columns, key, shape, deferred)
         changed = known is not None and known.shape != shape and table in self.captured
         return table if changed else None
+
+    def _older_key(
+        self,
+        table: str,
+        key: tuple[str, ...],
+        generated: frozenset[str],
+        flagged: Iterator[tuple[Any, tuple[str, bool, Decode | None, ValueContext]]],
+    ) -> tuple[tuple[str, ...], bool]:
+        """The key of a Relation message older than the description (a key column renamed
+        or added since), and whether it holds generated columns the stream leaves out.
+
+        The replica identity the message flags locates the row as the log had it then, but
+        for columns the table still has outside its key (an array of a table without a
+        key, which no locator holds). Generated key columns are in no message: each keeps
+        its place in the key, the message's columns taking the others' places in order (a
+        rename keeps a column's place), so the locator is the one the snapshot made."""
+        outside = self.columns_of(table) - set(key)
+        sent = [c.name for c, spec in flagged if c.key and spec[2] is not None]
+        sent = [name for name in sent if name not in outside]
+        if not generated & set(key):
+            return tuple(sent), False
+        placed: list[str | None] = []
+        rest = iter(sent)
+        for column in key:
+            placed.append(column if column in generated else next(rest, None))
+        if None in placed or next(rest, None) is not None:
+            return tuple(sent), False  # columns added or dropped: no place to keep
+        return tuple(name for name in placed if name is not None), True
 
     def _known(self, relation_id: int, context: int | None) -> _Relation | None:
         for where in (context, None):
