@@ -343,6 +343,11 @@ def _qualified(table: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
 
 
+# Key columns compared as another type: json has no `=` (its text is the value as stored);
+# money has no `=` with the numeric the lake's exact decimal binds as.
+_LOCATED_AS = {"json": "text", "money": "numeric"}
+
+
 def partition_query(
     table: TableSchema, columns: Sequence[str], partition: Partition
 ) -> tuple[str, list[int]]:
@@ -350,12 +355,9 @@ def partition_query(
     select = ", ".join(select_expression(table.column(c)) for c in columns)
     sql = f"SELECT {select} FROM {_qualified(table.table)}"
 
-    def located(column: str) -> str:  # json has no `=`; its text is the value as stored
-        return (
-            f"{quote(column)}::text"
-            if table.column(column).native_type == "json"
-            else quote(column)
-        )
+    def located(column: str) -> str:
+        cast = _LOCATED_AS.get(table.column(column).native_type)
+        return f"{quote(column)}::{cast}" if cast else quote(column)
 
     where, params = partition.predicate(
         located, "%s", lambda column, value: key_parameter(table.column(column).ltype, value)

@@ -149,14 +149,19 @@ def test_a_refresh_the_schema_check_starts_keeps_the_changes_before_it_out_of_th
 
 @pytest.mark.parametrize(
     ("kind", "value", "changed"),
-    [("json", "json_build_object('g', g)", "'[1, 2]'"), ("int[]", "ARRAY[g]", "'{1,2}'")],
+    [
+        ("json", "json_build_object('g', g)", "'[1, 2]'"),
+        ("money", "g::numeric::money", "12.34"),
+        ("int[]", "ARRAY[g]", "'{1,2}'"),
+    ],
 )
 def test_a_table_without_a_key_is_refreshed_while_its_rows_change(
     case: PgCase, tmp_path: Path, kind: str, value: str, changed: str
 ) -> None:
     """Rows of a table without a key, changed while a refresh reads it again, are read
     again by their locators: ``json`` has no `=` (the read failed with "operator does not
-    exist: json = unknown", postgres-default catalog seed 403), and an array column, which
+    exist: json = unknown", postgres-default catalog seed 403), ``money`` none with the
+    numeric its exact decimal binds as (seed 547), and an array column, which
     does not locate rows, made each row read again look like a second row on its locator."""
     case.sql(
         f"CREATE TABLE k (a int, b text, v {kind})",
@@ -180,5 +185,9 @@ def test_a_table_without_a_key_is_refreshed_while_its_rows_change(
     source_rows = case.connection.execute("SELECT a, b, v::text, c FROM k").fetchall()
     mirror = read_delta(LakeTable(tmp_path / "lake", TABLE).mirror)
     assert len(mirror) == len(source_rows) == 49
-    shown = {"json": str, "int[]": lambda v: "{" + ",".join(map(str, v)) + "}"}[kind]
+    shown = {
+        "json": str,
+        "money": lambda v: f"${v:,.2f}",
+        "int[]": lambda v: "{" + ",".join(map(str, v)) + "}",
+    }[kind]
     assert text([(r["a"], r["b"], shown(r["v"]), r["c"]) for r in mirror]) == text(source_rows)
