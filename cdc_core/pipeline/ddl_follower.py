@@ -414,12 +414,13 @@ class DdlFollower:
                 values = to_locator_bytes(found.locator)
                 row, locator = {**row, COPY: copies[values]}, with_copy(locator, copies[values])
                 copies[values] += 1
-            elif not unique and to_locator_bytes(locator) in read:
+            located = to_locator_bytes(locator)
+            if copies is None and not unique and located in read:
                 # Within the chunk: a row already in the store may be one this refresh reads
                 # again (its pending keys) or the log wrote since the refresh began.
                 raise EqualKeysError.of(table, chunk.position)
             self._store.put(table, locator, chunk.position, row, seq)
-            read.add(to_locator_bytes(locator))
+            read.add(located)
             events.append(LakeEvent("r", row, chunk.position.value, seq, f"refresh:{table}", None))
         if state.keyed:
             gone = [key for key in asked if to_locator_bytes(key) not in read]

@@ -166,8 +166,9 @@ class RelationTracker:
         its place in the key, the message's columns taking the others' places in order (a
         rename keeps a column's place), so the locator is the one the snapshot made."""
         outside = self.columns_of(table) - set(key)
-        sent = [c.name for c, spec in flagged if c.key and spec[2] is not None]
-        sent = [name for name in sent if name not in outside]
+        sent = [
+            c.name for c, spec in flagged if c.key and spec[2] is not None and c.name not in outside
+        ]
         if not generated & set(key):
             return tuple(sent), False
         placed: list[str | None] = []
