@@ -375,6 +375,7 @@ class _Session:
         )
         self.txid: str | None = None  # the transaction being sent at its commit
         self.begun = False
+        self.noted: tuple[object, str | None] | None = None  # the last rewrite message's
         self.stream_xid: int | None = None  # inside a stream block: its transaction
         self.streams: dict[int, _Streamed] = {}
         self.seen: set[int] = set()
@@ -570,7 +571,11 @@ class _Session:
         if not message.transactional or message.prefix != rewrites.PREFIX:
             return
         table = rewrites.changed_table(message.content)
-        if table is not None and table in self.reader.tables:
+        # One refresh per table and transaction: an ALTER of a partitioned table rewrites
+        # each partition, and each names the root.
+        noted = (self.stream_xid or self.txid, table)
+        if table is not None and table in self.reader.tables and noted != self.noted:
+            self.noted = noted
             reason = "a DDL changed its stored values and left its columns as they were"
             yield TableChanged(self._after(), table, "refresh", "ALTER", reason)
 

@@ -34,6 +34,9 @@ PREFIX = "replcheck.values_changed"
 """The prefix of the messages the triggers write (one per table whose values may differ)."""
 SCHEMA = "replcheck_ddl"
 TRIGGERS = ("replcheck_table_rewrite", "replcheck_type_change")
+VERSION = "replcheck rewrite triggers 2"
+"""Marks the functions' current text: older ones (a partition's rewrite named only the
+partition, seed 438) are replaced on the next start."""
 
 _EMIT = (
     f"PERFORM pg_catalog.pg_logical_emit_message(true, '{PREFIX}', pg_catalog.json_build_object("
@@ -45,12 +48,16 @@ INSTALL: tuple[str, ...] = (
     f"""CREATE OR REPLACE FUNCTION {SCHEMA}.note_rewrite() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
 DECLARE
-  named record;
+  named record; rewritten oid := pg_event_trigger_table_rewrite_oid();
 BEGIN
-  SELECT n.nspname, c.relname INTO named FROM pg_class c
-    JOIN pg_namespace n ON n.oid = c.relnamespace
-   WHERE c.oid = pg_event_trigger_table_rewrite_oid();
-  {_EMIT.format(cause="'rewrite'")};
+  -- {VERSION}. A partition is rewritten, never its partitioned ancestors (they hold no
+  -- rows), yet a pipeline captures it through its root: every ancestor is named too.
+  FOR named IN
+    SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.oid = rewritten OR c.oid IN (SELECT relid FROM pg_partition_ancestors(rewritten))
+  LOOP
+    {_EMIT.format(cause="'rewrite'")};
+  END LOOP;
 END $$""",
     f"""CREATE OR REPLACE FUNCTION {SCHEMA}.note_type_change() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
@@ -106,9 +113,9 @@ def ensure_rewrite_triggers(connection: psycopg.Connection[Any], where: str, cre
         return
     _WARNED.add(where)
     logger.warning(
-        "%s: the event triggers %s are missing, so a DDL that changes stored values but"
-        " leaves every column's name, type and default as it was (ALTER COLUMN ... TYPE ..."
-        " USING on the same type, an enum value renamed) would not reach the lake; %s",
+        "%s: the event triggers %s are missing or out of date, so a DDL that changes stored"
+        " values but leaves every column's name, type and default as it was (ALTER COLUMN ..."
+        " TYPE ... USING on the same type, an enum value renamed) would not reach the lake; %s",
         where,
         list(TRIGGERS),
         "run cdc run once as a superuser, or let one run the statements in docs/cdc-postgres.md"
@@ -122,9 +129,12 @@ _INSTALL_LOCK = 0x7265706C63686B  # "replchk": an advisory lock key of replcheck
 
 
 def _installed(connection: psycopg.Connection[Any]) -> bool:
+    """Both triggers are there, enabled, and their functions are this version's."""
     row = connection.execute(
-        "SELECT count(*) FROM pg_event_trigger WHERE evtname = ANY(%s) AND evtenabled <> 'D'",
-        (list(TRIGGERS),),
+        "SELECT count(*) FROM pg_event_trigger t JOIN pg_proc p ON p.oid = t.evtfoid"
+        " WHERE t.evtname = ANY(%s) AND t.evtenabled <> 'D'"
+        " AND (t.evtname <> %s OR strpos(p.prosrc, %s) > 0)",
+        (list(TRIGGERS), TRIGGERS[0], VERSION),
     ).fetchone()
     return row is not None and row[0] == len(TRIGGERS)
 

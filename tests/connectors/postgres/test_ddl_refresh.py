@@ -23,6 +23,7 @@ from cdc_core.lake.layout import LakeTable, high_water_mark
 from cdc_core.names import COMMIT_POS, META_COLUMNS, OP
 from cdc_core.pipeline.ddl_follower import DdlFollower
 from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+from connectors.postgres import rewrites
 from connectors.registry import log_source_for
 from tests.cdc_core.lake_model import changelog_state, read_delta
 from tests.connectors.postgres.helpers import PgCase
@@ -193,6 +194,48 @@ def test_a_rewrite_by_a_role_that_is_no_superuser_reaches_the_lake(
         case.sql("RESET ROLE")
         pipeline.run_until_caught_up()
     _assert_lake_equals_source(case, tmp_path / "lake")
+
+
+@pytest.mark.parametrize("then_change", [True, False], ids=["changed-after", "quiet-after"])
+def test_a_rewrite_of_a_partitioned_table_reaches_the_lake(
+    case: PgCase, tmp_path: Path, then_change: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tester's seed 438 of postgres-default: ``ALTER COLUMN c7 TYPE integer USING c7 /
+    2`` on a partitioned table rewrites each partition, and the trigger named only the
+    partitions; the pipeline captures the root, so the lake kept the old values. (The
+    catalog check sees new leaves, but not when the shape it compares with was taken after
+    the DDL, by a refresh started while the stream was behind: no check here.)"""
+    monkeypatch.setattr(DdlFollower, "schemas_changed", lambda self, idle, now: False)
+    case.sql(
+        "CREATE TABLE t (id int NOT NULL, v int, s text) PARTITION BY RANGE (id)",
+        "CREATE TABLE t_low PARTITION OF t FOR VALUES FROM (MINVALUE) TO (20)",
+        "CREATE TABLE t_high PARTITION OF t FOR VALUES FROM (20) TO (MAXVALUE)",
+        "ALTER TABLE t ADD PRIMARY KEY (id)",
+        f"INSERT INTO t SELECT g, g * 10, 'row ' || g FROM generate_series(1, {ROWS}) g",
+    )
+    pipeline, source = _pipeline(case, tmp_path)
+    with closing(source.reader):
+        pipeline.run_until_caught_up()
+        case.sql("ALTER TABLE t ALTER COLUMN v TYPE int USING v / 2")
+        if then_change:
+            case.sql("UPDATE t SET s = 'x' WHERE id = 3")
+        pipeline.run_until_caught_up()
+    _assert_lake_equals_source(case, tmp_path / "lake")
+
+
+def test_triggers_of_an_older_replcheck_are_replaced(case: PgCase) -> None:
+    """Installed triggers whose function lacks this version's mark (one that named only a
+    rewritten partition) are installed again at the next start."""
+    case.sql("CREATE TABLE t (id int PRIMARY KEY, v int, s text)")
+    with closing(case.reader(TABLE)) as reader:
+        next(iter(reader.iter_changes(None)), None)
+    function = f"{rewrites.SCHEMA}.note_rewrite()"
+    source = f"SELECT pg_get_functiondef('{function}'::regprocedure)"
+    older = case.connection.execute(source).fetchone()[0].replace(rewrites.VERSION, "older")
+    case.sql(older)
+    reader = case.reader(TABLE)
+    next(iter(reader.iter_changes(None)), None)
+    assert rewrites.VERSION in case.connection.execute(source).fetchone()[0]
 
 
 def test_without_the_triggers_the_pipeline_says_what_it_cannot_see(
