@@ -457,7 +457,7 @@ class DdlFollower:
     def _bury_gone_rows(self, state: RefreshState, end: Position, first: int) -> list[LakeEvent]:
         """Rows neither a chunk nor the log touched since the refresh began: gone."""
         events: list[LakeEvent] = []
-        for row, image in self._store.stale_rows(state.table, state.since):
+        for row, image in self._store.stale_rows(state.table, state.since, REFRESH_SEQ_BASE):
             seq = first + len(events)
             self._store.bury(row, end, seq)
             events.append(LakeEvent("d", image, end.value, seq, f"refresh:{state.table}", None))

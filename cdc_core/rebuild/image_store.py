@@ -344,12 +344,18 @@ class RowImageStore:
             return None
         return self._image_of(found[1], table)
 
-    def stale_rows(self, table: str, before: Position) -> list[tuple[bytes, dict[str, object]]]:
-        """Rows of ``table`` whose newest version is a live image older than ``before``.
+    def stale_rows(
+        self, table: str, before: Position, seq: int
+    ) -> list[tuple[bytes, dict[str, object]]]:
+        """Rows of ``table`` whose newest version is a live image older than ``before`` at
+        ``seq``.
 
         A table refresh rewrites every row the source still has at positions at or after
-        ``before``; a row left older was not in the source's snapshot, nor changed by the
-        log since: the source no longer has it. Returns (the row's key prefix, its image).
+        ``before``, after the changes at ``before`` itself (its rows' seqs start at
+        ``seq``); a row left older was not in the source's snapshot, nor changed by the log
+        since: the source no longer has it. (Rows an initial load wrote at the position a
+        refresh counts from are older too: seed 420.) Returns (the row's key prefix, its
+        image).
         """
         prefix = _table_prefix(table)
         newest: dict[bytes, tuple[bytes, bytes]] = {}
@@ -363,7 +369,7 @@ class RowImageStore:
             (row, self._image_of(value, table))
             for row, (key, value) in newest.items()
             if value != _TOMBSTONE
-            and _point_of(key)[0] < before.value
+            and _point_of(key) < (before.value, seq)
             and not self._truncated_after(table, _point_of(key), (MAX_POSITION, _MAX_SEQ))
         ]
 

@@ -134,6 +134,19 @@ class PublicationMissingError(ConfigError):
         )
 
     @classmethod
+    def column_list(
+        cls, source: str, publication: str, tables: Sequence[str]
+    ) -> PublicationMissingError:
+        """The publication sends only some columns of captured tables (a column list)."""
+        return cls(
+            f"publication {publication!r} publishes only some columns of the captured tables"
+            f" {list(tables)} (a column list), so the others would never follow; publish every"
+            f" column (ALTER PUBLICATION {publication} SET TABLE ... without a column list), or"
+            " use another publication (the URL's publication parameter)",
+            {"source": source, "publication": publication},
+        )
+
+    @classmethod
     def through_root(
         cls, source: str, publication: str, partitions: Mapping[str, str]
     ) -> PublicationMissingError:

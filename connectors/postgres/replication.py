@@ -101,6 +101,9 @@ def ensure_publication(
     missing = [table for table in tables if published is not None and table not in published]
     if missing:
         raise PublicationMissingError.lacks(where, name, missing)
+    column_listed = sorted(_column_listed(connection, name).intersection(tables))
+    if column_listed:
+        raise PublicationMissingError.column_list(where, name, column_listed)
 
 
 def announce_publication(name: str, tables: Sequence[str], where: str) -> None:
@@ -145,6 +148,22 @@ def _published(connection: psycopg.Connection[Any], publication: str) -> set[str
         format_table(schema, table)
         for schema, table in connection.execute(
             "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = %s",
+            (publication,),
+        ).fetchall()
+    }
+
+
+def _column_listed(connection: psycopg.Connection[Any], publication: str) -> set[str]:
+    """The tables a publication sends only some columns of (PostgreSQL 15's column lists)."""
+    if connection.info.server_version < 150000:
+        return set()
+    return {
+        format_table(schema, table)
+        for schema, table in connection.execute(
+            "SELECT n.nspname, c.relname FROM pg_publication_rel r"
+            " JOIN pg_publication p ON p.oid = r.prpubid JOIN pg_class c ON c.oid = r.prrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE p.pubname = %s AND r.prattrs IS NOT NULL",
             (publication,),
         ).fetchall()
     }

@@ -35,6 +35,7 @@ from typing import Any
 from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.capture.position import Position
 from cdc_core.names import format_table
+from cdc_core.rebuild.copies import has_copies
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
 from connectors.postgres.pgoutput.binary_values import Decode, ValueDecoder
 from connectors.postgres.pgoutput.messages import (
@@ -135,7 +136,7 @@ class RelationTracker:
             )
             for column in message.columns
         )
-        key = self.key_of(table) if table in self.captured else ()
+        key = described = self.key_of(table) if table in self.captured else ()
         names = {c.name for c in message.columns}
         unsent = {column for column in key if column not in names}
         generated = self.generated_of(table) if unsent else frozenset()
@@ -147,8 +148,23 @@ class RelationTracker:
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
         relations[message.relation_id] = _Relation(table, columns, key, shape, deferred)
-        changed = known is not None and known.shape != shape and table in self.captured
-        return table if changed else None
+        if table not in self.captured:
+            return None
+        changed = known is not None and known.shape != shape
+        return table if changed or self._older(table, described, names) else None
+
+    def _older(self, table: str, key: tuple[str, ...], names: set[str]) -> bool:
+        """Whether the message is older than the catalog in a way its changes cannot be
+        followed: a column the table stores now (generated ones aside, the stream never
+        sends them) is not in it, added or renamed by a DDL later in the log, and the table
+        is located by all its columns (its changes cannot be located among rows read since)
+        or has generated columns (which may read that column: not computed). The table is
+        then refreshed from here (seeds 420 and 445 of postgres-default); otherwise the
+        DDL's own Relation message, later, is enough."""
+        generated = self.generated_of(table)
+        if not generated and not has_copies(key):
+            return False
+        return bool(self.columns_of(table) - generated - names)
 
     def _older_key(
         self,

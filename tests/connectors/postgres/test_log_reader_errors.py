@@ -56,6 +56,17 @@ def test_missing_publication_and_unpublished_tables(case: PgCase) -> None:
         _first(case.reader("t", "u", publication="pub"))
 
 
+def test_a_publication_with_a_column_list_is_refused_by_name(case: PgCase) -> None:
+    """Columns a publication's column list leaves out would never follow (and generated
+    columns reading them could not be computed): the start names the tables and the fix."""
+    case.sql(
+        "CREATE TABLE t (id int PRIMARY KEY, v int, s text)",
+        "CREATE PUBLICATION pub FOR TABLE t (id, v)",
+    )
+    with pytest.raises(PublicationMissingError, match=r"only some columns .*public\.t"):
+        _first(case.reader("t", publication="pub"))
+
+
 def test_slot_of_another_plugin(case: PgCase) -> None:
     case.sql(
         "CREATE TABLE t (id int PRIMARY KEY)",
