@@ -25,11 +25,15 @@ REFRESH_SEQ_BASE = 1 << 62  # a table refresh's rows order after every change at
 
 
 class StaleDescriptionError(Exception):
-    """A batch's values do not fit its table description: describe the table again."""
+    """A batch's values do not fit its table description: describe the table again.
 
-    def __init__(self, table: str) -> None:
+    ``refusal``: the error to raise if no other description fits either (a type change the
+    lake cannot follow), else None."""
+
+    def __init__(self, table: str, refusal: Exception | None = None) -> None:
         super().__init__(f"the description of table {table} does not fit its events")
         self.table = table
+        self.refusal = refusal
 
 
 @dataclass(frozen=True, slots=True)

@@ -563,30 +563,37 @@ class Pipeline:
         return RefreshMarks(refreshing, dict(self._refresher.stale))
 
     def _write_batch_with(self, write: Callable[[], int]) -> int:
-        """Run ``write``; once more with fresh descriptions if the batch did not fit them."""
+        """Run ``write``; once more with fresh descriptions if the batch did not fit them.
+        When none fits, the sink's refusal naming the column and the fix is raised."""
         for batch in self._pending.values():
             rows = (event.row for event in batch.events)
             batch.description = self._descriptions.fitting(batch.description.table, rows)
         try:
             return write()
         except StaleDescriptionError as exc:
+            refusal = exc.refusal
             batch = self._pending[exc.table]
             carried = {column for event in batch.events for column in event.row}
             batch.description = self._descriptions.refresh(exc.table, carried)
         try:
             return write()
         except StaleDescriptionError as exc:
+            refusal = refusal or exc.refusal
             # The source is ahead of the log: a column was renamed and one of its old name
-            # added with another type since these changes. They were made in the shape the
-            # lake holds (its DDL comes later in the log and reloads the table then).
+            # added with another type since these changes, or dropped and added again (seed
+            # 551). They were made in the shape the lake holds (its DDL comes later in the
+            # log and reloads the table then).
             batch = self._pending[exc.table]
             if self._drop_superseded(batch):
                 return write()
             held = self._sink.held_schema(exc.table)
             if held is None:
-                raise
+                raise (refusal or exc) from None
             batch.description = as_held(batch.description, held)
+        try:
             return write()
+        except StaleDescriptionError as exc:
+            raise (refusal or exc.refusal or exc) from None
 
     def _drop_superseded(self, batch: TableBatch) -> bool:
         """Drop the changes a loading refresh's chunks supersede, if the batch fits then.
@@ -667,3 +674,4 @@ def _listed(config: PipelineConfig) -> list[str]:
 
 def _reached(position: Position | None, until: Position | None) -> bool:
     return until is not None and position is not None and position >= until
+
