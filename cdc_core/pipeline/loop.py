@@ -674,4 +674,3 @@ def _listed(config: PipelineConfig) -> list[str]:
 
 def _reached(position: Position | None, until: Position | None) -> bool:
     return until is not None and position is not None and position >= until
-
