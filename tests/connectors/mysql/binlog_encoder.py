@@ -298,12 +298,15 @@ class BinlogFile:
     def transaction_payload(self, payload: bytes) -> bytes:
         """TRANSACTION_PAYLOAD_EVENT (``binlog_transaction_compression=ON``): a marker
         only, with its fields (payload size, compression type 0 = zstd, uncompressed
-        size) and ``payload`` as the bytes; the reader must refuse it, not decode it."""
+        size) and ``payload`` as the bytes; the reader must refuse it, not decode it.
+        Each field is its type, its length and its value, little-endian; the types are
+        MySQL's ``Transaction_payload::fields`` (0 ends the header, 1 payload size, 2
+        compression type, 3 uncompressed size)."""
         fields = (
-            bytes([2]) + packed(8) + struct.pack("<Q", len(payload))  # PAYLOAD_SIZE
-            + bytes([3]) + packed(1) + bytes([0])  # COMPRESSION_TYPE: zstd
-            + bytes([4]) + packed(8) + struct.pack("<Q", len(payload))  # UNCOMPRESSED_SIZE
-            + bytes([1])  # OTW_PAYLOAD_HEADER_END_MARK
+            bytes([1]) + packed(8) + struct.pack("<Q", len(payload))  # PAYLOAD_SIZE
+            + bytes([2]) + packed(1) + bytes([0])  # COMPRESSION_TYPE: zstd
+            + bytes([3]) + packed(8) + struct.pack("<Q", len(payload))  # UNCOMPRESSED_SIZE
+            + bytes([0])  # OTW_PAYLOAD_HEADER_END_MARK
         )  # fmt: skip
         return self._event(TRANSACTION_PAYLOAD_EVENT, fields + payload)
 
