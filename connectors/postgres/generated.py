@@ -396,13 +396,14 @@ def _located(change: RowChange) -> RowChange:
     image = change.after if change.op == "c" else change.before
     assert image is not None
     locator = key_values(image, key)
-    if not lacks_absent(locator) and all(column in image for column in key):
-        raise TerminalError(
-            f"a row of table {change.table} at {change.position.text} does not carry its key"
-            f" columns {list(key)}; give the table REPLICA IDENTITY FULL or a primary key",
-            {"table": change.table, "position": change.position.text},
-        )
     if not lacks_absent(locator):
+        if all(column in image for column in key):
+            raise TerminalError(
+                f"a row of table {change.table} at {change.position.text} does not carry its"
+                f" key columns {list(key)}; give the table REPLICA IDENTITY FULL or a primary"
+                " key",
+                {"table": change.table, "position": change.position.text},
+            )
         # Generated key columns not computed (``_missing``): a change older than the table's
         # description, which the pipeline drops as shaped before a DDL and refreshes.
         locator = tuple(None if value is ABSENT else value for value in locator)
