@@ -571,8 +571,9 @@ class _Session:
         if not message.transactional or message.prefix != rewrites.PREFIX:
             return
         table = rewrites.changed_table(message.content)
-        # One refresh per table and transaction: an ALTER of a partitioned table rewrites
-        # each partition, and each names the root.
+        # One refresh for the run of messages one ALTER writes: it rewrites each partition
+        # of a partitioned table, and each names the root (a set per transaction would also
+        # fold a later ALTER of the same table, which costs a refresh at most).
         noted = (self.stream_xid or self.txid, table)
         if table is not None and table in self.reader.tables and noted != self.noted:
             self.noted = noted
