@@ -65,7 +65,7 @@ from connectors.mariadb.position import position_of, split_position
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import system_period
 from connectors.mariadb.table_kinds import check_capturable
-from connectors.mariadb.types import uuid_columns
+from connectors.mariadb.types import data_types
 
 logger = logging.getLogger(__name__)
 _Item = TypeVar("_Item", RawChange, TableChanged)
@@ -114,6 +114,8 @@ class MariaDBLogReader:
         self._captured = set(self.tables)  # shared with every session's schema tracker
         # Per table and table-map columns, its catalog facts (asked once).
         self._catalogs: dict[tuple[str, tuple[str, ...]], TableCatalog] = {}
+        # Per table, every column this reader has seen as a UUID (``_uuids_of``).
+        self._uuids: dict[str, set[str]] = {}
 
     def describe(self, table: str) -> TableDescription:
         """The table's current columns (as the lake stores them) and key.
@@ -125,9 +127,13 @@ class MariaDBLogReader:
         from connectors.mariadb.snapshot import describe_table
 
         with lost_connections(self.settings.display):
-            name = qualify(table, self.settings.database)
+            database = self.settings.database
+            name = qualify(table, database)
             check_capturable(self._connector, [name])
-            return describe_table(self._connector, name, self.keys)
+            description = describe_table(self._connector, name, self.keys)
+            with self._connector.connect() as connection, connection.cursor() as cursor:
+                self._uuids_of(name, (), data_types(cursor, *split_table(name, database)))
+            return description
 
     def end_position(self) -> Position:
         """The binlog's end now (``SHOW MASTER STATUS``)."""
@@ -183,10 +189,21 @@ class MariaDBLogReader:
                 virtual = virtual_columns(cursor, schema, name) if logs_full_images(cursor) else {}
                 self._catalogs[cached] = TableCatalog(
                     system_period(cursor, schema, name),
-                    uuid_columns(cursor, schema, name),
+                    self._uuids_of(table, columns, data_types(cursor, schema, name)),
                     frozenset(virtual),
                 )
         return self._catalogs[cached]
+
+    def _uuids_of(
+        self, table: str, columns: tuple[str, ...], types: dict[str, str]
+    ) -> frozenset[str]:
+        """The UUID columns among a table map's ``columns``: the catalog's, and those it no
+        longer has that were UUIDs when this reader saw them (the catalog is ahead of the
+        log: changes made before a column's DROP or RENAME, mariadb seed 613)."""
+        uuids = {column for column, kind in types.items() if kind == "uuid"}
+        seen = self._uuids.setdefault(table, set())
+        seen.update(uuids)
+        return frozenset(uuids | {c for c in columns if c not in types and c in seen})
 
     def close(self) -> None:
         """Close every open binlog connection."""

@@ -43,14 +43,15 @@ def timestamp_rounding(sql_mode: str) -> TimeRounding:
     return TimeRounding.ROUND if "TIME_ROUND_FRACTIONAL" in modes else TimeRounding.TRUNCATE
 
 
-def uuid_columns(cursor: Any, schema: str, table: str) -> frozenset[str]:
-    """The ``UUID`` columns of ``schema.table`` (a table map shows them as ``BINARY(16)``)."""
+def data_types(cursor: Any, schema: str, table: str) -> dict[str, str]:
+    """Per column of ``schema.table``, its ``DATA_TYPE`` (``uuid``: a table map shows it as
+    ``BINARY(16)``)."""
     cursor.execute(
-        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
-        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND DATA_TYPE = 'uuid'",
+        "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS"
+        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
         (schema, table),
     )
-    return frozenset(str(name) for (name,) in cursor.fetchall())
+    return {str(name): str(kind).lower() for name, kind in cursor.fetchall()}
 
 
 def is_wide_integer(column_type: str) -> bool:

@@ -10,12 +10,15 @@ order is measured here, not assumed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from cdc_core.capture.events import RowChange
 from tests.cli_runs import catch_up, write_config
+from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end
 from tests.connectors.mariadb.pipeline_helpers import execute, lake_rows, source_rows, validated
 from tests.private_servers import MariaDBServer
 
@@ -70,3 +73,54 @@ def test_uuid_columns_and_keys_stream_as_their_text(
     assert len(expected) == len(UUIDS) - 1
     assert lake_rows(tmp_path / "lake", f"{database}.t", ["id"]) == expected
     assert validated(config, tmp_path, f"{database}.t")["status"] == "in_sync"
+
+
+@pytest.mark.parametrize("key", ["PRIMARY KEY", ""], ids=["keyed", "keyless"])
+def test_a_uuid_column_dropped_before_its_changes_are_read(
+    server: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+    tmp_path: Path,
+    key: str,
+) -> None:
+    """The catalog no longer shows the column as a UUID when the reader reaches the changes
+    made before the DROP (the pipeline was stopped): the run stopped with "a replcheck bug"
+    (catalog tester, mariadb seed 613)."""
+    database = mariadb_database(server)
+    execute(
+        server,
+        database,
+        f"CREATE TABLE t (id BIGINT NOT NULL {key}, n INT, c1 UUID)",
+        f"INSERT INTO t VALUES (1, 0, '{UUIDS[0]}')",
+    )
+    url = f"{server.url(database)}?heartbeat_s=0.2&server_id=4345"
+    config = write_config(tmp_path, url, [f"{database}.t"])
+    catch_up(config)
+    execute(
+        server,
+        database,
+        f"INSERT INTO t VALUES (2, 1, '{UUIDS[2]}')",
+        f"UPDATE t SET n = 5, c1 = '{UUIDS[3]}' WHERE id = 1",
+        "ALTER TABLE t DROP COLUMN c1",
+        "INSERT INTO t VALUES (3, 2)",
+    )
+    run = catch_up(config)
+    assert "replcheck bug" not in run.stderr
+    result = validated(config, tmp_path, f"{database}.t", exclude=["c1"])  # kept, NULL now
+    assert result["status"] == "in_sync", json.dumps(result["comparisons"], indent=1)[:3000]
+
+
+def test_a_reader_that_described_a_uuid_column_reads_it_after_its_drop(
+    full_case: BinlogCase,
+) -> None:
+    """A running pipeline described the table while ``c1`` was a UUID; its reader reaches
+    the table map of changes made before the DROP only after it: the catalog no longer has
+    the column, and the 16 bytes reached the lake's text column (mariadb seed 613: "a
+    replcheck bug")."""
+    case = full_case
+    case.sql("CREATE TABLE t (id BIGINT NOT NULL, c1 UUID)")
+    reader = case.reader("t")
+    reader.describe(case.table("t"))
+    start = reader.end_position()
+    case.sql(f"INSERT INTO t VALUES (1, '{UUIDS[3]}')", "ALTER TABLE t DROP COLUMN c1")
+    rows = [change for change in read_until_end(reader, start) if isinstance(change, RowChange)]
+    assert [(row.op, row.after) for row in rows] == [("c", {"id": 1, "c1": UUIDS[3]})]
