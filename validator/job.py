@@ -13,6 +13,7 @@ target as of the lake's high-water mark, i.e. with everything the lake has.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from validator.key_masks import KeyMasker
 from validator.lake_audit import lake_findings
 from validator.plan import ComparisonPlan, Engine, plan_comparison
 from validator.recheck import LiveTable
+from validator.reloads import through_reloads
 from validator.replicas import confirm_live
 from validator.result import (
     SCHEMA_VERSION,
@@ -162,6 +164,12 @@ def _confirm_live(
     return confirm_live(result, reflected.comparison, settings, layout, sides, connection)
 
 
+def _lake_table(config: ValidatorConfig, comparison: ComparisonConfig) -> LakeTable | None:
+    """The comparison's target table when it is a lake's."""
+    lake = config.connections[comparison.target.connection].lake
+    return LakeTable(lake, comparison.target.table) if lake is not None else None
+
+
 def _failed(comparison: ComparisonConfig, exc: Exception) -> ComparisonResult:
     return ComparisonResult(
         name=comparison.name,
@@ -196,7 +204,8 @@ def validate(
     results = []
     for comparison in chosen:
         try:
-            results.append(run_comparison(spark, config, comparison, masker))
+            compare = functools.partial(run_comparison, spark, config, comparison, masker)
+            results.append(through_reloads(compare, _lake_table(config, comparison)))
         except SparkUnreachableError:
             raise  # every comparison that needs Spark would fail alike: the run stops
         except ReplcheckError as exc:

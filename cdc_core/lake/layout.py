@@ -174,13 +174,13 @@ def _history(table: LakeTable) -> list[dict[str, Any]]:
 
     if not table.exists():
         return []
-    generation = _log_identity(table)
+    generation = changelog_generation(table)
     try:
         return table.changelog_at.open_delta().history()
     except (FileNotFoundError, TableNotFoundError):
         return []
     except DeltaError:  # a log file listed, then gone with the table: moved aside
-        if generation is not None and _log_identity(table) == generation:
+        if generation is not None and changelog_generation(table) == generation:
             raise
         return []
 
@@ -371,7 +371,7 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     import pyarrow as pa
     from deltalake.exceptions import DeltaError
 
-    generation = _log_identity(table)
+    generation = changelog_generation(table)
     if generation is None:
         if _was_retired(table):
             raise ChangelogMoved.of(table)
@@ -383,7 +383,7 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
         delta = table.changelog_at.open_delta()
         return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
     except (OSError, DeltaError) as exc:
-        if generation is not None and _log_identity(table) == generation:
+        if generation is not None and changelog_generation(table) == generation:
             raise TerminalError(
                 f"lake table {table.table}: its changelog at {table.changelog_at} cannot be"
                 f" read ({str(exc).splitlines()[0]}); check the Delta log files under that"
@@ -414,7 +414,7 @@ def _was_retired(table: LakeTable) -> bool:
     return any(table.lake.glob(f"{retired}/{name}@*"))
 
 
-def _log_identity(table: LakeTable) -> int | None:
+def changelog_generation(table: LakeTable) -> int | None:
     """Which generation of the changelog is there (None: none): a reload moves the table's
     directory aside and creates a new one, so the log's inode tells them apart (an
     object-store lake's tables are never moved aside: one generation, 0)."""
