@@ -259,6 +259,10 @@ BUILTIN_ARRAYS: Final[dict[int, int]] = {
     3913: 3912, 3927: 3926, 6150: 4451, 6151: 4532, 6152: 4533, 6153: 4534, 6155: 4535,
     6157: 4536,
 }  # fmt: skip
+# Types whose values cannot locate a row, as the snapshot chooses a key
+# (``connectors.postgres.snapshot._locates``): timetz and the geometric types (point, lseg,
+# path, box, polygon, line, circle); arrays of anything too.
+NOT_LOCATING: Final = frozenset({1266, 600, 601, 602, 603, 604, 628, 718})
 # money[] (791) is left out: the snapshot would read it through money's numeric cast,
 # which depends on lc_monetary (``types.logical_type`` refuses it).
 MONEY_ARRAY: Final = 791
@@ -303,6 +307,16 @@ class ValueDecoder:
                 )
             self._storable[type_oid] = found
         return found
+
+    def locates(self, type_oid: int) -> bool:
+        """Whether values of ``type_oid`` may locate a row (a stored scalar, neither an array
+        nor a ``timetz`` or geometric value: ``NOT_LOCATING``)."""
+        if not self.storable(type_oid) or type_oid in NOT_LOCATING or type_oid in BUILTIN_ARRAYS:
+            return False
+        if type_oid in BUILTIN:
+            return True
+        info = self._lookup(type_oid)
+        return info.kind == "enum" or (info.kind == "domain" and self.locates(info.base))
 
     def _resolve(self, type_oid: int) -> Decode:
         if type_oid in BUILTIN_ARRAYS:

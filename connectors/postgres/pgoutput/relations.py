@@ -177,13 +177,16 @@ class RelationTracker:
         or added since), and whether it holds generated columns the stream leaves out.
 
         The replica identity the message flags locates the row as the log had it then, but
-        for columns the table still has outside its key (an array of a table without a
-        key, which no locator holds). Generated key columns are in no message: each keeps
+        for columns the table still has outside its key, and for columns whose values
+        cannot locate a row (an array of a table without a key, also under a name the table
+        no longer has: postgres-full seed 412). Generated key columns are in no message: each keeps
         its place in the key, the message's columns taking the others' places in order (a
         rename keeps a column's place), so the locator is the one the snapshot made."""
         outside = self.columns_of(table) - set(key)
         sent = [
-            c.name for c, spec in flagged if c.key and spec[2] is not None and c.name not in outside
+            c.name
+            for c, _ in flagged
+            if c.key and self.decoder.locates(c.type_oid) and c.name not in outside
         ]
         if not generated & set(key):
             return tuple(sent), False

@@ -222,6 +222,31 @@ def test_arrays_and_timetz_never_locate_rows(case: PgCase) -> None:
     assert reader.describe("public.loose").key == ("a",)
 
 
+@pytest.mark.parametrize(
+    "kind", ["int[]", "timetz", "point", "point[]"], ids=["array", "timetz", "point", "points"]
+)
+def test_a_column_that_cannot_locate_stays_out_of_an_older_messages_key(
+    case: PgCase, kind: str
+) -> None:
+    """Changes of a table without a key, read after a RENAME of such a column and an ADD
+    COLUMN: the message's key was rebuilt from its columns, the renamed one with them (the
+    catalog no longer had its name), and the run stopped with "a row locator element cannot
+    be a list" (postgres-full seed 412)."""
+    case.sql(
+        f"CREATE TABLE k (id int NOT NULL, n int, c3 {kind})",
+        "ALTER TABLE k REPLICA IDENTITY FULL",
+        "INSERT INTO k (id, n) VALUES (1, 10)",
+    )
+    reader, start = _started(case, "k")
+    case.sql(
+        "UPDATE k SET n = 11 WHERE id = 1",
+        "ALTER TABLE k RENAME COLUMN c3 TO c4",
+        "ALTER TABLE k ADD COLUMN c5 int",
+    )
+    changes = [c for c in read_until_end(reader, start) if isinstance(c, RowChange)]
+    assert [(c.op, c.locator) for c in changes] == [("u", (1, 10))]  # the row as it was
+
+
 def test_the_stream_carries_the_system_catalogs_domains_as_the_snapshot_does(
     case: PgCase,
 ) -> None:
