@@ -424,4 +424,3 @@ def _mirror(work: Path, table: str) -> list[dict[str, Any]]:
     from deltalake import DeltaTable
 
     return DeltaTable(str(LakeTable(work / "lake", table).mirror)).to_pyarrow_table().to_pylist()
-
