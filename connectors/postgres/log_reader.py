@@ -334,14 +334,6 @@ class PostgresLogReader:
                 raise
             raise self._session.lost(exc) from exc
 
-    def key_of(self, table: str) -> tuple[str, ...]:
-        """The key that locates rows of ``table`` (asked again at every relation message)."""
-        return self.describe(table).key
-
-    def column_names(self, table: str) -> frozenset[str]:
-        """The stored columns of ``table`` now (``relations.ColumnsOf``)."""
-        return frozenset(self.describe(table).schema.names)
-
 
 class _Streamed:
     """An open streamed transaction: per subtransaction, the (table, locator) of each change
@@ -362,10 +354,9 @@ class _Session:
         self.horizon = horizon  # xids assigned before this session (None: fresh start)
         self.relations = RelationTracker(
             ValueDecoder(reader.lookup_type),
-            reader.key_of,
+            reader.describe,
             reader.tables,
             reader.generated_names,
-            reader.column_names,
         )
         self.generated = GeneratedValues(
             reader.generated_columns,

@@ -30,12 +30,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from cdc_core.capture.events import ABSENT, RowChange, key_values, lacks_absent
 from cdc_core.capture.position import Position
+from cdc_core.capture.source import TableDescription
 from cdc_core.names import format_table
-from cdc_core.rebuild.copies import has_copies
 from connectors.postgres.errors import ReplicaIdentityError, ValueContext
 from connectors.postgres.pgoutput.binary_values import Decode, ValueDecoder
 from connectors.postgres.pgoutput.messages import (
@@ -54,8 +53,8 @@ logger = logging.getLogger(__name__)
 
 GeneratedOf = Callable[[str], frozenset[str]]
 """The generated columns of a table (which the stream may leave out)."""
-ColumnsOf = Callable[[str], frozenset[str]]
-"""The stored columns of a table as the catalog shows it now."""
+Describe = Callable[[str], TableDescription]
+"""A captured table as the catalog shows it now: its stored columns and key."""
 
 
 @dataclass(eq=False, slots=True)
@@ -73,9 +72,6 @@ class DeferredLocator:
             raise ProtocolError(f"a change of {table} was undone before its key was computed")
         return self.value
 
-
-KeyOf = Callable[[str], tuple[str, ...]]
-"""The key columns of a table (its description's key), asked again after schema changes."""
 
 RowMessage = InsertMessage | UpdateMessage | DeleteMessage
 
@@ -97,25 +93,22 @@ class RelationTracker:
 
     Args:
         decoder: Decodes column values.
-        key_of: The key columns of a captured table.
+        describe: Describes a captured table now (asked at every Relation message).
         captured: The captured tables (``schema.table``); changes of others are dropped.
         generated_of: The generated columns of a table.
-        columns_of: The stored columns of a captured table now (its description's).
     """
 
     def __init__(
         self,
         decoder: ValueDecoder,
-        key_of: KeyOf,
+        describe: Describe,
         captured: frozenset[str],
         generated_of: GeneratedOf = lambda table: frozenset(),
-        columns_of: ColumnsOf = lambda table: frozenset(),
     ) -> None:
         self.decoder = decoder
-        self.key_of = key_of
+        self.describe = describe
         self.captured = captured
         self.generated_of = generated_of
-        self.columns_of = columns_of
         self._contexts: dict[int | None, dict[int, _Relation]] = {None: {}}
 
     def on_relation(self, message: RelationMessage, context: int | None) -> str | None:
@@ -136,58 +129,54 @@ class RelationTracker:
             )
             for column in message.columns
         )
-        key = described = self.key_of(table) if table in self.captured else ()
+        described = self.describe(table) if table in self.captured else None
+        key = described.key if described is not None else ()
+        stored = frozenset(described.schema.names) if described is not None else frozenset()
         names = {c.name for c in message.columns}
         unsent = {column for column in key if column not in names}
         generated = self.generated_of(table) if unsent else frozenset()
         deferred = bool(unsent) and unsent <= generated
         if unsent and not deferred:
-            flagged = zip(message.columns, columns, strict=True)
-            key, deferred = self._older_key(table, key, generated, flagged)
+            outside = stored - set(key)  # stored now outside the key: never locating
+            sent = [
+                c.name
+                for c in message.columns
+                if c.key and self.decoder.locates(c.type_oid) and c.name not in outside
+            ]
+            key, deferred = self._older_key(key, generated, sent)
         shape = tuple((c.name, c.type_oid, c.type_modifier) for c in message.columns)
         known = self._known(message.relation_id, context)
         relations = self._contexts.setdefault(context, {})
         relations[message.relation_id] = _Relation(table, columns, key, shape, deferred)
-        if table not in self.captured:
+        if described is None:
             return None
         changed = known is not None and known.shape != shape
-        return table if changed or self._older(table, described, names) else None
+        return table if changed or self._older(table, stored, names) else None
 
-    def _older(self, table: str, key: tuple[str, ...], names: set[str]) -> bool:
+    def _older(self, table: str, stored: frozenset[str], names: set[str]) -> bool:
         """Whether the message is older than the catalog in a way its changes cannot be
         followed: a column the table stores now (generated ones aside, the stream never
         sends them) is not in it, added or renamed by a DDL later in the log, and the table
-        is located by all its columns (its changes cannot be located among rows read since)
-        or has generated columns (which may read that column: not computed). The table is
-        then refreshed from here (seeds 420 and 445 of postgres-default); otherwise the
-        DDL's own Relation message, later, is enough."""
+        has generated columns (which may read that column: not computed). The table is then
+        refreshed from here (seeds 420 and 445 of postgres-default); otherwise the DDL's own
+        Relation message, later, is enough (a table located by all its columns too: its
+        changes are located by the message's columns, ``_older_key``)."""
         generated = self.generated_of(table)
-        if not generated and not has_copies(key):
-            return False
-        return bool(self.columns_of(table) - generated - names)
+        return bool(generated) and bool(stored - generated - names)
 
+    @staticmethod
     def _older_key(
-        self,
-        table: str,
-        key: tuple[str, ...],
-        generated: frozenset[str],
-        flagged: Iterator[tuple[Any, tuple[str, bool, Decode | None, ValueContext]]],
+        key: tuple[str, ...], generated: frozenset[str], sent: list[str]
     ) -> tuple[tuple[str, ...], bool]:
         """The key of a Relation message older than the description (a key column renamed
         or added since), and whether it holds generated columns the stream leaves out.
 
-        The replica identity the message flags locates the row as the log had it then, but
-        for columns the table still has outside its key, and for columns whose values
-        cannot locate a row (an array of a table without a key, also under a name the table
-        no longer has: postgres-full seed 412). Generated key columns are in no message: each keeps
-        its place in the key, the message's columns taking the others' places in order (a
-        rename keeps a column's place), so the locator is the one the snapshot made."""
-        outside = self.columns_of(table) - set(key)
-        sent = [
-            c.name
-            for c, _ in flagged
-            if c.key and self.decoder.locates(c.type_oid) and c.name not in outside
-        ]
+        ``sent``: the locating columns the message flags as its replica identity, which
+        locate the row as the log had it then (never an array or another column that
+        cannot locate, also under a name the table no longer has: postgres-full seed 412).
+        Generated key columns are in no message: each keeps its place in the key, the
+        message's columns taking the others' places in order (a rename keeps a column's
+        place), so the locator is the one the snapshot made."""
         if not generated & set(key):
             return tuple(sent), False
         placed: list[str | None] = []

@@ -154,15 +154,18 @@ def test_a_row_message_outside_any_transaction_stops_the_reader_at_its_position(
     with no Begin before it is an error naming its position, never a skip."""
     from types import SimpleNamespace
 
+    import pyarrow as pa
+
+    from cdc_core.capture.source import TableDescription
     from connectors.postgres.log_reader import _Session
 
+    described = TableDescription("public.t", pa.schema([("id", pa.int32())]), ("id",))
     reader = SimpleNamespace(
         tables=frozenset({"public.t"}),
-        key_of=lambda table: ("id",),
+        describe=lambda table: described,
         lookup_type=lambda oid: None,
         generated_columns=lambda table: (),
         generated_names=lambda table: frozenset(),
-        column_names=lambda table: frozenset({"id"}),
         connector=SimpleNamespace(connect=None),
         _lost_connections=None,
     )
