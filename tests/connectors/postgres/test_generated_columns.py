@@ -338,15 +338,23 @@ def _rows_now(work: Path) -> list[tuple[Any, ...]]:
     ],
     ids=["add-default", "add-null", "drop", "rename"],
 )
-def test_changes_before_a_ddl_read_by_a_later_run(case: PgCase, tmp_path: Path, ddl: str) -> None:
+@pytest.mark.parametrize("generated", [True, False], ids=["generated", "plain"])
+def test_changes_before_a_ddl_read_by_a_later_run(
+    case: PgCase, tmp_path: Path, ddl: str, generated: bool
+) -> None:
     """A table without a key, its generated columns in its locator: a run starts after
     changes and a DDL it has not read, so its description (the catalog now) has columns
     the changes' Relation message lacks or another name. The run stopped with "no row
     image for table ... locator" (the tester's seeds 420, 435, 471, ... of postgres-default)
-    or on a generated column's input the stream did not carry (seeds 445, 512)."""
+    or on a generated column's input the stream did not carry (seeds 445, 512). Without
+    generated columns too (the reader locates the changes by their message's columns)."""
+    d, e = (
+        ("d int GENERATED ALWAYS AS (n * 2) STORED", "e text GENERATED ALWAYS AS ('k' || s) STORED")
+        if generated
+        else ("d int DEFAULT 7", "e text DEFAULT 'e'")
+    )
     case.sql(
-        "CREATE TABLE k (n int, d int GENERATED ALWAYS AS (n * 2) STORED, s text,"
-        " e text GENERATED ALWAYS AS ('k' || s) STORED)",
+        f"CREATE TABLE k (n int, {d}, s text, {e})",
         "ALTER TABLE k REPLICA IDENTITY FULL",
         "INSERT INTO k (n, s) VALUES (1, 'a'), (2, 'b'), (2, 'b'), (4, 'c')",
     )
@@ -368,6 +376,44 @@ def test_changes_before_a_ddl_read_by_a_later_run(case: PgCase, tmp_path: Path, 
     mirror = DeltaTable(str(LakeTable(tmp_path / "lake", "public.k").mirror))
     found = mirror.to_pyarrow_table().to_pylist()
     assert sorted(tuple(str(row[c]) for c in names) for row in found) == rows
+
+
+def test_a_running_pipeline_reads_changes_made_before_a_column_drop(
+    case: PgCase, tmp_path: Path
+) -> None:
+    """A table located by all its columns (its UNIQUE constraint is no replica identity),
+    generated columns after the one dropped: the reader built the locator of a change made
+    before the DROP from today's catalog (without the dropped column) while the pipeline
+    still held the table's description from its load (with it), and the run stopped with
+    "two of its rows share the columns that locate them" (postgres-full seed 590)."""
+    from cdc_core.capture.filters import TableFilter
+    from cdc_core.pipeline.loop import Pipeline, PipelineConfig
+    from connectors.registry import log_source_for
+
+    case.sql(
+        "CREATE TABLE k (n bigint NOT NULL, p polygon, s text, f float8,"
+        " g bigint GENERATED ALWAYS AS (n * 2 + 1) STORED, CONSTRAINT k_uk UNIQUE (n))",
+        "ALTER TABLE k REPLICA IDENTITY FULL",
+        "INSERT INTO k (n, p, s, f) VALUES (1, NULL, 'a', 0.5),"
+        " (2, '((0,0),(1,1),(1,0))', NULL, 0.1)",
+    )
+    source = log_source_for(f"{case.server.url(case.database)}?idle_s=0.2", None, ["public.k"])
+    config = PipelineConfig(
+        "running", tmp_path / "lake", tmp_path / "state", TableFilter.of_tables(["public.k"])
+    )
+    pipeline = Pipeline(config, source.reader, source.snapshots)
+    with contextlib.closing(source.reader):
+        pipeline.run_until_caught_up()
+        case.sql(
+            "UPDATE k SET p = NULL WHERE n = 2",
+            "UPDATE k SET s = 'b' WHERE n = 1",
+            "ALTER TABLE k DROP COLUMN f",
+            "INSERT INTO k (n, s) VALUES (3, 'c')",
+        )
+        pipeline.run_until_caught_up()
+    rows = case.connection.execute("SELECT n, p::text AS p, s, g FROM k").fetchall()
+    found = [(r["n"], r["p"], r["s"], r["g"]) for r in _mirror(tmp_path, "public.k")]
+    assert sorted(map(str, found)) == sorted(map(str, rows))
 
 
 class _DdlInsideTheSnapshot:
