@@ -181,23 +181,6 @@ class KeyConfigError(ConfigError):
         )
 
 
-class TableChangedError(TransientError):
-    """A DDL changed the table between reading its definition and its rows (the read is
-    retried: ``retry_while_changing``)."""
-
-    # The server's words for it: ER_TABLE_DEF_CHANGED, ER_BAD_FIELD_ERROR, ER_NO_SUCH_TABLE
-    # (https://mariadb.com/kb/en/mariadb-error-code-reference/).
-    CODES = (1412, 1054, 1146)
-
-    @classmethod
-    def of(cls, table: str) -> TableChangedError:
-        """The error for ``table``."""
-        return cls(
-            f"table {table} changed (a DDL) while it was read; read it again",
-            {"table": table},
-        )
-
-
 class UnsupportedServerError(ConfigError):
     """The URL reaches a server product or version replcheck is not built for
     (``connectors/mariadb/flavour.py``): refused before anything is read."""

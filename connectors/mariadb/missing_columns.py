@@ -43,8 +43,8 @@ from cdc_core.capture.position import Position
 from cdc_core.names import split_table
 from cdc_core.rebuild.full_width import FetchedRow, UnreadableRowError
 from connectors.base import key_text
-from connectors.mariadb.snapshot import retry_while_changing
 from connectors.mariadb.zero_dates import NOT_A_DATE, UnrepresentableDateError, from_text
+from connectors.table_changes import retry_while_changing
 
 if TYPE_CHECKING:
     from connectors.mariadb.snapshot import MariaDBSnapshotReader

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import TableChunk, TableDescription, TableSnapshot
@@ -24,30 +24,20 @@ from cdc_core.config import mask_url
 from cdc_core.names import qualify, split_table
 from connectors.mariadb.binlog.schema_tracker import choose_key, key_warning
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
-from connectors.mariadb.errors import BinlogSetupError, TableChangedError, lost_connections
+from connectors.mariadb.errors import BinlogSetupError, lost_connections
 from connectors.mariadb.generated import virtual_refusals
 from connectors.mariadb.table_kinds import check_capturable
 from connectors.mariadb.types import refusal
 from connectors.model import POSITION_COLUMN, Partition, TableSchema, carried_columns
+from connectors.table_changes import TableChangedError, retry_while_changing
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
-CHANGED_ATTEMPTS = 5  # reads of a table a concurrent DDL keeps changing
-
-
-def retry_while_changing(read: Callable[[], _T]) -> _T:
-    """``read()``, again while a concurrent DDL changes the table under it."""
-    for attempt in range(1, CHANGED_ATTEMPTS + 1):
-        try:
-            return read()
-        except TableChangedError:
-            if attempt == CHANGED_ATTEMPTS:
-                raise
-            logger.info("a table changed while it was read: reading it again")
-    raise AssertionError("unreachable")
+# The server's words for a table that changed under a read: ER_TABLE_DEF_CHANGED,
+# ER_BAD_FIELD_ERROR, ER_NO_SUCH_TABLE (https://mariadb.com/kb/en/mariadb-error-code-reference/).
+_CHANGED_CODES = (1412, 1054, 1146)
 
 
 @contextlib.contextmanager
@@ -61,7 +51,7 @@ def _changes_of(table: str) -> Iterator[None]:
     except KeyError as exc:  # a column of the description is not in the fresh definition
         raise TableChangedError.of(table) from exc
     except pymysql.err.MySQLError as exc:
-        if exc.args and exc.args[0] in TableChangedError.CODES:
+        if exc.args and exc.args[0] in _CHANGED_CODES:
             raise TableChangedError.of(table) from exc
         raise
 

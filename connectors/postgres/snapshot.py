@@ -56,6 +56,7 @@ from connectors.postgres.replication import (
 )
 from connectors.postgres.rewrites import ensure_rewrite_triggers
 from connectors.postgres.types import GEOMETRIC, MONEY_DIGITS
+from connectors.table_changes import TableChangedError, retry_while_changing
 from merkle import types as lt
 
 if TYPE_CHECKING:
@@ -84,6 +85,19 @@ SELECT c.relreplident,
 # Values a row locator cannot hold: it is a tuple of scalars (``cdc_core.rebuild.image_store``), and
 # the mirror is merged on equal key values.
 _NOT_LOCATING = (lt.ArrayType, lt.TimeTzType)
+
+
+@contextlib.contextmanager
+def _changes_of(table: str) -> Iterator[None]:
+    """A table that lost a column between its description and its rows (a column of the
+    description not in the fresh definition, or "column ... does not exist" from the
+    server) as ``TableChangedError``: the read starts again."""
+    import psycopg
+
+    try:
+        yield
+    except (KeyError, psycopg.errors.UndefinedColumn) as exc:
+        raise TableChangedError.of(table) from exc
 
 
 def choose_key(
@@ -325,13 +339,21 @@ class PostgresSnapshotReader:
                 yield batch.drop_columns([POSITION_COLUMN])
 
     def read_chunk(self, table: str, after: tuple[object, ...] | None, limit: int) -> TableChunk:
+        """``read_one_chunk``, again while a concurrent DDL changes the table under it
+        (postgres-full seed 621: a column dropped between its description and its rows)."""
+        with lost_connections(self.connector.where):
+            return retry_while_changing(lambda: self.read_one_chunk(table, after, limit))
+
+    def read_one_chunk(
+        self, table: str, after: tuple[object, ...] | None, limit: int
+    ) -> TableChunk:
         """The first ``limit`` rows of ``table`` above key ``after``, in key order, in one
         exported snapshot at its exact LSN (``ReadsChunks``; a temporary slot's consistent
         point, like every shared snapshot here). A table located by all its columns (no key
         that orders rows uniquely) is read whole in one chunk.
         """
-        with lost_connections(self.connector.where):
-            name = qualified_name(table)
+        name = qualified_name(table)
+        with _changes_of(name):
             description = describe_table(self.connector, name, self.keys)
             schema = self.connector.reflect(name)
             # Key order where the key is the source's or the user's; a table located by

@@ -13,10 +13,10 @@ from cdc_core.capture.events import ABSENT, RowChange
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import KeyShapeError
 from cdc_core.ddl.table_refresh import RefreshState, read_chunk
-from connectors.mariadb.errors import TableChangedError
-from connectors.mariadb.snapshot import MariaDBSnapshotReader, describe_table, retry_while_changing
+from connectors.mariadb.snapshot import MariaDBSnapshotReader, describe_table
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.model import Partition
+from connectors.table_changes import TableChangedError, retry_while_changing
 from tests.connectors.mariadb.binlog_helpers import BinlogCase, read_until_end
 
 pytestmark = [pytest.mark.integration, pytest.mark.mariadb]

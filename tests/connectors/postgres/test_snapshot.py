@@ -144,3 +144,27 @@ def test_a_slot_confirmed_past_the_snapshot_is_refused(case: PgCase) -> None:
     assert "Drop the slot" in message
     snapshot_position = refused.value.context["position"]
     assert start.value <= lsn_to_int(snapshot_position) < ahead.value
+
+
+def test_a_chunk_whose_table_lost_a_column_under_it_is_read_again(case: PgCase) -> None:
+    """A refresh's chunk read the table's description, then its definition; a DROP COLUMN
+    in between stopped ``cdc run`` with an unexpected ``KeyError`` (postgres-full seed 621).
+    The chunk is read again, with the new description."""
+    case.sql("CREATE TABLE r (id int PRIMARY KEY, c int, d int)", "INSERT INTO r VALUES (1, 5, 6)")
+    reader = PostgresSnapshotReader(case.config("r"))
+    reflect = reader.connector.reflect
+    reflected: list[str] = []
+
+    def drop_first(table: str) -> Any:
+        # describe_table reflects once, then read_one_chunk: drop c before the second.
+        reflected.append(table)
+        if len(reflected) == 2:
+            case.sql("ALTER TABLE r DROP COLUMN c")
+        return reflect(table)
+
+    reader.connector.reflect = drop_first  # type: ignore[method-assign]
+    chunk = reader.read_chunk("public.r", None, 10)
+    rows = [row for batch in chunk.snapshot.batches for row in batch.to_pylist()]
+    assert chunk.snapshot.description.schema.names == ["id", "d"]
+    assert rows == [{"id": 1, "d": 6}]
+    assert len(reflected) == 4  # read twice
