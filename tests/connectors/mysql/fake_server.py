@@ -141,9 +141,9 @@ def mysql_answers(
             r"SELECT TABLE_TYPE FROM information_schema.TABLES .*",
             ResultSet(("TABLE_TYPE",), (("BASE TABLE",),)),
         ),
-        Answer(
-            r"SELECT COLUMN_NAME FROM information_schema.COLUMNS .* DATA_TYPE = 'uuid'",
-            ResultSet(("COLUMN_NAME",)),
+        Answer(  # the reader's column types (MySQL has no UUID type: none to find)
+            r"SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS .*",
+            ResultSet(("COLUMN_NAME", "DATA_TYPE")),
         ),
         Answer(
             r"SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS .*",
