@@ -72,17 +72,6 @@ class BinlogSetupError(ConfigError):
         )
 
     @classmethod
-    def compressed(cls, source: str) -> BinlogSetupError:
-        """MySQL compresses transactions (``TRANSACTION_PAYLOAD_EVENT``), not read yet."""
-        return cls(
-            "binlog_transaction_compression is ON: MySQL then writes each transaction's rows"
-            f" inside one zstd-compressed payload event, which replcheck cannot read yet"
-            f" ({MYSQL_ISSUE}); run SET GLOBAL binlog_transaction_compression = OFF and set it"
-            " in the server's configuration",
-            {"source": source, "setting": "binlog_transaction_compression", "value": "ON"},
-        )
-
-    @classmethod
     def partial_json(cls, source: str, value: str) -> BinlogSetupError:
         """MySQL logs partial JSON updates (``PARTIAL_UPDATE_ROWS_EVENT``), not read yet."""
         return cls(

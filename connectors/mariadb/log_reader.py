@@ -13,9 +13,11 @@ An anonymous transaction has no id in the log, so its txid is its GTID event's p
 
 A change never vanishes without a trace: filtering by table is the only way a captured
 change is not emitted. A rows event (or TRUNCATE) of a captured table with no open
-transaction, and an event whose rows the reader cannot decode (MySQL's compressed
-transactions and partial JSON updates, MariaDB's compressed events, MySQL XA), stop the
-reader with an error naming their position.
+transaction, and an event whose rows the reader cannot decode (MySQL's partial JSON
+updates and compressed transactions in another compression than zstd, MariaDB's compressed
+events, MySQL XA), stop the reader with an error naming their position. A compressed
+transaction's events are read from its payload (``binlog/compressed.py``), all at the
+payload event's position.
 
 Positions (``connectors/mariadb/position.py``, ``file number << 32 | offset``):
 
@@ -444,8 +446,8 @@ def _kind_of(event: Any) -> str | None:
 
 # What each unreadable event is, and the server setting that avoids it.
 _UNREADABLE = {
-    "TransactionPayloadEvent": (
-        "a compressed transaction (TRANSACTION_PAYLOAD_EVENT)",
+    "TransactionPayloadEvent": (  # one ``compressed`` could not decode
+        "a compressed transaction (TRANSACTION_PAYLOAD_EVENT) not in zstd or damaged",
         "run SET GLOBAL binlog_transaction_compression = OFF",
     ),
     "PartialUpdateRowsEvent": (

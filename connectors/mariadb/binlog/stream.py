@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
+from connectors.mariadb.binlog.compressed import TRANSACTION_PAYLOAD, unpacked
 from connectors.mariadb.errors import (
     CONNECTION_LOST_CODES,
     BinlogConnectionLostError,
@@ -94,7 +95,6 @@ class ServerFacts:
         row_metadata: ``binlog_row_metadata``.
         log_file: The binlog file written now ("" when the binlog is off).
         offset: Its end.
-        compression: MySQL's ``binlog_transaction_compression`` (``OFF`` on MariaDB).
         row_value_options: MySQL's ``binlog_row_value_options`` ("" on MariaDB).
     """
 
@@ -104,7 +104,6 @@ class ServerFacts:
     row_metadata: str
     log_file: str
     offset: int
-    compression: str = "OFF"
     row_value_options: str = ""
 
     @property
@@ -121,9 +120,8 @@ class ServerFacts:
         if self.row_metadata.upper() != "FULL":
             raise BinlogSetupError.metadata_not_full(source, self.row_metadata)
         # MySQL only (https://dev.mysql.com/doc/refman/8.0/en/replication-options-binary-log.html):
-        # both settings hide rows in events the reader cannot decode yet.
-        if self.compression.upper() in ("ON", "1"):
-            raise BinlogSetupError.compressed(source)
+        # partial JSON updates hide rows in events the reader cannot decode yet (compressed
+        # transactions it decodes: ``compressed``).
         if "PARTIAL_JSON" in self.row_value_options.upper():
             raise BinlogSetupError.partial_json(source, self.row_value_options)
 
@@ -163,18 +161,14 @@ def server_facts(settings: StreamSettings) -> ServerFacts:
         str(row_metadata),
         log_file,
         offset,
-        compression=mysql.get("binlog_transaction_compression", "OFF"),
         row_value_options=mysql.get("binlog_row_value_options", ""),
     )
 
 
 def _mysql_settings(cursor: Any) -> dict[str, str]:
-    """MySQL's settings that hide rows from the reader; a MySQL 8.0 before 8.0.20 has no
-    ``binlog_transaction_compression`` (so ``SHOW``, which leaves it out, not ``@@``)."""
-    cursor.execute(
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN"
-        " ('binlog_transaction_compression', 'binlog_row_value_options')"
-    )
+    """MySQL's settings that hide rows from the reader (``SHOW``, which leaves out what a
+    version does not have, not ``@@``)."""
+    cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_row_value_options')")
     return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
@@ -198,7 +192,8 @@ def _event_classes() -> list[type]:
         event.MariadbGtidEvent,
         event.GtidEvent,
         event.PreviousGtidsEvent,
-        # MySQL's ANONYMOUS_GTID and TRANSACTION_PAYLOAD events and MariaDB's compressed
+        # MySQL's ANONYMOUS_GTID and TRANSACTION_PAYLOAD events (``compressed`` parses what
+        # the latter holds) and MariaDB's compressed
         # events: mysql-replication does not parse them; the reader tells them apart.
         event.NotImplementedEvent,
         event.QueryEvent,
@@ -265,7 +260,10 @@ class BinlogStream:
                 if event is None:  # the server ended the dump (it was shut down)
                     detail = "the server ended the dump: it was shut down or restarted"
                     raise BinlogConnectionLostError.after(self.settings.display, reached(), detail)
-                yield event
+                if getattr(event, "event_type", None) == TRANSACTION_PAYLOAD:
+                    yield from unpacked(self._reader, event)
+                else:
+                    yield event
         except pymysql.err.MySQLError as exc:
             raise _translate(exc, self.settings, reached()) from exc
 

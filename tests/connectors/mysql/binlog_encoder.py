@@ -16,18 +16,26 @@ Layouts (all integers little-endian):
 - packed integers (``net_field_length``): < 251 in one byte, else 0xfc + u16, 0xfd + u24,
   0xfe + u64.
 
-What is *not* here yet: compressed payloads, XA, partial JSON, and column types beyond
-TINYINT, INT, BIGINT, DOUBLE and VARCHAR (issue 40 lists them).
+Compressed transactions (``binlog_transaction_compression=ON``): events written inside
+``BinlogFile.compressed()`` go, without their checksums, into one zstd frame in a
+TRANSACTION_PAYLOAD_EVENT (``mysql::binlog::event::Transaction_payload_event``; its header
+fields as ``codecs::binary::Transaction_payload::encode`` writes them).
+
+What is *not* here yet: XA, partial JSON, and column types beyond TINYINT, INT, BIGINT,
+DOUBLE and VARCHAR (issue 40 lists them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+import zstandard
 
 BINLOG_MAGIC = b"\xfebin"
 
@@ -46,6 +54,9 @@ POST_HEADER_LENGTHS = (
     0, 0, 8, 8, 8, 2, 0, 0, 0, 10, 10, 10, 42, 42, 0, 18, 52, 0, 10, 40,  # 21-40
     0,  # 41
 )  # fmt: skip
+# Transaction_payload's header fields and compression types (``OTW_PAYLOAD_*``).
+PAYLOAD_END, PAYLOAD_SIZE, PAYLOAD_COMPRESSION, PAYLOAD_UNCOMPRESSED_SIZE = 0, 1, 2, 3
+ZSTD, NO_COMPRESSION = 0, 255
 LOG_EVENT_ARTIFICIAL_F = 0x20
 STMT_END_F = 0x0001
 BINLOG_CHECKSUM_ALG_CRC32 = 1
@@ -178,14 +189,32 @@ class BinlogFile:
     timestamp: int = 1_700_000_000
     events: list[tuple[int, bytes]] = field(default_factory=list)
     position: int = len(BINLOG_MAGIC)
+    inner: list[bytes] | None = None  # inside ``compressed()``: the payload's events
 
     def _event(self, event_type: int, body: bytes, flags: int = 0) -> bytes:
+        if self.inner is not None:  # no checksum and no position inside a payload
+            header = struct.pack(
+                "<IBIIIH", self.timestamp, event_type, self.server_id, 19 + len(body), 0, flags
+            )
+            self.inner.append(header + body)
+            return header + body
         size = 19 + len(body) + 4
         end = self.position + size
         event = _framed(self.timestamp, event_type, self.server_id, end, flags, body)
         self.events.append((self.position, event))
         self.position = end
         return event
+
+    @contextlib.contextmanager
+    def compressed(self, compression: int = ZSTD) -> Iterator[None]:
+        """The events written inside, as one TRANSACTION_PAYLOAD_EVENT at the end."""
+        self.inner = []
+        try:
+            yield
+        finally:
+            inner, self.inner = b"".join(self.inner), None
+        data = zstandard.ZstdCompressor().compress(inner) if compression == ZSTD else inner
+        self.transaction_payload(data, compression, len(inner))
 
     def format_description(self, server_version: str = "8.0.36") -> bytes:
         """FORMAT_DESCRIPTION_EVENT: the file's first event (binlog version 4)."""
@@ -295,20 +324,21 @@ class BinlogFile:
         """ROTATE_EVENT at the end of a file: the log goes on in ``next_file``."""
         return self._event(ROTATE_EVENT, struct.pack("<Q", position) + next_file.encode())
 
-    def transaction_payload(self, payload: bytes) -> bytes:
-        """TRANSACTION_PAYLOAD_EVENT (``binlog_transaction_compression=ON``): a marker
-        only, with its fields (payload size, compression type 0 = zstd, uncompressed
-        size) and ``payload`` as the bytes; the reader must refuse it, not decode it.
-        Each field is its type, its length and its value, little-endian; the types are
-        MySQL's ``Transaction_payload::fields`` (0 ends the header, 1 payload size, 2
-        compression type, 3 uncompressed size)."""
-        fields = (
-            bytes([1]) + packed(8) + struct.pack("<Q", len(payload))  # PAYLOAD_SIZE
-            + bytes([2]) + packed(1) + bytes([0])  # COMPRESSION_TYPE: zstd
-            + bytes([3]) + packed(8) + struct.pack("<Q", len(payload))  # UNCOMPRESSED_SIZE
-            + bytes([0])  # OTW_PAYLOAD_HEADER_END_MARK
-        )  # fmt: skip
-        return self._event(TRANSACTION_PAYLOAD_EVENT, fields + payload)
+    def transaction_payload(
+        self, payload: bytes, compression: int = ZSTD, uncompressed_size: int = 0
+    ) -> bytes:
+        """TRANSACTION_PAYLOAD_EVENT: its header fields, each a packed type, the packed
+        length of its value and the packed value, in the order MySQL writes them
+        (compression type, uncompressed size unless uncompressed, payload size, end
+        mark), then ``payload`` as it is."""
+        fields = [(PAYLOAD_COMPRESSION, compression)]
+        if compression != NO_COMPRESSION:
+            fields.append((PAYLOAD_UNCOMPRESSED_SIZE, uncompressed_size or len(payload)))
+        fields.append((PAYLOAD_SIZE, len(payload)))
+        header = b"".join(
+            packed(kind) + packed(len(packed(value))) + packed(value) for kind, value in fields
+        )
+        return self._event(TRANSACTION_PAYLOAD_EVENT, header + packed(PAYLOAD_END) + payload)
 
 
 def artificial_rotate(file_name: str, position: int, server_id: int = 1) -> bytes:

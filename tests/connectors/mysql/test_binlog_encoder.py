@@ -130,3 +130,14 @@ def test_every_event_parses_to_the_values_encoded() -> None:
     assert (rotate.next_binlog, rotate.position) == ("binlog.000002", 4)
     assert {e.packet.server_id for e in (fde, gtid, xid)} == {3}
     assert [e.packet.log_pos for e in (fde, rotate)] == [binlog.events[1][0], binlog.position]
+
+
+def test_a_payload_header_is_written_as_mysql_encodes_it() -> None:
+    """``Transaction_payload::encode`` (MySQL 8.0, ``libbinlogevents/src/codecs/binary.cpp``):
+    each field a packed type, the packed size of its packed value, the packed value --
+    compression type, uncompressed size, payload size -- then the end mark. mysql-replication
+    has no parser for this event, so the bytes are checked as the source writes them."""
+    binlog = BinlogFile("binlog.000001")
+    event = binlog.transaction_payload(b"abc", uncompressed_size=300)
+    header = bytes([2, 1, 0]) + bytes([3, 3, 0xFC, 0x2C, 0x01]) + bytes([1, 1, 3]) + bytes([0])
+    assert event[19:-4] == header + b"abc"

@@ -30,7 +30,7 @@ from connectors.mariadb.errors import (
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.position import position_of
 from connectors.mariadb.source_config import MariaDBSourceConfig
-from tests.connectors.mysql.binlog_encoder import BinlogFile, Column, Table
+from tests.connectors.mysql.binlog_encoder import NO_COMPRESSION, ZSTD, BinlogFile, Column, Table
 from tests.connectors.mysql.fake_server import FakeMySQLServer, mysql_answers
 
 FILE = "binlog.000001"
@@ -198,11 +198,67 @@ def test_rows_of_a_table_not_captured_outside_a_transaction_are_filtered() -> No
         assert _read(server) == []
 
 
-def test_a_compressed_transaction_is_refused_at_its_position() -> None:
+@pytest.mark.parametrize("compression", [ZSTD, NO_COMPRESSION], ids=["zstd", "none"])
+def test_a_compressed_transaction_is_read_from_its_payload(compression: int) -> None:
+    """``binlog_transaction_compression=ON``: the transaction's events are inside one
+    TRANSACTION_PAYLOAD_EVENT after its GTID event; its changes are read from there, all at
+    the payload event's position, and the payload event's end commits them."""
     binlog = _binlog()
     binlog.gtid(SID, 8)
     payload = binlog.position
-    binlog.transaction_payload(b"\x28\xb5\x2f\xfd not really zstd")
+    with binlog.compressed(compression):
+        binlog.query("BEGIN", "shop")
+        binlog.table_map(T)
+        binlog.write_rows(T, [{"id": 1, "name": "a", "qty": 2}, {"id": 2, "name": "b", "qty": 3}])
+        binlog.table_map(OTHER)
+        binlog.write_rows(OTHER, [{"id": 9, "name": "x"}])
+        binlog.table_map(T)
+        binlog.update_rows(
+            T, [({"id": 1, "name": "a", "qty": 2}, {"id": 1, "name": "c", "qty": 4})]
+        )
+        binlog.xid(81)
+    binlog.gtid(SID, 9)
+    after = binlog.position
+    binlog.query("BEGIN", "shop")
+    binlog.table_map(T)
+    delete = binlog.position
+    binlog.delete_rows(T, [{"id": 2, "name": "b", "qty": 3}])
+    binlog.xid(82)
+    with _served(binlog, binlog_transaction_compression="ON") as server:
+        changes = _read(server)
+    one, two = f"{SID}:8", f"{SID}:9"
+    assert changes == [
+        Begin(one, _at(payload)),
+        RowChange(one, _at(payload), "c", "shop.t", (1,), {"id": 1, "name": "a", "qty": 2}),
+        RowChange(one, _at(payload), "c", "shop.t", (2,), {"id": 2, "name": "b", "qty": 3}),
+        RowChange(
+            one,
+            _at(payload),
+            "u",
+            "shop.t",
+            (1,),
+            {"id": 1, "name": "c", "qty": 4},
+            {"id": 1, "name": "a", "qty": 2},
+        ),
+        Commit(one, _at(_end_of(binlog, payload)), COMMIT_TS),
+        Begin(two, _at(after)),  # the end of its GTID event
+        RowChange(two, _at(delete), "d", "shop.t", (2,), None, {"id": 2, "name": "b", "qty": 3}),
+        Commit(two, _at(binlog.position), COMMIT_TS),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "compression"),
+    [(b"\x04\x22\x4d\x18 an lz4 frame", 1), (b"\x28\xb5\x2f\xfd not really zstd", ZSTD)],
+    ids=["lz4", "damaged-zstd"],
+)
+def test_a_payload_that_cannot_be_decoded_is_refused_at_its_position(
+    data: bytes, compression: int
+) -> None:
+    binlog = _binlog()
+    binlog.gtid(SID, 8)
+    payload = binlog.position
+    binlog.transaction_payload(data, compression)
     with _served(binlog) as server, pytest.raises(UnreadableEventError) as raised:
         _read(server)
     assert raised.value.context["position"] == f"{FILE}:{payload}"
@@ -212,7 +268,6 @@ def test_a_compressed_transaction_is_refused_at_its_position() -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "refused"),
     [
-        ("binlog_transaction_compression", "ON", "binlog_transaction_compression"),
         ("binlog_row_value_options", "PARTIAL_JSON", "binlog_row_value_options"),
         ("binlog_row_metadata", "MINIMAL", "binlog_row_metadata"),
     ],
