@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -60,16 +61,37 @@ def _keyed(rows: list[dict[str, Any]], key: list[str], where: str) -> tuple[Rows
     return found, problems
 
 
+def _mirror_rows(mirror: Path) -> list[dict[str, Any]]:
+    return _read_mirror(mirror, lambda delta: delta.to_pyarrow_table().to_pylist())
+
+
+def _read_mirror(mirror: Path, read: Callable[[Any], Any]) -> Any:
+    """``read`` of the mirror's Delta table, again while a reload moves it aside (the
+    pipeline loads a table again after some DDL: mariadb-full seed 754)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    for attempt in range(MOVED_ATTEMPTS):
+        try:
+            return read(DeltaTable(str(mirror)))
+        except (DeltaError, FileNotFoundError):
+            if attempt == MOVED_ATTEMPTS - 1:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
+
+
+MOVED_ATTEMPTS = 20  # 10 s for a reload to write the mirror again
+
+
 def compare_table(database: SeedDatabase, lake: Path, table: str, key: list[str]) -> list[str]:
     """The differences between the source table and its lake mirror (empty: equal)."""
-    from deltalake import DeltaTable
-
     name = format_table(database.schema(), table)
     mirror = LakeTable(lake, name).mirror
     if not mirror.exists():
         return [f"{name}: no mirror in the lake"]
     source, problems = _keyed(database.rows(table), key, f"{name} source")
-    rows = DeltaTable(str(mirror)).to_pyarrow_table().to_pylist()
+    rows = _mirror_rows(mirror)
     target, twice = _keyed(rows, key, f"{name} mirror")
     problems += twice
     columns = database.columns(table)
@@ -100,15 +122,13 @@ def _row_problems(
 def compare_rows(database: SeedDatabase, lake: Path, table: str) -> list[str]:
     """The differences between a table without a key and its lake mirror, as multisets of
     rows (equal rows are copies in the lake: README, "Tables without a key")."""
-    from deltalake import DeltaTable
-
     name = format_table(database.schema(), table)
     mirror = LakeTable(lake, name).mirror
     if not mirror.exists():
         return [f"{name}: no mirror in the lake"]
     columns = database.columns(table)
     source = Counter(tuple(normalize(row[c]) for c in columns) for row in database.rows(table))
-    rows = DeltaTable(str(mirror)).to_pyarrow_table().to_pylist()
+    rows = _mirror_rows(mirror)
     target = Counter(tuple(normalize(row.get(c)) for c in columns) for row in rows)
     problems = [
         f"{name} {row}: {source[row]} at the source, {target[row]} in the mirror"
@@ -163,13 +183,11 @@ def validator_config(
 def _dropped_columns(database: SeedDatabase, lake: Path, table: str) -> list[str]:
     """Columns the mirror keeps after the source dropped them (README: NULL from the drop
     on), which the validator reports unless excluded by name, as a user would exclude them."""
-    from deltalake import DeltaTable
-
     mirror = LakeTable(lake, _lake_name(database, table)).mirror
     if not mirror.exists():
         return []
     kept = set(database.columns(table))
-    names = [field.name for field in DeltaTable(str(mirror)).schema().fields]
+    names = [field.name for field in _read_mirror(mirror, lambda d: d.schema().fields)]
     return [name for name in names if name not in kept and not name.startswith("_")]
 
 
