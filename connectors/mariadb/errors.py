@@ -214,7 +214,8 @@ class UntrackedChangeError(TerminalError):
 
 class UnreadableEventError(TerminalError):
     """The binlog holds an event whose changes replcheck cannot read yet (compressed
-    transactions, partial JSON updates, MySQL XA): refused at its position, never skipped."""
+    transactions in another compression, partial JSON updates): refused at its position,
+    never skipped."""
 
     @classmethod
     def at(cls, source: str, what: str, position: str, fix: str) -> UnreadableEventError:

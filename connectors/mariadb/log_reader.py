@@ -15,7 +15,7 @@ A change never vanishes without a trace: filtering by table is the only way a ca
 change is not emitted. A rows event (or TRUNCATE) of a captured table with no open
 transaction, and an event whose rows the reader cannot decode (MySQL's partial JSON
 updates and compressed transactions in another compression than zstd, MariaDB's compressed
-events, MySQL XA), stop the reader with an error naming their position. A compressed
+events), stop the reader with an error naming their position. A compressed
 transaction's events are read from its payload (``binlog/compressed.py``), all at the
 payload event's position.
 
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import struct
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -231,6 +232,8 @@ class _Session:
         self.log_file = ""
         self.read_to: Position = start
         self.txn: _Transaction | None = None
+        # MySQL: transactions XA PREPARE ended, by XID, until their XA COMMIT / ROLLBACK group
+        self.prepared: dict[tuple[int, bytes, bytes], _Transaction] = {}
 
     def run(
         self, stream: BinlogStream, log_file: str, offset: int
@@ -341,7 +344,8 @@ class _Session:
         elif event.one_phase:  # MySQL's XA COMMIT ... ONE PHASE ends its own group
             yield from self._finish(after, event.timestamp, commit=True)
         elif txn.begun:  # its outcome comes in a group of its own, under another GTID
-            self._refuse("XAPrepareEvent", event, at)
+            self.prepared[(event.xid_format_id, event.xid_gtrid, event.xid_bqual)] = txn
+            self.txn = None
         else:
             self.txn = None  # no captured change: nothing to follow to its outcome
 
@@ -371,15 +375,24 @@ class _Session:
         elif upper == "ROLLBACK":
             yield from self._finish(after, event.timestamp, commit=False)
         elif upper.startswith(("XA COMMIT", "XA ROLLBACK")):
-            yield from self._complete_xa(upper.startswith("XA COMMIT"), after, event.timestamp)
+            commit = upper.startswith("XA COMMIT")
+            yield from self._complete_xa(commit, query, after, event.timestamp)
         elif not upper.startswith(_IGNORED_QUERIES):
             yield from self._ddl(event, query, at, after)
 
-    def _complete_xa(self, commit: bool, at: Position, timestamp: int) -> Iterator[RawChange]:
-        # The prepared transaction's rows may lie before this reader's start (a restart
-        # between XA PREPARE and XA COMMIT): always report the outcome; a buffer that
-        # does not hold the transaction ignores it.
+    def _complete_xa(
+        self, commit: bool, query: str, at: Position, timestamp: int
+    ) -> Iterator[RawChange]:
+        """The outcome of a prepared transaction. MariaDB names it in this group's GTID
+        event (``xa-...`` txids); MySQL's group has a GTID of its own and names the XID in
+        the statement (``XA COMMIT X'..',X'..',n``), which finds the transaction its XA
+        PREPARE ended (``prepared``). The prepared rows may lie before this reader's start
+        (a restart between XA PREPARE and XA COMMIT): the outcome is always reported; a
+        buffer that does not hold the transaction ignores it."""
         txn, self.txn = self.txn, None
+        if txn is not None and txn.mysql:
+            xid = _xid_of(query)
+            txn = self.prepared.pop(xid, None) if xid is not None else None
         if txn is None:
             return
         end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
@@ -428,6 +441,18 @@ class _Session:
         yield from self._finish(after, timestamp, commit=True)
 
 
+_XID = re.compile(r"XA\s+\w+\s+X'([0-9A-Fa-f]*)'\s*,\s*X'([0-9A-Fa-f]*)'\s*,\s*(\d+)")
+
+
+def _xid_of(query: str) -> tuple[int, bytes, bytes] | None:
+    """The XID of MySQL's ``XA COMMIT`` / ``XA ROLLBACK`` statement in the binlog, as
+    (formatID, gtrid, bqual): MySQL writes it as ``X'gtrid',X'bqual',formatID``."""
+    found = _XID.match(query)
+    if found is None:
+        return None
+    return int(found[3]), bytes.fromhex(found[1]), bytes.fromhex(found[2])
+
+
 def _kind_of(event: Any) -> str | None:
     """The event's class name, or the reader's name for a type mysql-replication does not
     parse; ``None`` for such a type the reader does not need."""
@@ -457,10 +482,6 @@ _UNREADABLE = {
     "CompressedEvent": (
         "a compressed event (log_bin_compress)",
         "run SET GLOBAL log_bin_compress = OFF",
-    ),
-    "XAPrepareEvent": (
-        "a MySQL XA transaction with changes of captured tables (XA PREPARE)",
-        "commit changes of captured tables without XA",
     ),
 }
 

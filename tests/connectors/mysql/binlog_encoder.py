@@ -21,8 +21,8 @@ Compressed transactions (``binlog_transaction_compression=ON``): events written 
 TRANSACTION_PAYLOAD_EVENT (``mysql::binlog::event::Transaction_payload_event``; its header
 fields as ``codecs::binary::Transaction_payload::encode`` writes them).
 
-What is *not* here yet: XA, partial JSON, and column types beyond TINYINT, INT, BIGINT,
-DOUBLE and VARCHAR (issue 40 lists them).
+What is *not* here yet: partial JSON, and column types beyond TINYINT, INT, BIGINT, DOUBLE
+and VARCHAR (issue 40 lists them).
 """
 
 from __future__ import annotations
@@ -319,6 +319,15 @@ class BinlogFile:
     def xid(self, xid: int) -> bytes:
         """XID_EVENT: the transaction committed (InnoDB)."""
         return self._event(XID_EVENT, struct.pack("<Q", xid))
+
+    def xa_prepare(
+        self, gtrid: bytes, bqual: bytes = b"", format_id: int = 1, one_phase: bool = False
+    ) -> bytes:
+        """XA_PREPARE_LOG_EVENT (``XA_prepare_event``): one_phase u8, formatID u32, the
+        gtrid and bqual lengths u32 each, then both; ``XA PREPARE`` ends its group, ``XA
+        COMMIT ... ONE PHASE`` (one_phase) commits it."""
+        body = struct.pack("<BIII", one_phase, format_id, len(gtrid), len(bqual))
+        return self._event(XA_PREPARE_LOG_EVENT, body + gtrid + bqual)
 
     def rotate(self, next_file: str, position: int = 4) -> bytes:
         """ROTATE_EVENT at the end of a file: the log goes on in ``next_file``."""

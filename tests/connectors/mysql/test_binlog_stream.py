@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdc_core.capture.events import Begin, Commit, RawChange, RowChange
+from cdc_core.capture.events import Begin, Commit, RawChange, Rollback, RowChange
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged
 from cdc_core.errors import ConfigError
@@ -244,6 +244,48 @@ def test_a_compressed_transaction_is_read_from_its_payload(compression: int) -> 
         Begin(two, _at(after)),  # the end of its GTID event
         RowChange(two, _at(delete), "d", "shop.t", (2,), None, {"id": 2, "name": "b", "qty": 3}),
         Commit(two, _at(binlog.position), COMMIT_TS),
+    ]
+
+
+@pytest.mark.parametrize("commit", [True, False], ids=["xa-commit", "xa-rollback"])
+def test_an_xa_transaction_ends_in_the_group_that_names_its_xid(commit: bool) -> None:
+    """MySQL XA: the prepared transaction's group ends at XA_PREPARE_LOG_EVENT; its outcome
+    is a group of its own under another GTID, whose statement names the XID. Other
+    transactions commit in between; the prepared one commits (or rolls back) there."""
+    binlog = _binlog()
+    first = binlog.position
+    binlog.gtid(SID, 10)
+    binlog.query("XA START X'7831',X'62',7", "shop")
+    binlog.table_map(T)
+    write = binlog.position
+    binlog.write_rows(T, [{"id": 1, "name": "xa", "qty": 1}])
+    binlog.query("XA END X'7831',X'62',7", "shop")
+    binlog.xa_prepare(b"x1", b"b", 7)
+    binlog.gtid(SID, 11)
+    other = binlog.position
+    binlog.query("BEGIN", "shop")
+    binlog.table_map(T)
+    delete = binlog.position
+    binlog.delete_rows(T, [{"id": 9, "name": None, "qty": 0}])
+    binlog.xid(83)
+    between = binlog.position
+    binlog.gtid(SID, 12)
+    binlog.query(f"XA {'COMMIT' if commit else 'ROLLBACK'} X'7831',X'62',7", "shop")
+    with _served(binlog) as server:
+        changes = _read(server)
+    xa, plain = f"{SID}:10", f"{SID}:11"
+    end = (
+        Commit(xa, _at(binlog.position), COMMIT_TS)
+        if commit
+        else Rollback(xa, _at(binlog.position))
+    )
+    assert changes == [
+        Begin(xa, _at(_end_of(binlog, first))),
+        RowChange(xa, _at(write), "c", "shop.t", (1,), {"id": 1, "name": "xa", "qty": 1}),
+        Begin(plain, _at(other)),
+        RowChange(plain, _at(delete), "d", "shop.t", (9,), None, {"id": 9, "name": None, "qty": 0}),
+        Commit(plain, _at(between), COMMIT_TS),
+        end,
     ]
 
 
