@@ -363,10 +363,24 @@ class PostgresSnapshotReader:
                 assert snapshot is not None and snapshot.position is not None
                 position = Position(snapshot.position, str(snapshot.position_text))
                 with self.connector.read_transaction(snapshot) as connection:
+                    self._check_unchanged(connection, name, schema)
                     limited = limit if ordered else None
                     rows = self._chunk(connection, schema, description, after, limited)
         batch, last = rows
         return TableChunk(position, TableSnapshot(description, iter([batch])), last)
+
+    def _check_unchanged(self, connection: Any, table: str, schema: TableSchema) -> None:
+        """Lock the table against DDL for the read (ACCESS SHARE, as the SELECT would),
+        then check its definition is still the one read before: a column dropped since
+        may not even fail the SELECT (a column named like its table reads as the whole
+        row: postgres-full seed 673).
+
+        Raises:
+            TableChangedError: The definition changed (the chunk is read again).
+        """
+        connection.execute(f"SELECT 1 FROM {self.connector.qualified(table)} LIMIT 0")
+        if self.connector.reflect(table).columns != schema.columns:
+            raise TableChangedError.of(table)
 
     def _chunk(
         self,

@@ -4,9 +4,10 @@ ones (a slot exists) use a temporary slot's snapshot; key-set reads for re-syncs
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,4 +168,32 @@ def test_a_chunk_whose_table_lost_a_column_under_it_is_read_again(case: PgCase) 
     rows = [row for batch in chunk.snapshot.batches for row in batch.to_pylist()]
     assert chunk.snapshot.description.schema.names == ["id", "d"]
     assert rows == [{"id": 1, "d": 6}]
-    assert len(reflected) == 4  # read twice
+    assert len(reflected) == 6  # read twice: three definitions a read (the last under a lock)
+
+
+def test_a_column_named_like_its_table_dropped_before_the_chunk_is_read(case: PgCase) -> None:
+    """The DROP COLUMN came after the chunk's description and definition, before its
+    SELECT: the dropped column ``r`` of table ``r`` read as the whole row (PostgreSQL takes
+    a table's name as its row), and the run stopped with an unexpected ``ArrowInvalid``
+    (postgres-full seed 673). The read now locks the table and checks its definition."""
+    case.sql(
+        "CREATE TABLE r (id int PRIMARY KEY, r float8, d int)", "INSERT INTO r VALUES (1, 0.5, 6)"
+    )
+    reader = PostgresSnapshotReader(case.config("r"))
+    shared = reader.connector.shared_snapshot
+    entered: list[int] = []
+
+    @contextlib.contextmanager
+    def dropping_first() -> Iterator[Any]:
+        entered.append(1)
+        if len(entered) == 1:
+            case.sql("ALTER TABLE r DROP COLUMN r")
+        with shared() as snapshot:
+            yield snapshot
+
+    reader.connector.shared_snapshot = dropping_first  # type: ignore[method-assign]
+    chunk = reader.read_chunk("public.r", None, 10)
+    rows = [row for batch in chunk.snapshot.batches for row in batch.to_pylist()]
+    assert chunk.snapshot.description.schema.names == ["id", "d"]
+    assert rows == [{"id": 1, "d": 6}]
+    assert len(entered) == 2  # read twice
