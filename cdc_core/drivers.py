@@ -20,6 +20,7 @@ DRIVER_EXTRAS: Mapping[str, str] = MappingProxyType(
     {
         "pymysql": "mariadb",
         "pymysqlreplication": "mariadb",
+        "zstandard": "mariadb",  # MySQL's compressed transactions
         "psycopg": "postgres",
         "psycopg2": "postgres",
         "oracledb": "oracle",

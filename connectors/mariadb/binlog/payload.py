@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+from cdc_core.drivers import driver_import
+
 OTW_END, OTW_PAYLOAD_SIZE, OTW_COMPRESSION, OTW_UNCOMPRESSED_SIZE = 0, 1, 2, 3
 ZSTD, NO_COMPRESSION = 0, 255
 HEADER_SIZE = 19  # the common event header: timestamp, type, server id, size, log_pos, flags
@@ -72,7 +74,8 @@ def _packed(data: bytes, at: int) -> tuple[int, int]:
 
 
 def _unzstd(payload: bytes, size: int) -> bytes:
-    import zstandard
+    with driver_import("a MySQL compressed transaction"):
+        import zstandard
 
     try:  # the frame may not say its size: the header's bounds the output
         return zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
