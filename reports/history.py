@@ -30,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from cdc_core.files import open_for_append
+from cdc_core.lake_location import LakeLocation, as_location
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -210,17 +211,18 @@ class DeltaHistory:
     counts as a run. Every append is one Delta commit; concurrent appends do not conflict.
 
     Attributes:
-        path: The Delta table's directory; created on the first append.
+        path: The Delta table's directory (or place in an object store); created on the
+            first append.
     """
 
-    path: Path
+    path: Path | LakeLocation
 
     def append(self, summary: RunSummary) -> None:
         """Append ``summary`` in one commit."""
-        from deltalake import write_deltalake
-
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(self.path), _to_arrow(summary), mode="append")
+        where = as_location(self.path)
+        if where.is_local:
+            where.local_path.mkdir(parents=True, exist_ok=True)
+        where.write_delta(_to_arrow(summary), mode="append")
 
     def read_last(self, runs: int) -> list[RunSummary]:
         """The last ``runs`` runs by finish time, oldest first; [] without a table.
@@ -228,12 +230,11 @@ class DeltaHistory:
         Only the files that may hold them are read (``_newest_rows``): a nightly job's
         history grows by a file a night, and reading them all made every report slower.
         """
-        from deltalake import DeltaTable
-
-        if runs <= 0 or not (self.path / "_delta_log").is_dir():
+        where = as_location(self.path)
+        if runs <= 0 or not where.join("_delta_log").is_dir():
             return []
-        actions = DeltaTable(str(self.path)).get_add_actions(flatten=True)
-        rows = _newest_rows(self.path, actions, runs)
+        actions = where.open_delta().get_add_actions(flatten=True)
+        rows = _newest_rows(where, actions, runs)
         finished = sorted({row["finished"] for row in rows})
         if not finished:
             return []
@@ -246,7 +247,7 @@ class DeltaHistory:
 _STATISTIC_SLACK = dt.timedelta(milliseconds=1)
 
 
-def _newest_rows(path: Path, actions: Any, runs: int) -> list[dict[str, Any]]:
+def _newest_rows(where: LakeLocation, actions: Any, runs: int) -> list[dict[str, Any]]:
     """The rows of the table's files read newest first (by their ``finished`` statistics;
     a file without them first), until the ``runs`` newest runs are read and no file left
     can hold a newer one. ``actions``: ``DeltaTable.get_add_actions(flatten=True)``."""
@@ -261,7 +262,8 @@ def _newest_rows(path: Path, actions: Any, runs: int) -> list[dict[str, Any]]:
         stat = newest[index]
         if len(seen) >= runs and stat is not None and stat + _STATISTIC_SLACK < sorted(seen)[-runs]:
             break
-        read = pq.read_table(str(path / unquote(paths[index])), schema=_arrow_schema())
+        file, filesystem = where.file_of(where.join(unquote(paths[index])).url)
+        read = pq.read_table(file, filesystem=filesystem, schema=_arrow_schema())
         rows.extend(read.to_pylist())
         seen.update(read.column("finished").to_pylist())
     return rows
@@ -321,7 +323,7 @@ def _from_rows(rows: Sequence[Mapping[str, Any]]) -> list[RunSummary]:
     return sorted(summaries, key=lambda s: s.finished_at)
 
 
-def history_for(lake: Path | None, out_dir: Path) -> HistoryStore:
+def history_for(lake: Path | LakeLocation | None, out_dir: Path) -> HistoryStore:
     """The history store of a run writing its outputs to ``out_dir``.
 
     With a lake, the history is a Delta table at ``<lake>/_replcheck/history``: it stays
@@ -331,11 +333,13 @@ def history_for(lake: Path | None, out_dir: Path) -> HistoryStore:
     output directory, keeps one history across runs.
 
     Args:
-        lake: The lake's root directory, or None when no lake is configured.
+        lake: The lake's root directory (or object-store location), or None when no lake
+            is configured.
         out_dir: The run's output directory (where ``result.json`` goes).
     """
     if lake is not None:
-        return DeltaHistory(lake.joinpath(*LAKE_HISTORY))
+        where = as_location(lake).join(*LAKE_HISTORY)
+        return DeltaHistory(where.local_path if where.is_local else where)
     return JsonLinesHistory(out_dir.parent / JSONL_NAME)
 
 

@@ -32,6 +32,7 @@ from validator.demo.setup import DemoSource
 from validator.result import Coverage, Status
 
 if TYPE_CHECKING:
+    from cdc_core.lake_location import LakeLocation
     from validator.key_masks import KeyMasker
 
 EXIT_OK = 0
@@ -165,9 +166,8 @@ def _run_validation(config_path: Path, names: list[str], sets: list[str]) -> Val
         typer.echo(f"replcheck imported from {Path(__file__).parents[1]}", err=True)
         spark()  # spark-submit started the JVM already: use it
     masker = KeyMasker.for_run(config.validation.mask_key)
-    # The run's history is kept in the first lake connection of the config on local disk, if
-    # any (an object-store lake's history stays in the output folder: docs/object-storage.md).
-    lake = next((c.lake for c in config.connections.values() if isinstance(c.lake, Path)), None)
+    # The run's history is kept in the first lake connection of the config, if any.
+    lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
     return Validated(run_validation(spark, config, names, masker), masker, lake)
 
 
@@ -177,7 +177,7 @@ class Validated(NamedTuple):
 
     document: dict[str, Any]
     masker: KeyMasker
-    lake: Path | None
+    lake: Path | LakeLocation | None
 
 
 NOT_COMPARED = "not compared"  # in place of the row counts of a comparison its error stopped

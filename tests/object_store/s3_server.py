@@ -17,8 +17,12 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.private_servers import LOOPBACK, ServerStartError, _PrivateServer
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 ACCESS_KEY_ID = "replcheck-test-key"
 SECRET_ACCESS_KEY = "replcheck-test-secret"  # moto accepts any: not a secret
@@ -51,18 +55,22 @@ class MotoS3Server(_PrivateServer):
 
     def create_bucket(self) -> str:
         """A new, empty bucket with a name unique in this run."""
+        name = f"lake-{os.getpid()}-{next(_BUCKETS)}"
+        self.filesystem().create_dir(name)
+        return name
+
+    def filesystem(self) -> pafs.S3FileSystem:
+        """A pyarrow filesystem of the server, for tests to look at what is stored."""
         import pyarrow.fs as pafs
 
-        name = f"lake-{os.getpid()}-{next(_BUCKETS)}"
-        pafs.S3FileSystem(
+        return pafs.S3FileSystem(
             access_key=ACCESS_KEY_ID,
             secret_key=SECRET_ACCESS_KEY,
             region=REGION,
             endpoint_override=f"{LOOPBACK}:{self.port}",
             scheme="http",
             allow_bucket_creation=True,
-        ).create_dir(name)
-        return name
+        )
 
     def _initialize(self) -> None:
         if not _moto_server().exists():
@@ -99,3 +107,13 @@ class S3Lake:
     @property
     def url(self) -> str:
         return f"s3://{self.bucket}/lake"
+
+    def keys(self, below: str = "") -> list[str]:
+        """The keys of every object below the lake (or its folder ``below``), relative to
+        the lake."""
+        import pyarrow.fs as pafs
+
+        base = f"{self.bucket}/lake"
+        selector = pafs.FileSelector(f"{base}/{below}".rstrip("/"), True, True)
+        found = self.server.filesystem().get_file_info(selector)
+        return sorted(i.path[len(base) + 1 :] for i in found if i.type == pafs.FileType.File)

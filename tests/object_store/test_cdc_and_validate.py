@@ -9,12 +9,13 @@ import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cdc_core.lake.layout import LakeTable, read_progress
 from cdc_core.lake_location import LakeLocation
-from tests.cli_runs import catch_up, validate, write_config
+from tests.cli_runs import catch_up, replcheck, validate, write_config
 from tests.object_store.s3_server import S3Lake
 from tests.private_servers import MariaDBServer
 
@@ -104,3 +105,50 @@ def cdc_run_then_validate(
     (difference,) = comparison["differences"]
     assert difference["key"] == ["3"]
     assert difference["columns"] == [{"column": "price", "source": "9.99", "target": "3.25"}]
+
+
+def test_incremental_validation_and_run_history_live_in_the_s3_lake(
+    tmp_path: Path,
+    s3_lake: S3Lake,
+    mariadb_full: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+) -> None:
+    """``validate --incremental`` keeps its state under ``<lake>/_replcheck/validation`` and
+    the run history under ``<lake>/_replcheck/history`` in the bucket; the second run reuses
+    the stored digests and still finds a drift in a changed leaf."""
+    database = mariadb_database(mariadb_full)
+    table = f"{database}.items"
+    _run(
+        mariadb_full,
+        database,
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
+        "INSERT INTO items VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(1, 201)),
+    )
+    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url)
+    catch_up(config)
+
+    def incremental(out: str) -> tuple[int, dict[str, Any]]:
+        finished = replcheck(
+            "validate", "--config", str(config), "--out", str(tmp_path / out), "--incremental"
+        )
+        (comparison,) = json.loads((tmp_path / out / "result.json").read_text())["comparisons"]
+        return finished.returncode, comparison
+
+    code, first = incremental("first")
+    assert (code, first["status"], first["coverage"]["mode"]) == (0, "in_sync", "full"), first
+    stored = s3_lake.keys("_replcheck")
+    assert any(k.startswith("_replcheck/validation/") and k.endswith(".arrow") for k in stored)
+    assert any(k.startswith("_replcheck/history/_delta_log/") for k in stored), stored
+    assert not (tmp_path / "history.jsonl").exists()  # not beside the output folders
+
+    # A change the pipeline carries, then a drift of the same row it does not: the changed
+    # leaf is re-hashed, so the incremental run finds the drift.
+    _run(mariadb_full, database, "UPDATE items SET name = 'moved' WHERE id = 150")
+    catch_up(config)
+    _run(mariadb_full, database, "SET SESSION sql_log_bin = 0", "DELETE FROM items WHERE id = 150")
+    code, second = incremental("second")
+    assert second["coverage"]["mode"] == "incremental", second["coverage"]
+    assert second["coverage"]["leaves_changed"] == 1
+    assert (code, second["counts_by_kind"]) == (1, {"extra_in_target": 1}), second
+    history = LakeLocation.from_config(s3_lake.url, {}).join("_replcheck", "history")
+    assert history.open_delta().to_pyarrow_table().num_rows == 2  # one row per run

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.files import check_output_dir, check_output_file, write_atomic
+from cdc_core.lake_location import LakeLocation
 from reports.history import history_for, record_run
 from reports.html import build_html_report
 from reports.junit import build_junit
@@ -39,7 +40,7 @@ def write_outputs(
     document: dict[str, Any],
     out_dir: Path,
     junit: Path | None = None,
-    lake: Path | None = None,
+    lake: Path | LakeLocation | None = None,
     masker: KeyMasker | None = None,
     markdown: Path | None = None,
 ) -> Outputs:

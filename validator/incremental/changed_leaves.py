@@ -16,9 +16,9 @@ so both keys' leaves are found. A truncate changes every leaf.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, OP
 from connectors.pushdown import RangeLeaves
 from validator.incremental.lake_log import files_added_since
@@ -46,15 +46,18 @@ def _may_hold(statistics: Any, low: int | None, high: int) -> bool:
     return statistics.min <= high and (low is None or statistics.max > low)
 
 
-def _events(paths: Iterable[str], key: str, low: int | None, high: int) -> list[pa.Table]:
-    """The key and op of the events in the Parquet files ``paths`` at positions in
-    ``(low, high]``, reading only the row groups that may hold them."""
+def _events(
+    changelog: LakeLocation, uris: Iterable[str], key: str, low: int | None, high: int
+) -> list[pa.Table]:
+    """The key and op of the events in the changelog's Parquet files ``uris`` at positions
+    in ``(low, high]``, reading only the row groups that may hold them."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     found = []
-    for path in paths:
-        file = pq.ParquetFile(path)
+    for uri in uris:
+        path, filesystem = changelog.file_of(uri)
+        file = pq.ParquetFile(path, filesystem=filesystem)
         metadata = file.metadata
         names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
         position = names.index(COMMIT_POS)
@@ -85,13 +88,11 @@ def _leaves(tables: Iterable[pa.Table], key: str, scheme: RangeLeaves) -> set[in
 
 
 def changed_leaves(
-    changelog: Path, key: str, scheme: RangeLeaves, stored: LogMark, low: int, high: int
+    changelog: LakeLocation, key: str, scheme: RangeLeaves, stored: LogMark, low: int, high: int
 ) -> set[int] | None:
     """Leaves with keys (first key column ``key``, lake name) changed between positions
     ``low`` (exclusive) and ``high``, or written since ``stored`` at or below ``high``;
     ``ALL_LEAVES`` (None) after a truncate."""
-    from deltalake import DeltaTable
-
-    tables = _events(DeltaTable(str(changelog)).file_uris(), key, low, high)
-    tables += _events(files_added_since(changelog, stored), key, None, high)
+    tables = _events(changelog, changelog.open_delta().file_uris(), key, low, high)
+    tables += _events(changelog, files_added_since(changelog, stored), key, None, high)
     return _leaves(tables, key, scheme)

@@ -11,8 +11,7 @@ in the log; only a sweep of its leaves (or a full run) sees it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from cdc_core.lake_location import LakeLocation
 from validator.incremental.state import LogMark
 
 # Commits that change no row (table features, properties, vacuum's bookkeeping).
@@ -22,17 +21,15 @@ _ROWLESS_OPERATIONS = frozenset(
 _PIPELINE_PREFIX = "replcheck."
 
 
-def log_mark(path: Path) -> LogMark | None:
+def log_mark(path: LakeLocation) -> LogMark | None:
     """The Delta table's identity and newest version (None: no table there)."""
-    from deltalake import DeltaTable
-
-    if not (path / "_delta_log").is_dir():
+    if not path.join("_delta_log").is_dir():
         return None
-    delta = DeltaTable(str(path))
+    delta = path.open_delta()
     return LogMark(str(delta.metadata().id), delta.version())
 
 
-def why_not_carried(path: Path, stored: LogMark | None, now: LogMark | None) -> str | None:
+def why_not_carried(path: LakeLocation, stored: LogMark | None, now: LogMark | None) -> str | None:
     """Why digests stored at ``stored`` cannot be carried to ``now`` for the Delta table at
     ``path`` (None: every commit since is the pipeline's)."""
     if now is None:
@@ -45,12 +42,10 @@ def why_not_carried(path: Path, stored: LogMark | None, now: LogMark | None) -> 
     return _foreign_commit(path, since, now.version)
 
 
-def _foreign_commit(path: Path, since: int, newest: int) -> str | None:
-    from deltalake import DeltaTable
-
+def _foreign_commit(path: LakeLocation, since: int, newest: int) -> str | None:
     if newest == since:
         return None
-    commits = DeltaTable(str(path)).history(limit=newest - since)
+    commits = path.open_delta().history(limit=newest - since)
     versions = {int(c["version"]) for c in commits if "version" in c}
     if not set(range(since + 1, newest + 1)) <= versions:
         return f"the Delta log of {path} no longer holds every version since {since}"
@@ -66,9 +61,7 @@ def _foreign_commit(path: Path, since: int, newest: int) -> str | None:
     return None
 
 
-def files_added_since(path: Path, stored: LogMark) -> list[str]:
+def files_added_since(path: LakeLocation, stored: LogMark) -> list[str]:
     """Data files of the newest version that the stored version did not have."""
-    from deltalake import DeltaTable
-
-    before = set(DeltaTable(str(path), version=stored.version).file_uris())
-    return [uri for uri in DeltaTable(str(path)).file_uris() if uri not in before]
+    before = set(path.open_delta(stored.version).file_uris())
+    return [uri for uri in path.open_delta().file_uris() if uri not in before]

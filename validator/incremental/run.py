@@ -26,7 +26,7 @@ from validator.incremental.state import (
     CorruptState,
     Digests,
     ValidationState,
-    legacy_path,
+    legacy_state,
     read_state,
     state_path,
     write_state,
@@ -71,7 +71,7 @@ class Increment:
         self.table = LakeTable(lake, reflected.comparison.target.table)
         self.path = state_path(self.table, plan.comparison.name)
         self.key = reflected.target_key[0]
-        self.marks = (log_mark(self.table.changelog), log_mark(self.table.mirror))
+        self.marks = (log_mark(self.table.changelog_at), log_mark(self.table.mirror_at))
         if not isinstance(scheme, RangeLeaves):
             self.reason = "incremental validation needs key-range leaves (an integer first key)"
         elif self.settings.force_full:
@@ -86,8 +86,8 @@ class Increment:
         except CorruptState as exc:
             return f"the state file {exc.path} {exc.problem}: this full run replaces it"
         if state is None:
-            legacy = legacy_path(self.path)
-            if legacy.exists():
+            legacy = legacy_state(self.path)
+            if legacy is not None:
                 return f"the state file {legacy} is of an older format: this full run replaces it"
             return f"first run: no validation state stored at {self.path}"
         current = fingerprint_parts(self.plan, state.scheme)
@@ -96,7 +96,7 @@ class Increment:
             return f"the stored state is of another configuration ({', '.join(differ)} differ)"
         if _span(fresh, state.scheme) > MAX_GROWTH * _span(state.scheme, state.scheme):
             return "the keys outgrew the stored leaves' range: leaves planned again"
-        paths = (self.table.changelog, self.table.mirror)
+        paths = (self.table.changelog_at, self.table.mirror_at)
         stored_marks = (state.changelog, state.mirror)
         for path, stored, now in zip(paths, stored_marks, self.marks, strict=True):
             why = why_not_carried(path, stored, now)
@@ -122,7 +122,7 @@ class Increment:
             )
             return None
         changed = changed_leaves(
-            self.table.changelog, self.key, self.scheme, state.changelog, state.low, high
+            self.table.changelog_at, self.key, self.scheme, state.changelog, state.low, high
         )
         if changed is None:
             self.reason = "the changelog holds a truncate since the stored position"

@@ -4,10 +4,13 @@ Kept in the lake, beside the pipeline's own bookkeeping, one Arrow IPC file per 
 
     <lake>/_replcheck/validation/<schema>/<table>/<comparison>.arrow
 
+(an object-store lake's too: ``<lake>`` is then its URL, and the file one object).
+
 Its columns are both sides' dense digests (``stored_digests``: row ``i`` is leaf ``i``), read
 and written without a Python object per leaf; the schema's metadata holds the rest as JSON,
 with a CRC-32 of the columns. Written atomically (a temporary file renamed over the old
-one), so a reader sees the old state or the new one, never half of one. A file that cannot
+one; on an object store one PUT), so a reader sees the old state or the new one, never half
+of one. A file that cannot
 be read as a state raises ``CorruptState`` naming it; the caller makes a full run, which
 replaces it. A state of an older format (``<comparison>.json``) is never read: the run it
 makes full says so, and storing the new state removes it.
@@ -27,6 +30,7 @@ import pyarrow as pa
 
 from cdc_core.errors import ContractError
 from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import parse_table, to_lake_dir
 from connectors.pushdown import RangeLeaves
 from merkle.tree import LeafDigest
@@ -40,12 +44,14 @@ METADATA = FORMAT.encode()  # the schema metadata key of the JSON head
 SIDES = ("source", "lake")
 
 Digests = Mapping[int, LeafDigest]
+# A state's place: a file of a lake on local disk, or an object of one on an object store.
+StatePath = Path | LakeLocation
 
 
 class CorruptState(Exception):
     """A state file that is not a readable state (its path and the problem)."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: StatePath, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
@@ -93,16 +99,26 @@ class ValidationState:
         return self.source.differing(self.lake)
 
 
-def state_path(table: LakeTable, comparison: str) -> Path:
+def state_path(table: LakeTable, comparison: str) -> StatePath:
     """Where the state of ``comparison`` on the lake table ``table`` lives."""
     parts = [to_lake_dir(part) for part in parse_table(table.table).parts]
     name = f"{to_lake_dir(comparison)}.arrow"
-    return table.lake.joinpath("_replcheck", "validation", *parts, name)
+    where = table.location.join("_replcheck", "validation", *parts, name)
+    return where.local_path if where.is_local else where
 
 
 def legacy_path(path: Path) -> Path:
     """Where a state of format 1 or 2 beside ``path`` lives (never read)."""
     return path.with_suffix(".json")
+
+
+def legacy_state(path: StatePath) -> Path | None:
+    """The state of format 1 or 2 beside ``path``, if there is one (an object-store lake
+    never had one: those formats predate them)."""
+    if isinstance(path, LakeLocation):
+        return None
+    legacy = legacy_path(path)
+    return legacy if legacy.exists() else None
 
 
 def _mark_to(mark: LogMark | None) -> dict[str, Any] | None:
@@ -196,15 +212,15 @@ class OtherVersion(ValueError):
     """A state document of another format version."""
 
 
-def read_state(path: Path) -> ValidationState | None:
+def read_state(path: StatePath) -> ValidationState | None:
     """The state stored at ``path`` (None: there is none).
 
     Raises:
         CorruptState: the file exists but is not a state this version reads.
+        StoreError: an object store failed the read (``cdc_core.lake_location``).
     """
     try:
-        # Mapped, not read: reading and copying a million leaves' digests took 0.15 s.
-        table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+        table = _read_table(path)
     except FileNotFoundError:
         return None
     except pa.ArrowInvalid as exc:
@@ -221,12 +237,28 @@ def read_state(path: Path) -> ValidationState | None:
         raise CorruptState(path, problem) from exc
 
 
-def write_state(path: Path, state: ValidationState) -> None:
+def _read_table(path: StatePath) -> pa.Table:
+    if isinstance(path, LakeLocation):
+        data = path.read_bytes()
+        if data is None:
+            raise FileNotFoundError(path.display())
+        return pa.ipc.open_file(pa.py_buffer(data)).read_all()
+    # Mapped, not read: reading and copying a million leaves' digests took 0.15 s.
+    return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+
+
+def write_state(path: StatePath, state: ValidationState) -> None:
     """Store ``state`` at ``path`` atomically (and remove a state of an older format)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     columns = _columns(state)
     head = json.dumps(to_head(state, _crc(columns)), separators=(",", ":"))
     table = pa.table(columns).replace_schema_metadata({METADATA: head.encode()})
+    if isinstance(path, LakeLocation):  # one PUT: readers see the old object or the new one
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as out:
+            out.write_table(table)
+        path.write_bytes(sink.getvalue().to_pybytes())
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
     with pa.OSFile(str(temporary), "wb") as file, pa.ipc.new_file(file, table.schema) as out:
         out.write_table(table)
