@@ -387,6 +387,40 @@ class LakeLocation:
         with _store_errors(self):
             return filesystem.get_file_info(path).type == pafs.FileType.File
 
+    def list_folders(self) -> list[str]:
+        """The names of the folders (common prefixes) directly below this location."""
+        import pyarrow.fs as pafs
+
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted(info.base_name for info in found if info.type == pafs.FileType.Directory)
+
+    def copy_tree(self, target: LakeLocation) -> None:
+        """Copy every object at or below this location to the same names below ``target``
+        (object stores: one server-side copy per object, nothing read through here)."""
+        import pyarrow.fs as pafs
+
+        filesystem, path = self.filesystem()
+        to = target.filesystem()[1]
+        with _store_errors(self):
+            selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+            for info in filesystem.get_file_info(selector):
+                if info.type == pafs.FileType.File:
+                    filesystem.copy_file(info.path, to + info.path[len(path) :])
+
+    def delete(self) -> None:
+        """Delete the file (object) here; nothing there: nothing to do."""
+        if self.is_local:
+            Path(self.url).unlink(missing_ok=True)
+            return
+        filesystem, path = self.filesystem()
+        with _store_errors(self):
+            try:
+                filesystem.delete_file(path)
+            except FileNotFoundError:
+                return
+
     def delete_tree(self) -> None:
         """Delete everything at or below this location (nothing there: nothing to do)."""
         filesystem, path = self.filesystem()

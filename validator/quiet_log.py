@@ -45,7 +45,7 @@ def whole_mark(table: LakeTable, position: int, quiet: QuietLog | None) -> int |
     mark = high_water_mark(table)
     if quiet is None or mark is None or mark >= position:
         return None
-    if table.table in read_marks(table.lake).refreshing:
+    if table.table in read_marks(table.place).refreshing:
         return None  # a refresh under way: the lake lacks part of the table below H too
     why = _why_not_quiet(quiet, table.table, mark, position)
     if why is not None:

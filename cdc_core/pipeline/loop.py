@@ -64,7 +64,7 @@ from cdc_core.rebuild.full_width import (
     Rebuilder,
 )
 from cdc_core.rebuild.image_store import ImageStoreCorruptError, RowImageStore
-from cdc_core.resync.requests import POLL_S, ResyncRequest, read_requests
+from cdc_core.resync.requests import ResyncRequest, poll_every, read_requests
 from cdc_core.resync.requests import remove as remove_request
 from cdc_core.state.directory import StateDirectory
 from cdc_core.state.lock import StateLock
@@ -333,9 +333,9 @@ class Pipeline:
 
     def _take_resync_requests(self, *, now: bool = False) -> None:
         """Re-sync requests the lake holds for tables captured here become keyed refreshes
-        (``cdc_core.resync.requests``): looked for every ``POLL_S``, or ``now``."""
+        (``cdc_core.resync.requests``): looked for every ``poll_every`` seconds, or ``now``."""
         lake = self.config.lake
-        if lake is None or (not now and time.monotonic() - self._resync_polled < POLL_S):
+        if lake is None or (not now and time.monotonic() - self._resync_polled < poll_every(lake)):
             return
         self._resync_polled = time.monotonic()
         taken = {request.path for request in self._resync_taken}

@@ -24,10 +24,12 @@ with a concurrent pipeline commit is retried on the new table version.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,6 +45,7 @@ from cdc_core.lake.layout import (
 from cdc_core.lake.mirror_rebuild import merge_or_rebuild
 from cdc_core.lake.sink import fit_to_lake
 from cdc_core.lake.target import REFRESH_SEQ_BASE
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import (
     COMMIT_POS,
     COMMIT_TS,
@@ -123,23 +126,22 @@ def refresh(request: RefreshRequest) -> RefreshReport:
         TerminalError: The lake table has no changelog (``changelog_files`` explains).
         TransientError: The mirror kept conflicting with concurrent commits.
     """
-    from deltalake import DeltaTable
-
-    if not request.table.exists():
+    table = request.table
+    if not table.exists():
         raise TransientError(
-            f"lake table {request.table.table} has no changelog at {request.table.changelog}:"
+            f"lake table {table.table} has no changelog at {table.changelog_at}:"
             " run the CDC pipeline (its initial load) before a re-sync",
-            {"table": request.table.table},
+            {"table": table.table},
         )
-    changelog = DeltaTable(str(request.table.changelog))
+    changelog = table.changelog_at.open_delta()
     events = _events(request, changelog)
     if not _done(changelog, request):
-        with naming_full_disk(request.table.changelog, request.table.lake, _RERUN):
-            _retry(lambda: _append(request, events), request.table.table, "changelog")
+        with _writing(table, table.changelog_at):
+            _retry(lambda: _append(request, events), table.table, "changelog")
     skipped = 0
-    if (request.table.mirror / "_delta_log").is_dir():
-        with naming_full_disk(request.table.mirror, request.table.lake, _RERUN):
-            skipped = _retry(lambda: _merge_mirror(request, events), request.table.table, "mirror")
+    if table.mirror_at.join("_delta_log").is_dir():
+        with _writing(table, table.mirror_at):
+            skipped = _retry(lambda: _merge_mirror(request, events), table.table, "mirror")
     log.info(
         "re-sync %s of %s at %s: %d refreshed, %d deleted, mirror kept %d newer",
         request.request_id,
@@ -150,6 +152,14 @@ def refresh(request: RefreshRequest) -> RefreshReport:
         skipped,
     )
     return RefreshReport(request.rows.num_rows, request.deleted.num_rows, skipped)
+
+
+def _writing(table: LakeTable, delta: LakeLocation) -> AbstractContextManager[None]:
+    """A full local disk met while writing ``delta`` named (an object store is no disk of
+    ours to fill: its errors name themselves, ``cdc_core.lake_location.StoreError``)."""
+    if not delta.is_local:
+        return contextlib.nullcontext()
+    return naming_full_disk(delta.local_path, table.lake, _RERUN)
 
 
 def _done(delta: DeltaTable, request: RefreshRequest) -> bool:
@@ -219,10 +229,7 @@ def _properties(request: RefreshRequest) -> Any:
 
 
 def _append(request: RefreshRequest, events: pa.Table) -> None:
-    from deltalake import write_deltalake
-
-    write_deltalake(
-        str(request.table.changelog),
+    request.table.changelog_at.write_delta(
         events,
         mode="append",
         schema_mode="merge",
@@ -240,9 +247,8 @@ def _merge_mirror(request: RefreshRequest, events: pa.Table) -> int:
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
-    mirror = DeltaTable(str(request.table.mirror))
+    mirror = request.table.mirror_at.open_delta()
     if _done(mirror, request):
         return 0
     newer = _keys_with_newer_events(request)
@@ -278,9 +284,8 @@ def _aligned_to(data: pa.Table, schema: pa.Schema) -> pa.Table:
 def _keys_with_newer_events(request: RefreshRequest) -> set[Hashable]:
     """Keys of the request that have a changelog event above the refresh position."""
     import pyarrow.compute as pc
-    from deltalake import DeltaTable
 
-    dataset = DeltaTable(str(request.table.changelog)).to_pyarrow_dataset()
+    dataset = request.table.changelog_at.open_delta().to_pyarrow_dataset()
     later = dataset.to_table(
         columns=list(request.key), filter=pc.field(COMMIT_POS) > request.position
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from cdc_core.files import open_for_append
+from cdc_core.lake_location import LakeLocation, as_location
 from validator.config import ValidatorConfig
 from validator.result import Key
 
@@ -97,18 +98,19 @@ class JsonLinesAudit:
 
 @dataclass(frozen=True, slots=True)
 class DeltaAudit:
-    """Audit records in a Delta table, one row per record (concurrent appends are safe)."""
+    """Audit records in a Delta table, one row per record (concurrent appends are safe);
+    ``path`` is its folder, or its place in an object store."""
 
-    path: Path
+    path: Path | LakeLocation
 
     def append(self, records: Sequence[AuditRecord]) -> None:
         """Append the records in one commit."""
-        from deltalake import write_deltalake
-
         if not records:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(self.path), _to_arrow(records), mode="append")
+        where = as_location(self.path)
+        if where.is_local:
+            where.local_path.mkdir(parents=True, exist_ok=True)
+        where.write_delta(_to_arrow(records), mode="append")
 
 
 def _arrow_schema() -> pa.Schema:
@@ -147,9 +149,10 @@ def _to_arrow(records: Sequence[AuditRecord]) -> pa.Table:
 
 def audit_store(config: ValidatorConfig, out_dir: Path) -> AuditStore:
     """The audit store of a run: the config's lake unless ``resync.audit`` says ``file``."""
-    lake = next((c.lake for c in config.connections.values() if isinstance(c.lake, Path)), None)
+    lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
     if lake is not None and config.resync.audit != "file":
-        return DeltaAudit(lake.joinpath(*LAKE_AUDIT))
+        where = as_location(lake).join(*LAKE_AUDIT)
+        return DeltaAudit(where.local_path if where.is_local else where)
     return JsonLinesAudit(out_dir / JSONL_NAME)
 
 
@@ -161,9 +164,8 @@ def read_audit(store: AuditStore) -> list[dict[str, object]]:
         lines = store.path.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
     assert isinstance(store, DeltaAudit)
-    from deltalake import DeltaTable
-
-    if not (store.path / "_delta_log").is_dir():
+    where = as_location(store.path)
+    if not where.join("_delta_log").is_dir():
         return []
-    rows = DeltaTable(str(store.path)).to_pyarrow_table().to_pylist()
+    rows = where.open_delta().to_pyarrow_table().to_pylist()
     return sorted(rows, key=lambda row: row["at"])

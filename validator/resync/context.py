@@ -178,11 +178,9 @@ def all_keys(context: ComparisonContext) -> Iterator[TypedKey]:
 
 
 def _lake_keys(context: ComparisonContext) -> Iterator[TypedKey]:
-    from deltalake import DeltaTable
-
-    mirror = context.lake_table.mirror
-    if not DeltaTable.is_deltatable(str(mirror)):
+    mirror = context.lake_table.mirror_at
+    if not mirror.join("_delta_log").is_dir():
         return
-    table = DeltaTable(str(mirror)).to_pyarrow_table(columns=list(context.target_key))
+    table = mirror.open_delta().to_pyarrow_table(columns=list(context.target_key))
     for record in table.to_pylist():
         yield tuple(record[name] for name in context.target_key)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core.capture.position import Position
 from cdc_core.lake.layout import changelog_files, high_water_mark
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, META_COLUMNS, OP, SEQ
 from cdc_core.resync.requests import ResyncRequest, write_request
 from cdc_core.resync.rows import RefreshRequest, refresh
@@ -115,7 +116,7 @@ def _ask_pipeline(
         tuple(dict(zip(names, key, strict=True)) for key in keys),
         request_id,
     )
-    write_request(lake_table.lake, request)
+    write_request(lake_table.place, request)
 
 
 def _source_columns(context: ComparisonContext, lake_schema: pa.Schema) -> list[str]:
@@ -198,13 +199,16 @@ def _key_rows(
 
     schema = _schema_of(context)
     firsts = list({key[0] for key in keys if key[0] is not None})
-    tables = [_file_rows(f, context.target_key[0], firsts, mark, position) for f in files]
+    location = context.lake_table.location
+    first = context.target_key[0]
+    tables = [_file_rows(location, f, first, firsts, mark, position) for f in files]
     aligned = [_aligned(table, schema) for table in tables]
     return pa.concat_tables(aligned) if aligned else schema.empty_table()
 
 
 def _file_rows(
-    path: str,
+    location: LakeLocation,
+    uri: str,
     first_key: str,
     firsts: list[object],
     mark: tuple[int, int] | None,
@@ -216,7 +220,8 @@ def _file_rows(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    path, filesystem = location.file_of(uri)
+    table = pq.read_table(path, filesystem=filesystem)
     plain = [f.with_type(_without_views(f.type)) for f in table.schema]
     table = table.cast(pa.schema(plain))
     key = table.column(first_key)
@@ -253,9 +258,8 @@ def _aligned(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _schema_of(context: ComparisonContext) -> pa.Schema:
     """The changelog's schema: the mirror's rows carry the same columns."""
     import pyarrow as pa
-    from deltalake import DeltaTable
 
-    return pa.schema(DeltaTable(str(context.lake_table.changelog)).schema().to_arrow())
+    return pa.schema(context.lake_table.changelog_at.open_delta().schema().to_arrow())
 
 
 def _latest_rows(context: ComparisonContext, events: pa.Table, rows: Rows | None = None) -> Rows:

@@ -99,7 +99,7 @@ def test_a_truncated_request_names_the_file_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(StateFileCorruptError) as caught:
         read_requests(lake, [TABLE])
     assert str(path) in str(caught.value) and "resync --apply" in str(caught.value)
-    assert path.parent == requests_dir(lake)
+    assert path.parent == requests_dir(lake).local_path
 
 
 def test_a_keyed_refresh_reads_keys_remembered_after_its_read_and_follows_moves() -> None:
