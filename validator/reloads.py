@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from cdc_core.lake.layout import ChangelogMoved, LakeTable, changelog_generation
+from cdc_core.lake_location import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -24,18 +25,21 @@ R = TypeVar("R")
 
 def through_reloads(compare: Callable[[], R], table: LakeTable | None) -> R:
     """``compare()``, again while a reload moved ``table`` (the comparison's lake target;
-    None: a database target) aside during it, at most ``ATTEMPTS`` times in all. An
-    object-store lake's tables are never moved aside (``LakeSink.retire_table``), and asking
-    an unreachable store here would replace the comparison's own error naming it."""
-    if table is None or not table.location.is_local:
+    None: a database target) aside during it, at most ``ATTEMPTS`` times in all. An object
+    store that fails the generation's lookup leaves the comparison's own error to name it."""
+    if table is None:
         return compare()
     for attempt in range(1, ATTEMPTS + 1):
-        generation = changelog_generation(table)
+        try:
+            generation = changelog_generation(table)
+        except StoreError:
+            return compare()
         try:
             return compare()
         except Exception as exc:
-            moved = isinstance(exc, ChangelogMoved) or changelog_generation(table) != generation
-            if not moved or attempt == ATTEMPTS:
+            if not (isinstance(exc, ChangelogMoved) or _moved(table, generation)) or (
+                attempt == ATTEMPTS
+            ):
                 raise
             log.info(
                 "lake table %s was moved aside while it was compared (the CDC pipeline loads"
@@ -45,3 +49,11 @@ def through_reloads(compare: Callable[[], R], table: LakeTable | None) -> R:
                 ATTEMPTS,
             )
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _moved(table: LakeTable, generation: int | str | None) -> bool:
+    """Whether ``table``'s changelog is another generation than ``generation`` now."""
+    try:
+        return changelog_generation(table) != generation
+    except StoreError:
+        return False

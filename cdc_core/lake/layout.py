@@ -288,9 +288,17 @@ def _progress_files(lake: Path | LakeLocation) -> list[_Progress]:
     return [_read_progress_file(path) for path in paths]
 
 
+RETIRED = ("_replcheck", "retired")
+
+
 def retired_dir(lake: Path, pipeline: str) -> Path:
     """Where a pipeline moves lake tables it had to load again with another schema."""
-    return lake / "_replcheck" / "retired" / pipeline
+    return lake.joinpath(*RETIRED, pipeline)
+
+
+def retired_at(lake: LakeLocation, pipeline: str) -> LakeLocation:
+    """``retired_dir`` of a lake anywhere (an object store's too)."""
+    return lake.join(*RETIRED, pipeline)
 
 
 def write_progress(
@@ -408,19 +416,35 @@ class ChangelogMoved(TransientError):
 def _was_retired(table: LakeTable) -> bool:
     """Whether a pipeline moved ``table`` aside to load it again (``retired_dir``)."""
     if not table.location.is_local:
-        return False  # no table is moved aside on an object store (LakeSink.retire_table)
+        *folders, name = table.root_at.relative_to(table.location).split("/")
+        pipelines = table.location.join(*RETIRED).list_folders()
+        return any(
+            found.startswith(f"{name}@")
+            for pipeline in pipelines
+            for found in retired_at(table.location, pipeline).join(*folders).list_folders()
+        )
     retired = retired_dir(table.lake, "*").relative_to(table.lake)
     name = glob.escape(str(table.root.relative_to(table.lake)))
     return any(table.lake.glob(f"{retired}/{name}@*"))
 
 
-def changelog_generation(table: LakeTable) -> int | None:
+def changelog_generation(table: LakeTable) -> int | str | None:
     """Which generation of the changelog is there (None: none): a reload moves the table's
-    directory aside and creates a new one, so the log's inode tells them apart (an
-    object-store lake's tables are never moved aside: one generation, 0)."""
+    directory aside and creates a new one, so the log's inode tells them apart (on an
+    object store, where a move is a copy and a delete, the Delta table's id)."""
     if not table.location.is_local:
-        return 0 if table.exists() else None
+        return _table_id(table.changelog_at) if table.exists() else None
     try:
         return os.stat(table.changelog / "_delta_log").st_ino
     except FileNotFoundError:
+        return None
+
+
+def _table_id(delta: LakeLocation) -> str | None:
+    """The id of the Delta table at ``delta`` (None: none, or gone while read)."""
+    from deltalake.exceptions import DeltaError
+
+    try:
+        return str(delta.open_delta().metadata().id)
+    except (OSError, DeltaError):
         return None

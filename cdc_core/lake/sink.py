@@ -47,6 +47,7 @@ from cdc_core.lake.layout import (
     meta_fields,
     read_marks_of,
     read_progress,
+    retired_at,
     retired_dir,
     write_progress,
 )
@@ -171,17 +172,16 @@ class LakeSink(Sink):
             if self._open(path) is not None:
                 self._write(path, self._arrow(path, description, []), CommitProperties())
 
-    def retire_table(self, name: str, position: Position) -> Path | None:
+    def retire_table(self, name: str, position: Position) -> Path | LakeLocation | None:
         """Move a table's changelog and mirror aside (under ``_replcheck/retired``) so it can
-        be loaded again with another schema; returns where they went (None: no table)."""
+        be loaded again with another schema; returns where they went (None: no table).
+
+        On an object store a move is a copy of each object, then the deletion of the table:
+        a crash between them leaves the table as it was or partly deleted, and the restart
+        deletes what is left, as for any load that did not finish (``remove_table``)."""
         table = self.table(name)
         if not table.location.is_local:
-            raise TerminalError(
-                f"lake table {name} must be loaded again after a DDL, which moves its tables"
-                f" aside: not done on an object-store lake ({table.root_at}) yet; delete the"
-                " table's folder there and restart the pipeline (docs/object-storage.md)",
-                {"table": name},
-            )
+            return self._retire_in_store(table, position)
         root, lake = table.root, table.lake
         if not root.exists():
             return None
@@ -190,6 +190,17 @@ class LakeSink(Sink):
         with naming_full_disk(target, lake):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(root), str(target))
+        return target
+
+    def _retire_in_store(self, table: LakeTable, position: Position) -> LakeLocation | None:
+        root = table.root_at
+        if not root.is_dir():
+            return None
+        relative = root.relative_to(table.location)
+        target = retired_at(table.location, self.pipeline).join(f"{relative}@{position.value}")
+        root.copy_tree(target)
+        self._forget(root)
+        root.delete_tree()
         return target
 
     def _forget(self, root: LakeLocation) -> None:
