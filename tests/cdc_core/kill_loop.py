@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation
 from connectors.synthetic.log_reader import spec_of_url
 from connectors.synthetic.workload import Workload
 from tests.cdc_core.lake_model import (
@@ -38,15 +40,18 @@ class KillReport:
     mismatches: list[str]
 
 
-def write_config(work: Path, url: str, tables: list[str] | None = None) -> Path:
-    """A config with one pipeline reading the synthetic ``url`` into ``work/lake``."""
+def write_config(
+    work: Path, url: str, tables: list[str] | None = None, lake: str | None = None
+) -> Path:
+    """A config with one pipeline reading the synthetic ``url`` into ``work/lake`` (or the
+    object-store lake URL ``lake``)."""
     if tables is None:
         tables = [f"synthetic.t{i}" for i in range(spec_of_url(url).tables)]
     config = work / "pipeline.yaml"
     config.write_text(
         "connections:\n"
         f'  src: {{url: "{url}"}}\n'
-        f"  lake: {{lake: {work / 'lake'}}}\n"
+        f"  lake: {{lake: {lake or work / 'lake'}}}\n"
         "pipelines:\n"
         "  - name: soak\n"
         "    source: src\n"
@@ -68,11 +73,19 @@ def _start(config: Path, log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=output)
 
 
-def kill_loop(work: Path, url: str, kills: int, seed: int, max_alive_s: float = 2.5) -> KillReport:
+def kill_loop(
+    work: Path,
+    url: str,
+    kills: int,
+    seed: int,
+    max_alive_s: float = 2.5,
+    store: str | None = None,
+) -> KillReport:
     """Kill running pipelines ``kills`` times in all, checking the lake after each scenario.
 
     A scenario starts from an empty lake and state directory, kills and restarts the
-    pipeline until a run finishes by itself, then compares the lake with the model.
+    pipeline until a run finishes by itself, then compares the lake with the model. With
+    ``store`` (an object-store URL), each scenario's lake is a prefix of it.
     """
     rng = random.Random(seed)
     live, runs, problems = 0, 0, []
@@ -80,18 +93,21 @@ def kill_loop(work: Path, url: str, kills: int, seed: int, max_alive_s: float = 
     while live < kills:
         directory = work / f"scenario-{scenario}"
         directory.mkdir(parents=True)
-        killed, started = _kill_until_done(directory, url, rng, max_alive_s, kills - live)
+        lake = f"{store}/scenario-{scenario}" if store else None
+        config = write_config(directory, url, lake=lake)
+        killed, started = _kill_until_done(config, rng, max_alive_s, kills - live)
         live, runs, scenario = live + killed, runs + started, scenario + 1
-        problems += [f"scenario {scenario}: {problem}" for problem in _checked(directory, url)]
+        where = LakeLocation.from_config(lake, {}) if lake else directory / "lake"
+        checked = compare_lake(where, Workload(spec_of_url(url)))
+        problems += [f"scenario {scenario}: {problem}" for problem in checked]
     return KillReport(live, runs, problems)
 
 
 def _kill_until_done(
-    work: Path, url: str, rng: random.Random, max_alive_s: float, budget: int
+    config: Path, rng: random.Random, max_alive_s: float, budget: int
 ) -> tuple[int, int]:
     """(kills that hit a running pipeline, runs started); the last run ran to its end."""
-    config = write_config(work, url)
-    log = work / "pipeline.log"
+    log = config.parent / "pipeline.log"
     killed, runs = 0, 0
     while killed < budget:
         process = _start(config, log)
@@ -114,11 +130,7 @@ def _check_exit(process: subprocess.Popen[bytes], log: Path) -> None:
         raise AssertionError(f"a run failed; see {log}:\n{log.read_text()[-3000:]}")
 
 
-def _checked(work: Path, url: str) -> list[str]:
-    return compare_lake(work / "lake", Workload(spec_of_url(url)))
-
-
-def compare_lake(lake: Path, workload: Workload) -> list[str]:
+def compare_lake(lake: Path | LakeLocation, workload: Workload) -> list[str]:
     """Each table's differences from the reference model (empty: exactly once)."""
     problems = []
     for table in workload.spec.table_names:
@@ -130,7 +142,7 @@ def compare_lake(lake: Path, workload: Workload) -> list[str]:
             )
         loaded = Counter(
             row["id"]
-            for row in read_delta(lake / "synthetic" / table.split(".")[1] / "changelog")
+            for row in read_delta(LakeTable(lake, table).changelog_at)
             if row["_op"] == "r"
         )
         if loaded != Counter(row["id"] for row in workload.initial_rows(table)):

@@ -7,20 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation, as_location
 from cdc_core.names import COMMIT_POS, META_COLUMNS, OP, SEQ
 from connectors.synthetic.workload import COLUMNS, ExpectedEvent, Workload
 
 
-def read_delta(path: Path) -> list[dict[str, Any]]:
-    """Every row of a Delta table's newest version."""
-    from deltalake import DeltaTable
-
-    return DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+def read_delta(path: Path | LakeLocation) -> list[dict[str, Any]]:
+    """Every row of a Delta table's newest version (on local disk or in a store)."""
+    return as_location(path).open_delta().to_pyarrow_table().to_pylist()
 
 
-def changelog_events(lake: Path, table: str) -> Counter[tuple[object, ...]]:
+def changelog_events(lake: Path | LakeLocation, table: str) -> Counter[tuple[object, ...]]:
     """The changelog's stream events as a multiset: duplicates show as counts above 1."""
-    rows = read_delta(LakeTable(lake, table).changelog)
+    rows = read_delta(LakeTable(lake, table).changelog_at)
     return Counter(
         (row[OP], row[COMMIT_POS], row[SEQ], *(row[c] for c in COLUMNS))
         for row in rows
@@ -37,9 +36,9 @@ def _key(event: ExpectedEvent) -> tuple[object, ...]:
     return (event.op, event.commit_pos, event.seq, *(event.row[c] for c in COLUMNS))
 
 
-def mirror_rows(lake: Path, table: str) -> dict[object, dict[str, object]]:
+def mirror_rows(lake: Path | LakeLocation, table: str) -> dict[object, dict[str, object]]:
     """The mirror, by key, without bookkeeping columns."""
-    rows = read_delta(LakeTable(lake, table).mirror)
+    rows = read_delta(LakeTable(lake, table).mirror_at)
     found = {}
     for row in rows:
         assert row["id"] not in found, f"key {row['id']} twice in the mirror of {table}"
