@@ -276,7 +276,7 @@ def test_cdc_run_killed_under_a_concurrent_writer_ends_equal_to_the_source(
     installed = replcheck("cdc", "install-capture", "-c", config, "--pipeline", "p")
     assert installed.returncode == 0, installed.stderr
     done = threading.Event()
-    writer = threading.Thread(target=_writer, args=(path, seed, 1500, done))
+    writer = threading.Thread(target=_writer, args=(path, seed, 500, done))
     rng, log, kills = random.Random(seed), tmp_path / "pipeline.log", 0
     writer.start()
     while not done.is_set() or kills < 3:
