@@ -296,7 +296,7 @@ class LakeLocation:
         try:
             found = filesystem.get_file_info(self.bucket)
         except OSError as exc:
-            raise StoreUnreachableError.of(self, environ or os.environ, exc) from exc
+            raise StoreError.of(self, exc, environ) from exc
         if found.type == pafs.FileType.NotFound:
             raise StoreError(_missing_bucket(self), {"lake": self.display()})
 
@@ -546,18 +546,59 @@ class StoreError(TerminalError):
     """An object store refused or failed a request (missing bucket, no permission, network)."""
 
     @classmethod
-    def of(cls, location: LakeLocation, exc: OSError) -> StoreError:
+    def of(
+        cls, location: LakeLocation, exc: OSError, environ: Mapping[str, str] | None = None
+    ) -> StoreError:
+        environ = os.environ if environ is None else environ
         message = str(exc).lower()
         squeezed = message.replace(" ", "")
         if any(code in squeezed for code in _MISSING_CONTAINER) or (
             "bucket" in message and "not found" in message
         ):
             return cls(_missing_bucket(location), {"lake": location.display()})
-        return StoreUnreachableError.of(location, os.environ, exc)
+        if any(code in squeezed for code in _DENIED):
+            return StoreAccessDeniedError.of(location, environ, "expired" in message)
+        return StoreUnreachableError.of(location, environ, exc)
 
 
 # The stores' error codes for a missing bucket (S3) or container (Azure).
 _MISSING_CONTAINER = ("nosuchbucket", "containernotfound", "thespecifiedcontainerdoesnotexist")
+# ... and for a request refused for its credentials or their permissions (HTTP 403; spaces
+# squeezed out): S3's codes, Azure's, pyarrow's and delta-rs's words for them.
+_DENIED = (
+    "accessdenied",
+    "access_denied",
+    "invalidaccesskeyid",
+    "signaturedoesnotmatch",
+    "expiredtoken",
+    "tokenexpired",
+    "invalidtoken",
+    "authorizationfailure",
+    "authenticationfailed",
+    "authorizationpermissionmismatch",
+    "lackedthenecessaryprivileges",
+    "403forbidden",
+    "]403",
+)
+
+
+class StoreAccessDeniedError(StoreError):
+    """A store refused a request: wrong or expired credentials, or no permission."""
+
+    @classmethod
+    def of(  # type: ignore[override]
+        cls, location: LakeLocation, environ: Mapping[str, str], expired: bool
+    ) -> StoreAccessDeniedError:
+        store = location.object_store
+        secrets = [o.env for o in store.options.values() if o.secret]
+        why = "the credentials have expired" if expired else "wrong credentials or no permission"
+        return cls(
+            f"lake {location.display()}: {location.store} at {_endpoint(location, environ)}"
+            f" refused access ({why}); check {', '.join(secrets)} (or their storage_options),"
+            f" and that they may read, write and list the {store.container}"
+            f" {location.bucket!r}",
+            {"lake": location.display()},
+        )
 
 
 def _missing_bucket(location: LakeLocation) -> str:

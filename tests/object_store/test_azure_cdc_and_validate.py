@@ -4,6 +4,7 @@ commits rely on there (eight racing writers, none lost)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.object_store.test_commits import _events, race_eight_writers
 from tests.object_store.test_store_errors_and_canaries import _commands, _config, store_objects
 from tests.private_servers import MariaDBServer, _free_port
 
+WRONG_KEY = base64.b64encode(b"not the account's key, 64 bytes long, as a real key is.!").decode()
 pytestmark = [pytest.mark.object_store, pytest.mark.azure]
 
 
@@ -86,6 +88,8 @@ def test_the_account_key_never_leaks_and_unreachable_stores_are_named(
     gone = run("gone", missing)
     elsewhere = f"http://127.0.0.1:{_free_port()}/{ACCOUNT_NAME}"
     away = run("away", azure_lake.url, endpoint_url=elsewhere)
+    monkeypatch.setenv("STORE_CANARY", WRONG_KEY)  # Azurite checks each request's signature
+    denied = run("denied", azure_lake.url)
 
     for code, printed in gone:
         assert code == 2, printed
@@ -93,9 +97,15 @@ def test_the_account_key_never_leaks_and_unreachable_stores_are_named(
     for code, printed in away:
         assert code == 2, printed
         assert f"lake {azure_lake.url}: cannot reach Azure at" in printed, printed
-    everything = "\n".join(printed for _, printed in good + gone + away)
+    for code, printed in denied:
+        assert code == 2, printed
+        assert f"lake {azure_lake.url}: Azure at" in printed, printed
+        assert "refused access (wrong credentials or no permission); check" in printed, printed
+        assert "AZURE_STORAGE_ACCOUNT_KEY" in printed, printed
+    everything = "\n".join(printed for _, printed in good + gone + away + denied)
     everything += "\n".join(
         path.read_text(errors="replace") for path in tmp_path.rglob("*") if path.is_file()
     )
     everything += store_objects(azure_lake.url, "account_key", ACCOUNT_KEY)
     assert ACCOUNT_KEY not in everything
+    assert WRONG_KEY not in everything
