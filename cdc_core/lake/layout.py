@@ -40,6 +40,7 @@ from cdc_core.state.document import corrupt_file, read_json_bytes, read_json_fil
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from deltalake import DeltaTable
 
 OPS = ("c", "u", "d", "r", "t")  # insert, update, delete, snapshot/refresh read, truncate
 POSITION_KEY = "replcheck.position"
@@ -172,15 +173,17 @@ def _history(table: LakeTable) -> list[dict[str, Any]]:
     at this moment (a validator waiting for the lake reads it while the pipeline writes)."""
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
-    if not table.exists():
+    generation = _generation_before(table)
+    if generation is None:
         return []
-    generation = changelog_generation(table)
     try:
-        return table.changelog_at.open_delta().history()
+        delta = table.changelog_at.open_delta()
+        generation = _generation_read(generation, delta)
+        return delta.history()
     except (FileNotFoundError, TableNotFoundError):
         return []
     except DeltaError:  # a log file listed, then gone with the table: moved aside
-        if generation is not None and changelog_generation(table) == generation:
+        if not _moved_since(table, generation):
             raise
         return []
 
@@ -379,7 +382,7 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
     import pyarrow as pa
     from deltalake.exceptions import DeltaError
 
-    generation = changelog_generation(table)
+    generation = _generation_before(table)
     if generation is None:
         if _was_retired(table):
             raise ChangelogMoved.of(table)
@@ -389,9 +392,10 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
         )
     try:
         delta = table.changelog_at.open_delta()
+        generation = _generation_read(generation, delta)
         return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
     except (OSError, DeltaError) as exc:
-        if generation is not None and changelog_generation(table) == generation:
+        if not _moved_since(table, generation):
             raise TerminalError(
                 f"lake table {table.table}: its changelog at {table.changelog_at} cannot be"
                 f" read ({str(exc).splitlines()[0]}); check the Delta log files under that"
@@ -438,6 +442,34 @@ def changelog_generation(table: LakeTable) -> int | str | None:
         return os.stat(table.changelog / "_delta_log").st_ino
     except FileNotFoundError:
         return None
+
+
+# A store's generation before its read: the table id, which the read itself finds (reading
+# the id first would read the whole Delta log twice: a GET per commit file each time).
+_FROM_THE_READ = "the id the read finds"
+
+
+def _generation_before(table: LakeTable) -> int | str | None:
+    """The changelog's generation before a read of it (None: there is none)."""
+    if table.location.is_local:
+        return changelog_generation(table)
+    return _FROM_THE_READ if table.exists() else None
+
+
+def _generation_read(generation: int | str, delta: DeltaTable) -> int | str:
+    """``generation``, made the table's id when it is to come from the read."""
+    return str(delta.metadata().id) if generation == _FROM_THE_READ else generation
+
+
+def _moved_since(table: LakeTable, generation: int | str) -> bool:
+    """Whether a reload moved the changelog aside since it was ``generation``. A store's
+    read that failed before it found the id can only tell a table gone (a new one already
+    there is the caller's to see: ``validator.reloads`` compares the ids around a
+    comparison)."""
+    now = changelog_generation(table)
+    if generation == _FROM_THE_READ:
+        return now is None
+    return now != generation
 
 
 def _table_id(delta: LakeLocation) -> str | None:

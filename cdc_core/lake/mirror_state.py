@@ -42,6 +42,7 @@ from cdc_core.names import COMMIT_POS, SEQ
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from deltalake import DeltaTable
 
 MAX_SEQ = 2**63 - 1
 _PIPELINE_PREFIX = "replcheck."
@@ -112,10 +113,9 @@ class LakeAudit:
     unpaired: str | None = None  # how the two histories' labels disagree (None: they pair)
 
 
-def _commits(path: LakeLocation) -> list[dict[str, Any]]:
+def _commits(delta: DeltaTable) -> list[dict[str, Any]]:
     """A Delta table's history, oldest first."""
-    history = path.open_delta().history()
-    return sorted(history, key=lambda commit: int(commit["version"]))
+    return sorted(delta.history(), key=lambda commit: int(commit["version"]))
 
 
 def _position(commit: Mapping[str, Any]) -> int | None:
@@ -154,21 +154,27 @@ def mirror_read(table: LakeTable, position: int | None, highest: int | None = No
             f for f in changelog.file_uris() if _holds_events(table.location, f, None, upto)
         )
         return MirrorRead(-1, (), after_schema, None, files, after_schema)
-    version, mark = _version_at(table, position)
-    after = _pipeline_files_after(table, mark, upto)
+    # Each Delta table opened once (on an object store an open reads every commit file of
+    # the log): the mirror's newest version gives its history and its schema.
+    newest = table.mirror_at.open_delta()
+    version, mark = _version_at(table, newest, position)
+    after = _pipeline_files_after(table, changelog, mark, upto)
     if version < 0:
         return MirrorRead(-1, (), after_schema, None, after, after_schema)
-    delta = table.mirror_at.open_delta(version)
+    delta = newest if version == newest.version() else table.mirror_at.open_delta(version)
     _check_plain(table, delta, version)
     _check_present(table, delta, version)
     # The newest schema: a column added since the version reads as NULL, as at the source.
-    schema = _arrow_schema(table.mirror_at.open_delta())
+    schema = _arrow_schema(newest)
     return MirrorRead(version, tuple(delta.file_uris()), schema, mark, after, after_schema)
 
 
-def _version_at(table: LakeTable, position: int | None) -> tuple[int, Mark | None]:
-    """The mirror version before its first commit labelled above ``position``, and its mark."""
-    commits = _commits(table.mirror_at)
+def _version_at(
+    table: LakeTable, mirror: DeltaTable, position: int | None
+) -> tuple[int, Mark | None]:
+    """The version of ``mirror`` (its newest) before its first commit labelled above
+    ``position``, and its mark."""
+    commits = _commits(mirror)
     chosen, mark = -1, None
     for commit in commits:
         labelled = _position(commit)
@@ -187,12 +193,14 @@ def _version_at(table: LakeTable, position: int | None) -> tuple[int, Mark | Non
     return chosen, mark
 
 
-def _pipeline_files_after(table: LakeTable, mark: Mark | None, upto: int | None) -> tuple[str, ...]:
-    """The changelog files a replcheck writer added after ``mark`` that hold an event after
-    it at or below ``upto``. Another writer's appends are no part of the mirror's state:
-    they are named by ``audit_lake``."""
+def _pipeline_files_after(
+    table: LakeTable, changelog: DeltaTable, mark: Mark | None, upto: int | None
+) -> tuple[str, ...]:
+    """The files of ``changelog`` (its version read) a replcheck writer added after ``mark``
+    that hold an event after it at or below ``upto``. Another writer's appends are no part
+    of the mirror's state: they are named by ``audit_lake``."""
     wanted: list[str] = []
-    for commit in _commits(table.changelog_at):
+    for commit in _commits(changelog):
         reached = _mark(commit)
         if reached is None and commit.get(RESYNC_POSITION_KEY) is not None:
             reached = (int(commit[RESYNC_POSITION_KEY]), MAX_SEQ)
@@ -290,7 +298,8 @@ def audit_lake(table: LakeTable) -> LakeAudit:
     docstring): foreign commits, unpaired histories, changed data files."""
     paths = {"changelog": table.changelog_at, "mirror": table.mirror_at}
     present = {name: p for name, p in paths.items() if p.join("_delta_log").is_dir()}
-    histories = {name: _commits(p) for name, p in present.items()}
+    opened = {name: p.open_delta() for name, p in present.items()}  # each read once
+    histories = {name: _commits(delta) for name, delta in opened.items()}
     foreign = tuple(
         ForeignCommit(name, int(c["version"]), str(c.get("operation", "unknown")), _writer(c))
         for name, commits in histories.items()
@@ -298,9 +307,7 @@ def audit_lake(table: LakeTable) -> LakeAudit:
         if _is_foreign(c)
     )
     changed = tuple(
-        changed
-        for name, path in present.items()
-        for changed in changed_files(path.open_delta(), name)
+        changed for name, delta in opened.items() for changed in changed_files(delta, name)
     )
     unpaired = None
     if len(histories) == 2:
