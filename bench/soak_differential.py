@@ -3,12 +3,14 @@ server, one warm Spark session, a fresh database per seed.
 
     PYTHONPATH=. python bench/soak_differential.py --source mariadb-full --seeds 200 [--start 0]
         [--size 24] [--no-validator] [--no-shrink] [--keep DIR] [--resync]
-        [--vocabulary catalog]
+        [--vocabulary catalog] [--store s3]
 
 ``--resync`` (MariaDB sources): each seed drifts behind the binlog's back, is re-synced
 with ``validate`` and ``resync --apply`` mid-workload, and goes on (issue 37, item 1).
 ``--vocabulary catalog``: the tables' column kinds are the type matrix's, which cover the
 servers' catalogs (``tests/generative/sql/vocabulary.py``; issue 36, "Method").
+``--store s3``: each seed's lake is a prefix of a bucket of moto's S3 server on loopback
+(started here), judged by the local engine (issue 39).
 
 Prints each failure (seed, problems, shrunk SQL) as it happens, then a summary: seeds run
 and failed, statements, transactions, DDL statements, kills, statements the server refused,
@@ -31,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.generative.sql.runner import Run, check_seed, tally
 from tests.generative.sql.vocabulary import VOCABULARIES
 from tests.generative.sql.workload import SIZE, SOURCES, generate
+from tests.object_store.s3_server import lake_in
 from tests.private_servers import running_mariadb, running_postgres
 
 
@@ -65,12 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resync", action="store_true", help="drift, re-sync, then go on")
     parser.add_argument("--vocabulary", choices=VOCABULARIES, default="default",
                         help="the column kinds: hand-picked, or the servers' catalogs")  # fmt: skip
+    parser.add_argument("--store", choices=["s3"], help="the lakes in an object store")
     args = parser.parse_args(argv)
     failed: list[int] = []
     started = time.monotonic()
     spark = _spark(not args.no_validator)
-    with _server(args.source) as server, tempfile.TemporaryDirectory() as root:
-        run = Run(server, spark, Path(root), keep=args.keep)
+    with (
+        _server(args.source) as server,
+        tempfile.TemporaryDirectory() as root,
+        lake_in(args.store) as store,
+    ):
+        run = Run(server, spark, Path(root), keep=args.keep, store=store)
         seeds = range(args.start, args.start + args.seeds)
         try:
             for seed in seeds:
@@ -98,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"interrupted in seed {seed}", flush=True)
     elapsed, totals = time.monotonic() - started, run.totals
     print(
-        f"{args.source} ({args.vocabulary} vocabulary) seeds {seeds.start}..{seeds.stop - 1}:"
+        f"{args.source} ({args.vocabulary} vocabulary{', S3 lake' if args.store else ''})"
+        f" seeds {seeds.start}..{seeds.stop - 1}:"
         f" {len(seeds) - len(failed)} of"
         f" {len(seeds)} passed; {totals['statements']} statements, {totals['transactions']}"
         f" transactions, {totals['ddl']} DDL statements, {totals['kills']} kills,"

@@ -13,14 +13,12 @@ as the tests start it); the pipeline's state directory stays local.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from tests.cdc_core.kill_loop import kill_loop
+from tests.object_store.s3_server import lake_in
 
 
 def main() -> None:
@@ -36,7 +34,7 @@ def main() -> None:
         f"&initial_rows=5000&concurrency=8&big_every=5000&big_changes=20000&pace={args.pace}"
     )
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as work, _store(args.store) as store:
+    with tempfile.TemporaryDirectory() as work, lake_in(args.store) as store:
         report = kill_loop(
             Path(work), url, kills=args.kills, seed=args.seed, max_alive_s=4.0, store=store
         )
@@ -45,24 +43,6 @@ def main() -> None:
     print(f"{report.live_kills} kills of a running pipeline, {report.runs} runs, {elapsed:.0f} s")
     print("lake equals the reference model" if not report.mismatches else report.mismatches)
     raise SystemExit(1 if report.mismatches else 0)
-
-
-@contextlib.contextmanager
-def _store(kind: str | None) -> Iterator[str | None]:
-    """A lake URL in a new bucket of a private moto S3 server (None: local disk)."""
-    if kind is None:
-        yield None
-        return
-    from tests.object_store.s3_server import MotoS3Server
-    from tests.private_servers import _start_on_free_port
-
-    server = _start_on_free_port(MotoS3Server)
-    assert isinstance(server, MotoS3Server)
-    os.environ.update(server.environment())
-    try:
-        yield f"s3://{server.create_bucket()}/lake"
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

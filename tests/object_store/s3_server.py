@@ -9,17 +9,19 @@ environment, as users do.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.private_servers import LOOPBACK, ServerStartError, _PrivateServer
+from tests.private_servers import LOOPBACK, ServerStartError, _PrivateServer, _start_on_free_port
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -117,3 +119,30 @@ class S3Lake:
         selector = pafs.FileSelector(f"{base}/{below}".rstrip("/"), True, True)
         found = self.server.filesystem().get_file_info(selector)
         return sorted(i.path[len(base) + 1 :] for i in found if i.type == pafs.FileType.File)
+
+
+@contextlib.contextmanager
+def running_s3_lake() -> Iterator[str]:
+    """For a bench or soak outside pytest: a private moto S3 server, the AWS environment of
+    this process (and of the commands it starts) pointing at it, and the URL of a lake in
+    a new bucket."""
+    server = _start_on_free_port(MotoS3Server)
+    assert isinstance(server, MotoS3Server)
+    os.environ.update(server.environment())
+    try:
+        yield f"s3://{server.create_bucket()}/lake"
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def lake_in(store: str | None) -> Iterator[str | None]:
+    """A bench's ``--store``: ``s3`` gives a lake URL in a bucket of a private moto S3
+    server (``running_s3_lake``); None gives None (a lake on local disk)."""
+    if store is None:
+        yield None
+        return
+    if store != "s3":
+        raise ValueError(f"no private server for the store {store!r}")
+    with running_s3_lake() as url:
+        yield url

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation, as_location
 from cdc_core.names import META_COLUMNS, format_part, format_table
 from tests.generative.sql.source import SeedDatabase
 
@@ -61,19 +62,28 @@ def _keyed(rows: list[dict[str, Any]], key: list[str], where: str) -> tuple[Rows
     return found, problems
 
 
-def _mirror_rows(mirror: Path) -> list[dict[str, Any]]:
+# A seed's lake: a folder, or a prefix in an object store (the runner's ``Run.store``).
+Lake = Path | LakeLocation
+
+
+def _mirror_of(lake: Lake, name: str) -> LakeLocation | None:
+    """The mirror's Delta table of the lake table ``name`` (None: none in the lake)."""
+    mirror = LakeTable(lake, name).mirror_at
+    return mirror if mirror.join("_delta_log").is_dir() else None
+
+
+def _mirror_rows(mirror: LakeLocation) -> list[dict[str, Any]]:
     return _read_mirror(mirror, lambda delta: delta.to_pyarrow_table().to_pylist())
 
 
-def _read_mirror(mirror: Path, read: Callable[[Any], Any]) -> Any:
+def _read_mirror(mirror: LakeLocation, read: Callable[[Any], Any]) -> Any:
     """``read`` of the mirror's Delta table, again while a reload moves it aside (the
     pipeline loads a table again after some DDL: mariadb-full seed 754)."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
     for attempt in range(MOVED_ATTEMPTS):
         try:
-            return read(DeltaTable(str(mirror)))
+            return read(mirror.open_delta())
         except (DeltaError, FileNotFoundError):
             if attempt == MOVED_ATTEMPTS - 1:
                 raise
@@ -84,11 +94,11 @@ def _read_mirror(mirror: Path, read: Callable[[Any], Any]) -> Any:
 MOVED_ATTEMPTS = 20  # 10 s for a reload to write the mirror again
 
 
-def compare_table(database: SeedDatabase, lake: Path, table: str, key: list[str]) -> list[str]:
+def compare_table(database: SeedDatabase, lake: Lake, table: str, key: list[str]) -> list[str]:
     """The differences between the source table and its lake mirror (empty: equal)."""
     name = format_table(database.schema(), table)
-    mirror = LakeTable(lake, name).mirror
-    if not mirror.exists():
+    mirror = _mirror_of(lake, name)
+    if mirror is None:
         return [f"{name}: no mirror in the lake"]
     source, problems = _keyed(database.rows(table), key, f"{name} source")
     rows = _mirror_rows(mirror)
@@ -119,12 +129,12 @@ def _row_problems(
     return problems + [f"{name} {locator}: dropped columns {dropped} not NULL"] * bool(dropped)
 
 
-def compare_rows(database: SeedDatabase, lake: Path, table: str) -> list[str]:
+def compare_rows(database: SeedDatabase, lake: Lake, table: str) -> list[str]:
     """The differences between a table without a key and its lake mirror, as multisets of
     rows (equal rows are copies in the lake: README, "Tables without a key")."""
     name = format_table(database.schema(), table)
-    mirror = LakeTable(lake, name).mirror
-    if not mirror.exists():
+    mirror = _mirror_of(lake, name)
+    if mirror is None:
         return [f"{name}: no mirror in the lake"]
     columns = database.columns(table)
     source = Counter(tuple(normalize(row[c]) for c in columns) for row in database.rows(table))
@@ -138,7 +148,7 @@ def compare_rows(database: SeedDatabase, lake: Path, table: str) -> list[str]:
     return problems[:20]
 
 
-def compare_all(database: SeedDatabase, lake: Path) -> list[str]:
+def compare_all(database: SeedDatabase, lake: Lake) -> list[str]:
     """Differences of every table of the seed's database."""
     problems = []
     for table, key in sorted(database.tables().items()):
@@ -156,12 +166,14 @@ def _lake_name(database: SeedDatabase, table: str) -> str:
 def validator_config(
     database: SeedDatabase,
     url: str,
-    lake: Path,
+    lake: Lake,
     path: Path,
     wait_s: float = 60.0,
     engine: str = "auto",
 ) -> Path:
-    """A validator config comparing every table of the database with the lake."""
+    """A validator config comparing every table of the database with the lake (on an
+    object store with the local engine: the Spark engines do not read one yet)."""
+    engine = engine if as_location(lake).is_local else "local"
     comparisons = "".join(
         f"  - name: c{i}\n"
         f"    source: {{connection: src, table: {json.dumps(format_part(table))}}}\n"
@@ -180,11 +192,11 @@ def validator_config(
     return path
 
 
-def _dropped_columns(database: SeedDatabase, lake: Path, table: str) -> list[str]:
+def _dropped_columns(database: SeedDatabase, lake: Lake, table: str) -> list[str]:
     """Columns the mirror keeps after the source dropped them (README: NULL from the drop
     on), which the validator reports unless excluded by name, as a user would exclude them."""
-    mirror = LakeTable(lake, _lake_name(database, table)).mirror
-    if not mirror.exists():
+    mirror = _mirror_of(lake, _lake_name(database, table))
+    if mirror is None:
         return []
     kept = set(database.columns(table))
     names = [field.name for field in _read_mirror(mirror, lambda d: d.schema().fields)]
@@ -192,7 +204,7 @@ def _dropped_columns(database: SeedDatabase, lake: Path, table: str) -> list[str
 
 
 def validate(
-    spark: Any, database: SeedDatabase, url: str, lake: Path, work: Path, wait_s: float = 60.0
+    spark: Any, database: SeedDatabase, url: str, lake: Lake, work: Path, wait_s: float = 60.0
 ) -> list[str]:
     """What the product's validator reports that is not in sync (empty: all in sync).
 
@@ -211,8 +223,16 @@ def validate(
         f"validate {c['target']}: {c['status']} {c.get('error') or c.get('counts_by_kind')}"
         f" {_sample(c)}"
         for c in comparisons
-        if c["status"] != "in_sync"
+        if c["status"] != "in_sync" and not _refused_on_a_store(lake, c)
     ]
+
+
+def _refused_on_a_store(lake: Lake, comparison: dict[str, Any]) -> bool:
+    """A comparison an object-store lake's only engine refuses by name (a table whose key
+    holds a float: one without a key; docs/object-storage.md, "Not yet"). The independent
+    judge still compares its mirror with the source."""
+    error = comparison.get("error") or ""
+    return not as_location(lake).is_local and "the local engine cannot compare it" in error
 
 
 def _sample(comparison: dict[str, Any]) -> str:
@@ -223,7 +243,7 @@ def _sample(comparison: dict[str, Any]) -> str:
 Judge = Callable[[SeedDatabase, Path, Path], list[str]]
 
 
-def resync(database: SeedDatabase, work: Path, totals: Counter[str]) -> list[str]:
+def resync(database: SeedDatabase, work: Path, lake: Lake, totals: Counter[str]) -> list[str]:
     """``replcheck validate`` then ``replcheck resync --apply`` of what it found, as a user
     runs them while ``cdc run`` follows the log (the runner's ``resync`` item). Problems:
     either could not run, or the re-sync did not repair every difference (the later items
@@ -233,7 +253,7 @@ def resync(database: SeedDatabase, work: Path, totals: Counter[str]) -> list[str
 
     root = Path(__file__).resolve().parents[3]
     path = validator_config(
-        database, database.plain_url(), work / "lake", work / "resync.yaml", 600.0, "auto"
+        database, database.plain_url(), lake, work / "resync.yaml", 600.0, "auto"
     )
     out = work / "resync-validate"
     for _ in range(VALIDATE_ATTEMPTS):  # a refresh's inexact window: "validate again"

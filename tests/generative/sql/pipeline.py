@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "gen"
@@ -21,13 +22,15 @@ RUN_TIMEOUT_S = 600
 READY_TIMEOUT_S = 120
 
 
-def write_config(work: Path, url: str, tables: str, memory_budget_mb: float) -> Path:
+def write_config(
+    work: Path, url: str, tables: str, memory_budget_mb: float, lake: Path | LakeLocation
+) -> Path:
     """The pipeline's config: small buffer (transactions spill), small batches and chunks."""
     config = work / "pipeline.yaml"
     config.write_text(
         "connections:\n"
         f"  src: {{url: {json.dumps(url)}}}\n"
-        f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}\n"
+        f"  lake: {{lake: {json.dumps(str(lake))}}}\n"
         "pipelines:\n"
         f"  - name: {NAME}\n"
         "    source: src\n"
@@ -45,9 +48,10 @@ def write_config(work: Path, url: str, tables: str, memory_budget_mb: float) -> 
 class PipelineProcess:
     """The pipeline of one seed; at most one process runs at a time."""
 
-    def __init__(self, config: Path, log: Path) -> None:
+    def __init__(self, config: Path, log: Path, lake: Path | LakeLocation) -> None:
         self.config = config
         self.log = log
+        self.lake = lake
         self.process: subprocess.Popen[bytes] | None = None
         self.kills = 0
         self.ready = False  # the running process is known to have installed its handlers
@@ -74,10 +78,9 @@ class PipelineProcess:
         lake: its signal handlers are installed and it follows the log. A process that exits
         first is a finding."""
         assert self.process is not None
-        lake = self.config.parent / "lake"
-        logs = [LakeTable(lake, table).mirror / "_delta_log" for table in tables]
+        logs = [LakeTable(self.lake, table).mirror_at.join("_delta_log") for table in tables]
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not all(log.exists() for log in logs):
+        while not all(log.is_dir() for log in logs):
             if self.process.poll() is not None:
                 raise AssertionError(
                     f"cdc run exited with {self.process.returncode}: {self.tail()}"

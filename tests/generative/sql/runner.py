@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import format_table
 from tests.generative.sql.judge import compare_all, resync, validate
 from tests.generative.sql.pipeline import RUN_TIMEOUT_S, PipelineProcess, write_config
@@ -50,6 +51,7 @@ class Run:
     root: Path
     totals: Counter[str] = dataclasses.field(default_factory=Counter)
     keep: Path | None = None  # where a failing run's directory (log, configs, lake) is copied
+    store: str | None = None  # an object-store URL: each seed's lake is a prefix below it
 
 
 def check(workload: Workload, run: Run) -> list[str]:
@@ -59,10 +61,15 @@ def check(workload: Workload, run: Run) -> list[str]:
     database = open_database(kind, run.server, name)
     with tempfile.TemporaryDirectory(dir=run.root) as scratch:
         work = Path(scratch)
+        lake = LakeLocation.from_config(f"{run.store}/{name}", {}) if run.store else work / "lake"
         config = write_config(
-            work, database.pipeline_url(), database.pipeline_tables(), workload.memory_budget_mb
+            work,
+            database.pipeline_url(),
+            database.pipeline_tables(),
+            workload.memory_budget_mb,
+            lake,
         )
-        pipeline = PipelineProcess(config, work / "cdc.log")
+        pipeline = PipelineProcess(config, work / "cdc.log", lake)
         try:
             problems = _run(workload, database, pipeline, run, work)
         except Exception as exc:  # the pipeline failing is a finding, not a crash of the tester
@@ -90,7 +97,7 @@ def _run(
     problems = []
     for item in workload.items:
         if item.kind == "resync":
-            problems += resync(database, work, run.totals)
+            problems += resync(database, work, pipeline.lake, run.totals)
         elif item.kind != "late":
             _execute(item, database, pipeline)
     database.close()
@@ -100,7 +107,7 @@ def _run(
         for item in late:
             _execute(item, database, pipeline)
         database.close()
-    lake = work / "lake"
+    lake = pipeline.lake
     if run.spark is not None:
         # The validator compares at its own snapshot's position, waiting for the running
         # pipeline to bring the lake there (as in production).
