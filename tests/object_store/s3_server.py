@@ -110,7 +110,7 @@ class S3Lake:
     def url(self) -> str:
         return f"s3://{self.bucket}/lake"
 
-    def keys(self, below: str = "") -> list[str]:
+    def object_keys(self, below: str = "") -> list[str]:
         """The keys of every object below the lake (or its folder ``below``), relative to
         the lake."""
         import pyarrow.fs as pafs

@@ -136,7 +136,7 @@ def test_incremental_validation_and_run_history_live_in_the_s3_lake(
 
     code, first = incremental("first")
     assert (code, first["status"], first["coverage"]["mode"]) == (0, "in_sync", "full"), first
-    stored = s3_lake.keys("_replcheck")
+    stored = s3_lake.object_keys("_replcheck")
     assert any(k.startswith("_replcheck/validation/") and k.endswith(".arrow") for k in stored)
     assert any(k.startswith("_replcheck/history/_delta_log/") for k in stored), stored
     assert not (tmp_path / "history.jsonl").exists()  # not beside the output folders

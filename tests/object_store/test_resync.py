@@ -44,8 +44,8 @@ def test_a_resync_into_an_s3_lake_repairs_the_rows_and_lasts(
     result = tmp_path / "before" / "result.json"
     repaired = replcheck("resync", "--config", str(config), "--result", str(result), "--apply")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
-    assert len(s3_lake.keys("_replcheck/resync_requests")) == 1  # left for the pipeline
-    assert s3_lake.keys("_replcheck/resync_audit/_delta_log")  # the audit is in the store
+    assert len(s3_lake.object_keys("_replcheck/resync_requests")) == 1  # left for the pipeline
+    assert s3_lake.object_keys("_replcheck/resync_audit/_delta_log")  # the audit is in the store
     assert not list(tmp_path.glob("**/resync-audit.jsonl"))
 
     _run(server, database, LATER, logged=True)
@@ -61,4 +61,4 @@ def test_a_resync_into_an_s3_lake_repairs_the_rows_and_lasts(
     )
     assert lake_rows == source
     assert [104, "drifted", 104, 7] in source and [3, "drifted", 103, 1] in source
-    assert s3_lake.keys("_replcheck/resync_requests") == []  # taken and removed
+    assert s3_lake.object_keys("_replcheck/resync_requests") == []  # taken and removed
