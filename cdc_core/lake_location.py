@@ -108,6 +108,7 @@ SECRET_STORAGE_OPTIONS = tuple(
 DEFAULT_REGION = "us-east-1"
 # delta-rs's S3 commit mechanism: conditional writes (If-None-Match), see the module docstring.
 CONDITIONAL_PUT = "etag"
+READ_ATTEMPTS = 5  # reads of an object replaced while it is read (``read_bytes``)
 # Bounded waits: a wrong endpoint must fail in seconds, not after the SDKs' default retries.
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
@@ -330,7 +331,12 @@ class LakeLocation:
             return filesystem.get_file_info(path).type == pafs.FileType.Directory
 
     def read_bytes(self) -> bytes | None:
-        """The object's (or file's) bytes; None when there is none."""
+        """The object's (or file's) bytes; None when there is none.
+
+        pyarrow reads an object as a HEAD (its size) and then a GET of that many bytes: an
+        object replaced between the two reads as a prefix of the new one (a torn progress
+        file: mariadb-full S3 soak seed 942). So the read is kept only when the object's
+        size after it is the size read; else it is read again."""
         if self.is_local:
             try:
                 return Path(self.url).read_bytes()
@@ -338,11 +344,19 @@ class LakeLocation:
                 return None
         filesystem, path = self.filesystem()
         with _store_errors(self):
-            try:
-                with filesystem.open_input_stream(path) as stream:
-                    return bytes(stream.read())
-            except FileNotFoundError:
-                return None
+            for _ in range(READ_ATTEMPTS):
+                try:
+                    with filesystem.open_input_stream(path) as stream:
+                        data = bytes(stream.read())
+                    if filesystem.get_file_info(path).size == len(data):
+                        return data
+                except FileNotFoundError:
+                    return None
+        raise StoreError(
+            f"lake {self.display()}: the object was replaced under each of {READ_ATTEMPTS}"
+            " reads of it (another process rewrites it without pause); try again",
+            {"lake": self.display()},
+        )
 
     def write_bytes(self, data: bytes) -> None:
         """Replace the object with ``data`` in one PUT: readers see the old or the new one,
