@@ -177,8 +177,8 @@ class LakeSink(Sink):
         be loaded again with another schema; returns where they went (None: no table).
 
         On an object store a move is a copy of each object, then the deletion of the table:
-        a crash between them leaves the table as it was or partly deleted, and the restart
-        deletes what is left, as for any load that did not finish (``remove_table``)."""
+        not atomic as a local rename is (kills during a reload on a store are not tested yet:
+        docs/object-storage.md)."""
         table = self.table(name)
         if not table.location.is_local:
             return self._retire_in_store(table, position)
