@@ -489,4 +489,4 @@ def _lake_location(entry: Section, lake: str, environ: Mapping[str, str]) -> Pat
         location = LakeLocation.from_config(lake, options)
     except ConfigError as exc:
         raise entry.error("lake", exc.message) from exc
-    return location.local_path if location.is_local else location
+    return location.place()

@@ -218,6 +218,11 @@ class LakeLocation:
             )
         return Path(self.url)
 
+    def place(self) -> Path | LakeLocation:
+        """This location as the code holds a lake: its folder when on local disk (whose files
+        are written as ever, through temporary files), else the location itself."""
+        return self.local_path if self.is_local else self
+
     def join(self, *parts: str) -> LakeLocation:
         """A location below this one (parts are already encoded: ``cdc_core.names``)."""
         if self.is_local:

@@ -339,7 +339,7 @@ def history_for(lake: Path | LakeLocation | None, out_dir: Path) -> HistoryStore
     """
     if lake is not None:
         where = as_location(lake).join(*LAKE_HISTORY)
-        return DeltaHistory(where.local_path if where.is_local else where)
+        return DeltaHistory(where.place())
     return JsonLinesHistory(out_dir.parent / JSONL_NAME)
 
 

@@ -248,7 +248,7 @@ def read_marks(lake: Path | LakeLocation) -> RefreshMarks:
 
 def read_marks_of(lake: Path | LakeLocation, pipeline: str) -> RefreshMarks:
     """The refresh marks one pipeline last recorded (none when it recorded nothing)."""
-    lake = _path_if_local(lake)
+    lake = as_location(lake).place()
     if isinstance(lake, LakeLocation):
         data = _progress_at(lake).join(f"{pipeline}.json").read_bytes()
         if data is None:
@@ -265,11 +265,6 @@ def progress_dir(lake: Path) -> Path:
     return lake / "_replcheck" / "progress"
 
 
-def _path_if_local(lake: Path | LakeLocation) -> Path | LakeLocation:
-    """A local lake as its folder (its files are written as ever), else its location."""
-    return lake.local_path if isinstance(lake, LakeLocation) and lake.is_local else lake
-
-
 def _progress_at(lake: LakeLocation) -> LakeLocation:
     """``progress_dir`` of a lake on an object store."""
     return lake.join("_replcheck", "progress")
@@ -277,7 +272,7 @@ def _progress_at(lake: LakeLocation) -> LakeLocation:
 
 def _progress_files(lake: Path | LakeLocation) -> list[_Progress]:
     """Every pipeline's progress file, in name order."""
-    lake = _path_if_local(lake)
+    lake = as_location(lake).place()
     if isinstance(lake, LakeLocation):
         directory = _progress_at(lake)
         found = []
@@ -320,7 +315,7 @@ def write_progress(
         "tables": sorted(tables),
         **(marks or RefreshMarks()).to_document(),
     }
-    lake = _path_if_local(lake)
+    lake = as_location(lake).place()
     if isinstance(lake, LakeLocation):  # one PUT: readers see the old file or the new one
         _progress_at(lake).join(f"{pipeline}.json").write_bytes(json.dumps(document).encode())
         return

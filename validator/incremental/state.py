@@ -104,7 +104,7 @@ def state_path(table: LakeTable, comparison: str) -> StatePath:
     parts = [to_lake_dir(part) for part in parse_table(table.table).parts]
     name = f"{to_lake_dir(comparison)}.arrow"
     where = table.location.join("_replcheck", "validation", *parts, name)
-    return where.local_path if where.is_local else where
+    return where.place()
 
 
 def legacy_path(path: Path) -> Path:

@@ -152,7 +152,7 @@ def audit_store(config: ValidatorConfig, out_dir: Path) -> AuditStore:
     lake = next((c.lake for c in config.connections.values() if c.lake is not None), None)
     if lake is not None and config.resync.audit != "file":
         where = as_location(lake).join(*LAKE_AUDIT)
-        return DeltaAudit(where.local_path if where.is_local else where)
+        return DeltaAudit(where.place())
     return JsonLinesAudit(out_dir / JSONL_NAME)
 
 
