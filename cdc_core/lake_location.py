@@ -114,6 +114,26 @@ CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 
 
+@dataclass(frozen=True, slots=True)
+class StoreAccess:
+    """An object store's kind and resolved settings, shipped to processes that read its
+    files without the config (Spark's executors). The settings hold credentials: its
+    ``repr`` shows the store only, and it is never logged."""
+
+    scheme: str
+    settings: tuple[tuple[str, str], ...] = field(repr=False)
+
+    def filesystem(self) -> pafs.FileSystem:
+        """The store's pyarrow filesystem (one per process and settings: cached)."""
+        if OBJECT_STORES[self.scheme] is AZURE:
+            return _azure_filesystem(self.settings)
+        return _s3_filesystem(self.settings)
+
+    def path_of(self, uri: str) -> str:
+        """A data file's URI (as Delta lists it) as a path in ``filesystem()``."""
+        return _path_in_store(uri)
+
+
 class Revealable(Protocol):
     """A masked value (``cdc_core.config.Secret``) that shows itself only when asked."""
 
@@ -286,10 +306,14 @@ class LakeLocation:
 
         if self.is_local:
             return pafs.LocalFileSystem(), self.url
-        settings = tuple(sorted(self.settings(environ).items()))
-        if self.object_store is AZURE:
-            return _azure_filesystem(settings), _path_in_store(self.url)
-        return _s3_filesystem(settings), _path_in_store(self.url)
+        return self.access(environ).filesystem(), _path_in_store(self.url)
+
+    def access(self, environ: Mapping[str, str] | None = None) -> StoreAccess:
+        """What another process needs to read this lake's files: its store and settings,
+        resolved here (a Spark executor has neither the config nor, maybe, the variables)."""
+        if self.is_local:
+            raise ValueError(f"lake {self.url} is on local disk: its files are read as paths")
+        return StoreAccess(self.scheme, tuple(sorted(self.settings(environ).items())))
 
     def check_reachable(self, environ: Mapping[str, str] | None = None) -> None:
         """Fail with one line naming the store, the URL and the fix when the lake's bucket

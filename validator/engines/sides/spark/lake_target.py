@@ -4,7 +4,8 @@ State at P = for each key, its latest changelog event with ``_commit_pos <= P`` 
 ``_commit_pos``, then ``_seq``), dropping keys whose latest event is a delete and keys whose
 latest event precedes the newest truncate at or before P. The files of the changelog's
 newest version are listed with ``deltalake`` and read by Spark as Parquet (delta-spark
-cannot be installed here).
+cannot be installed here); on an object store the executors read them through pyarrow
+(``store_files``).
 
 When the lake's histories prove that a version of the table's mirror holds exactly that
 state (``cdc_core.lake.mirror_state``), that version's files are read instead: one row per key,
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING
 
 from cdc_core.lake.layout import LakeTable, changelog_files
 from cdc_core.lake.mirror_state import MirrorRead, mirror_read
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, backtick_quote
+from validator.engines.sides.spark.store_files import store_frame
 from validator.positions import SourcePositions
 
 if TYPE_CHECKING:
@@ -32,16 +35,22 @@ log = logging.getLogger(__name__)
 
 def read_changelog(spark: SparkSession, table: LakeTable) -> DataFrame:
     """Every event of the changelog (an empty frame with the right schema if none)."""
-    return _read_files(spark, *changelog_files(table))
+    return _read_files(spark, *changelog_files(table), table.location)
 
 
-def _read_files(spark: SparkSession, files: Sequence[str], schema: pa.Schema) -> DataFrame:
-    """A Delta table's data ``files`` read as Parquet, with the columns of its ``schema``."""
+def _read_files(
+    spark: SparkSession, files: Sequence[str], schema: pa.Schema, lake: LakeLocation
+) -> DataFrame:
+    """A Delta table's data ``files`` read as Parquet, with the columns of its ``schema``:
+    by Spark on local disk, by the executors through pyarrow on an object store
+    (``store_files``: no Hadoop connector or Delta jar needed on the cluster)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
     if not files:
         return spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=True))
+    if not lake.is_local:
+        return store_frame(spark, files, schema, lake.access())
     # Files written before a column was added lack it: merge every file's schema, or Spark
     # takes one file's and the column may vanish (the pipeline adds columns by schema merge).
     frame = spark.read.option("mergeSchema", "true").parquet(*files)
@@ -80,7 +89,7 @@ def read_lake_state(
         read = mirror_read(table, min(position.values), max(position.values))
     else:
         read = mirror_read(table, position)
-    mirror = _read_files(spark, read.files, read.schema).drop(*META_COLUMNS, COPY)
+    mirror = _read_files(spark, read.files, read.schema, table.location).drop(*META_COLUMNS, COPY)
     if read.exact:
         log.info("lake table %s: mirror version %d", table.table, read.version)
         return LakeState(mirror, from_mirror=True)
@@ -90,7 +99,7 @@ def read_lake_state(
         read.version,
         len(read.after),
     )
-    events = _read_files(spark, read.after, read.after_schema)
+    events = _read_files(spark, read.after, read.after_schema, table.location)
     return LakeState(_laid_over(mirror, events, read, key, position), from_mirror=False)
 
 
