@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.lake.layout import LakeTable
-from cdc_core.lake_location import LakeLocation, as_location
+from cdc_core.lake_location import LakeLocation
 from cdc_core.names import META_COLUMNS, format_part, format_table
 from tests.generative.sql.source import SeedDatabase
 
@@ -171,9 +171,7 @@ def validator_config(
     wait_s: float = 60.0,
     engine: str = "auto",
 ) -> Path:
-    """A validator config comparing every table of the database with the lake (on an
-    object store with the local engine: the Spark engines do not read one yet)."""
-    engine = engine if as_location(lake).is_local else "local"
+    """A validator config comparing every table of the database with the lake."""
     comparisons = "".join(
         f"  - name: c{i}\n"
         f"    source: {{connection: src, table: {json.dumps(format_part(table))}}}\n"
@@ -223,16 +221,8 @@ def validate(
         f"validate {c['target']}: {c['status']} {c.get('error') or c.get('counts_by_kind')}"
         f" {_sample(c)}"
         for c in comparisons
-        if c["status"] != "in_sync" and not _refused_on_a_store(lake, c)
+        if c["status"] != "in_sync"
     ]
-
-
-def _refused_on_a_store(lake: Lake, comparison: dict[str, Any]) -> bool:
-    """A comparison an object-store lake's only engine refuses by name (a table whose key
-    holds a float: one without a key; docs/object-storage.md, "Not yet"). The independent
-    judge still compares its mirror with the source."""
-    error = comparison.get("error") or ""
-    return not as_location(lake).is_local and "the local engine cannot compare it" in error
 
 
 def _sample(comparison: dict[str, Any]) -> str:
