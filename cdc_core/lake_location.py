@@ -359,13 +359,14 @@ class LakeLocation:
         with _store_errors(self):
             return filesystem.get_file_info(path).type == pafs.FileType.Directory
 
-    def read_bytes(self) -> bytes | None:
+    def read_bytes(self, *, written_once: bool = False) -> bytes | None:
         """The object's (or file's) bytes; None when there is none.
 
         pyarrow reads an object as a HEAD (its size) and then a GET of that many bytes: an
         object replaced between the two reads as a prefix of the new one (a torn progress
         file: mariadb-full S3 soak seed 942). So the read is kept only when the object's
-        size after it is the size read; else it is read again."""
+        size after it is the size read; else it is read again. An object ``written_once``
+        (a Delta commit file) cannot be replaced: one read."""
         if self.is_local:
             try:
                 return Path(self.url).read_bytes()
@@ -377,7 +378,7 @@ class LakeLocation:
                 try:
                     with filesystem.open_input_stream(path) as stream:
                         data = bytes(stream.read())
-                    if filesystem.get_file_info(path).size == len(data):
+                    if written_once or filesystem.get_file_info(path).size == len(data):
                         return data
                 except FileNotFoundError:
                     return None

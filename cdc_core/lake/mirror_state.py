@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
+from cdc_core.lake.delta_log import read_commits
 from cdc_core.lake.layout import (
     PART_POSITION_KEY,
     PART_SEQ_KEY,
@@ -113,9 +114,10 @@ class LakeAudit:
     unpaired: str | None = None  # how the two histories' labels disagree (None: they pair)
 
 
-def _commits(delta: DeltaTable) -> list[dict[str, Any]]:
-    """A Delta table's history, oldest first."""
-    return sorted(delta.history(), key=lambda commit: int(commit["version"]))
+def _commits(path: LakeLocation, delta: DeltaTable) -> list[dict[str, Any]]:
+    """The history of the Delta table at ``path`` up to ``delta``'s version, oldest first,
+    each commit under its own version (``delta_log``: not ``history()``'s numbering)."""
+    return read_commits(path, delta.version())
 
 
 def _position(commit: Mapping[str, Any]) -> int | None:
@@ -174,7 +176,7 @@ def _version_at(
 ) -> tuple[int, Mark | None]:
     """The version of ``mirror`` (its newest) before its first commit labelled above
     ``position``, and its mark."""
-    commits = _commits(mirror)
+    commits = _commits(table.mirror_at, mirror)
     chosen, mark = -1, None
     for commit in commits:
         labelled = _position(commit)
@@ -200,7 +202,7 @@ def _pipeline_files_after(
     that hold an event after it at or below ``upto``. Another writer's appends are no part
     of the mirror's state: they are named by ``audit_lake``."""
     wanted: list[str] = []
-    for commit in _commits(changelog):
+    for commit in _commits(table.changelog_at, changelog):
         reached = _mark(commit)
         if reached is None and commit.get(RESYNC_POSITION_KEY) is not None:
             reached = (int(commit[RESYNC_POSITION_KEY]), MAX_SEQ)
@@ -299,7 +301,7 @@ def audit_lake(table: LakeTable) -> LakeAudit:
     paths = {"changelog": table.changelog_at, "mirror": table.mirror_at}
     present = {name: p for name, p in paths.items() if p.join("_delta_log").is_dir()}
     opened = {name: p.open_delta() for name, p in present.items()}  # each read once
-    histories = {name: _commits(delta) for name, delta in opened.items()}
+    histories = {name: _commits(paths[name], delta) for name, delta in opened.items()}
     foreign = tuple(
         ForeignCommit(name, int(c["version"]), str(c.get("operation", "unknown")), _writer(c))
         for name, commits in histories.items()

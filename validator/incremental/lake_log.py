@@ -11,6 +11,7 @@ in the log; only a sweep of its leaves (or a full run) sees it.
 
 from __future__ import annotations
 
+from cdc_core.lake.delta_log import read_commits
 from cdc_core.lake_location import LakeLocation
 from validator.incremental.state import LogMark
 
@@ -45,8 +46,8 @@ def why_not_carried(path: LakeLocation, stored: LogMark | None, now: LogMark | N
 def _foreign_commit(path: LakeLocation, since: int, newest: int) -> str | None:
     if newest == since:
         return None
-    commits = path.open_delta().history(limit=newest - since)
-    versions = {int(c["version"]) for c in commits if "version" in c}
+    commits = read_commits(path, newest, since)
+    versions = {int(c["version"]) for c in commits}
     if not set(range(since + 1, newest + 1)) <= versions:
         return f"the Delta log of {path} no longer holds every version since {since}"
     for commit in sorted(commits, key=lambda c: int(c.get("version", -1))):
