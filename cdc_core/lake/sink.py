@@ -35,6 +35,7 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import RefusedColumn, RefusedColumnsError, TableDescription
 from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError
+from cdc_core.lake.delta_log import read_commits
 from cdc_core.lake.layout import (
     PART_POSITION_KEY,
     PART_SEQ_KEY,
@@ -341,7 +342,8 @@ class LakeSink(Sink):
         if delta is None:
             return Written(None, -1, None, -1)
         done = delta.transaction_version(self.app_id)
-        history = delta.history(limit=SEQ_HISTORY)
+        newest = delta.version()  # its commits by name: history() may list a newer one
+        history = read_commits(path, newest, newest - SEQ_HISTORY)[::-1]
         part_pos, part_seq = None, -1
         if history and PART_POSITION_KEY in history[0]:
             part_pos, part_seq = int(history[0][PART_POSITION_KEY]), int(history[0][PART_SEQ_KEY])
