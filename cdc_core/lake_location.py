@@ -109,6 +109,11 @@ DEFAULT_REGION = "us-east-1"
 # delta-rs's S3 commit mechanism: conditional writes (If-None-Match), see the module docstring.
 CONDITIONAL_PUT = "etag"
 READ_ATTEMPTS = 5  # reads of an object replaced while it is read (``read_bytes``)
+# delta-rs's own requests (Delta logs, data files, commits): a bounded number of retries in
+# a bounded time, and a connection that fails fast (object_store's ClientOptions and
+# RetryConfig; its defaults are 10 retries over up to 3 minutes). A commit itself is one
+# conditional PUT, never retried blindly: a failed one leaves no version behind.
+DELTA_RETRIES = {"max_retries": "3", "retry_timeout": "60s", "connect_timeout": "5s"}
 # Bounded waits: a wrong endpoint must fail in seconds, not after the SDKs' default retries.
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
@@ -287,7 +292,7 @@ class LakeLocation:
             return {}
         settings = self.settings(environ)
         known = self.object_store.options
-        options = {known[key].delta: value for key, value in settings.items()}
+        options = {**DELTA_RETRIES, **{known[key].delta: v for key, v in settings.items()}}
         http = settings.get("endpoint_url", "").startswith("http://")
         if self.object_store is AZURE:
             # No commit option: Blob Storage's put-if-absent is native (module docstring).

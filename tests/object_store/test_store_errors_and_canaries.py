@@ -20,7 +20,7 @@ import pytest
 
 from cdc_core.config import ConnectionConfig, load_root, read_connections
 from cdc_core.errors import ConfigError
-from cdc_core.lake_location import LakeLocation, plain
+from cdc_core.lake_location import DELTA_RETRIES, LakeLocation, plain
 from tests.cli_runs import PIPELINE, replcheck, write_config
 from tests.object_store.s3_server import S3Lake
 from tests.private_servers import MariaDBServer, _free_port
@@ -131,6 +131,7 @@ def test_the_config_takes_storage_options_from_the_environment_or_a_file_only(
         "aws_region": "eu-west-1",
         "aws_allow_http": "true",
         "conditional_put": "etag",
+        **DELTA_RETRIES,  # bounded: not delta-rs's 10 retries over 3 minutes
     }
     shown = f"{connections['lake']!r} {connections['lake'].display()} {location!r} {location}"
     assert CANARY not in shown and "s3://bkt/wh" in shown
