@@ -24,7 +24,7 @@ import contextlib
 import logging
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import time, timedelta
 from decimal import Decimal
 from operator import methodcaller
@@ -282,7 +282,7 @@ class LakeSink(Sink):
     def _write(self, path: LakeLocation, data: pa.Table, properties: Any) -> None:
         from deltalake import write_deltalake
 
-        with self._naming_full_disk(path):
+        with self._naming_failures(path):
             if path.is_local:
                 path.local_path.mkdir(parents=True, exist_ok=True)
             self._allow_types(path, data.schema)
@@ -296,11 +296,15 @@ class LakeSink(Sink):
                     delta, data, mode="append", schema_mode="merge", commit_properties=properties
                 )
 
-    def _naming_full_disk(self, path: LakeLocation) -> contextlib.AbstractContextManager[None]:
-        """``naming_full_disk`` for a local lake (an object store has no disk to fill)."""
-        if not path.is_local:
-            return contextlib.nullcontext()
-        return naming_full_disk(path.local_path, as_location(self.lake).local_path)
+    @contextlib.contextmanager
+    def _naming_failures(self, path: LakeLocation) -> Iterator[None]:
+        """A write's failures that name their cause: ``naming_full_disk`` for a local lake
+        (an object store has no disk to fill), and a commit delta-rs could not complete."""
+        full_disk: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if path.is_local:
+            full_disk = naming_full_disk(path.local_path, as_location(self.lake).local_path)
+        with full_disk, naming_failed_commits(path):
+            yield
 
     def _write_table(self, batch: TableBatch, position: Position) -> int:
         target = self.table(batch.description.table)
@@ -397,7 +401,7 @@ class LakeSink(Sink):
             return
         features = delta.protocol().writer_features or []
         if "timestampNtz" not in features:
-            with self._naming_full_disk(path):
+            with self._naming_failures(path):
                 delta.alter.add_feature(
                     TableFeatures.TimestampWithoutTimezone, allow_protocol_versions_increase=True
                 )
@@ -477,7 +481,7 @@ class LakeSink(Sink):
         if truncated:
             merger = merger.when_not_matched_by_source_delete()
         target = self.table(description.table)
-        with self._naming_full_disk(path):
+        with self._naming_failures(path):
             merge_or_rebuild(merger, delta, target, description.key, properties)
 
     def _create_mirror(self, path: LakeLocation, data: pa.Table, properties: Any) -> None:
@@ -700,6 +704,27 @@ def _same_type(source: pa.DataType, lake: pa.DataType) -> bool:
     if pa.types.is_timestamp(source) and pa.types.is_timestamp(lake):
         return source.unit == lake.unit and (source.tz is None) == (lake.tz is None)
     return False
+
+
+@contextlib.contextmanager
+def naming_failed_commits(path: LakeLocation) -> Iterator[None]:
+    """A commit delta-rs gave up on, as one line naming the table (exit 2): another process
+    committed to it, or (on a store) the answer to the commit was lost on the network and
+    the commit may have landed. This process's marks of the table may then be behind its
+    log, so it must not write on: a new run reads them from the log and writes nothing twice
+    (``tests/object_store/test_lost_commit.py``)."""
+    from deltalake.exceptions import CommitFailedError
+
+    try:
+        yield
+    except CommitFailedError as exc:
+        lost = "" if path.is_local else f", or the answer of {path.store} to it was lost"
+        raise TerminalError(
+            f"lake table {path.display()}: a commit did not complete ({exc}); another process"
+            f" may be writing to this table{lost}: make sure one pipeline writes it, then run"
+            " again (a pipeline resumes from the table's last commit and writes nothing twice)",
+            {"lake": path.display()},
+        ) from exc
 
 
 def _is_delta(path: LakeLocation) -> bool:
