@@ -1,7 +1,8 @@
-"""The ``spark`` and ``hybrid`` engines on an S3 lake (moto on loopback): the driver lists
-the Delta snapshot's files and Spark's executors read them through pyarrow, with no Hadoop
-S3 connector or Delta jar in the session. The executors' Python workers were started before
-the test set the AWS environment, so the lake's settings reach them only with the task.
+"""The ``spark`` and ``hybrid`` engines on an S3 lake (moto) and an Azure one (Azurite), on
+loopback: the driver lists the Delta snapshot's files and Spark's executors read them through
+pyarrow, with no Hadoop connector or Delta jar in the session. The executors' Python workers
+were started before the test set the store's environment, so the lake's settings reach them
+only with the task.
 """
 
 from __future__ import annotations
@@ -45,14 +46,17 @@ def _with_engine(config: Path, engine: str) -> Path:
     return changed
 
 
-def test_the_spark_and_hybrid_engines_validate_an_s3_lake(
+@pytest.mark.parametrize("store", ["s3", pytest.param("azure", marks=pytest.mark.azure)])
+def test_the_spark_and_hybrid_engines_validate_an_object_store_lake(
     spark: Any,
     tmp_path: Path,
-    s3_lake: S3Lake,
+    store: str,
+    request: pytest.FixtureRequest,
     mariadb_full: MariaDBServer,
     mariadb_database: Callable[[MariaDBServer], str],
 ) -> None:
     assert "hadoop-aws" not in (spark.conf.get("spark.jars", "") or "")
+    lake_url = request.getfixturevalue(f"{store}_lake").url
     database = mariadb_database(mariadb_full)
     table = f"{database}.items"
     rows = ", ".join(
@@ -66,7 +70,7 @@ def test_the_spark_and_hybrid_engines_validate_an_s3_lake(
         " score DOUBLE, seen DATETIME(6), day DATE)",
         f"INSERT INTO items VALUES {rows}",
     )
-    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url)
+    config = _s3_config(tmp_path, mariadb_full.url(database), table, lake_url)
     catch_up(config)  # the initial load
     # Files written before a column was added lack it: they must read as NULL there.
     _run(
