@@ -4,7 +4,8 @@ deltalake's ``DeltaTable.history()`` numbers the commits it returns by counting 
 the version the table was loaded at, but lists the log again to find them: a commit that
 lands between the two shifts every number by one. A validation then took a mirror version
 with the next version's mark and lost that batch's rows ("missing in target" while the
-pipeline wrote: ``tests/cdc/lake/test_delta_log.py``). Reading each commit file by its name
+pipeline wrote: ``tests/cdc_core/lake/test_mirror_state.py``, "a batch landing while the
+mirror is read"). Reading each commit file by its name
 (``_delta_log/<version>.json``, Delta protocol "Delta Log Entries") gives each commit its
 version.
 """
