@@ -56,6 +56,8 @@ _PLAIN_READER_FEATURES = frozenset({"timestampNtz"})
 
 MISSING = "is missing"
 Mark = tuple[int, int]  # (position, seq): every event at or below it is in a mirror version
+KeyBounds = tuple[Any, Any]  # a file's lowest and highest key, Delta's statistics (None: unknown)
+KeyRange = tuple[int | None, int | None]  # keys [low, high), None where open
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class MirrorRead:
         after: Changelog files that may hold events after ``mark``: their events up to the
             position complete the state (none: the version holds it all).
         after_schema: The changelog's Arrow schema.
+        key_bounds: Each of ``files``' key bounds, when asked for (empty: unknown).
     """
 
     version: int
@@ -79,11 +82,29 @@ class MirrorRead:
     mark: Mark | None
     after: tuple[str, ...]
     after_schema: pa.Schema
+    key_bounds: tuple[KeyBounds, ...] = ()
 
     @property
     def exact(self) -> bool:
         """The mirror version alone holds the state: nothing to add from the changelog."""
         return self.version >= 0 and not self.after
+
+    def files_meeting(self, ranges: Sequence[KeyRange]) -> tuple[str, ...]:
+        """The version's files that may hold a key in one of ``ranges`` (all of them when
+        their key bounds are unknown): a run re-hashing some leaves reads only those."""
+        if len(self.key_bounds) != len(self.files):
+            return self.files
+        return tuple(
+            uri
+            for uri, (least, most) in zip(self.files, self.key_bounds, strict=True)
+            if least is None or most is None or any(_meets(least, most, r) for r in ranges)
+        )
+
+
+def _meets(least: Any, most: Any, keys: KeyRange) -> bool:
+    """Whether keys ``[least, most]`` meet the range ``keys``."""
+    low, high = keys
+    return (low is None or most >= low) and (high is None or least < high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +161,12 @@ def _mark(commit: Mapping[str, Any]) -> Mark | None:
     return None
 
 
-def mirror_read(table: LakeTable, position: int | None, highest: int | None = None) -> MirrorRead:
+def mirror_read(
+    table: LakeTable, position: int | None, highest: int | None = None, key: str | None = None
+) -> MirrorRead:
     """What holds ``table``'s state at ``position`` (None: everything the lake has); with
-    per-partition positions, ``position`` is the lowest and ``highest`` the highest.
+    per-partition positions, ``position`` is the lowest and ``highest`` the highest; with
+    ``key``, each mirror file's bounds of that column (``MirrorRead.files_meeting``).
 
     Raises:
         TerminalError: The mirror's Delta log no longer reaches back to the position, or a
@@ -168,7 +192,9 @@ def mirror_read(table: LakeTable, position: int | None, highest: int | None = No
     _check_present(table, delta, version)
     # The newest schema: a column added since the version reads as NULL, as at the source.
     schema = _arrow_schema(newest)
-    return MirrorRead(version, tuple(delta.file_uris()), schema, mark, after, after_schema)
+    files = tuple(delta.file_uris())
+    bounds = _key_bounds(delta, key, files) if key is not None else ()
+    return MirrorRead(version, files, schema, mark, after, after_schema, bounds)
 
 
 def _version_at(
@@ -255,6 +281,22 @@ def _actions(delta: Any, columns: Sequence[str]) -> dict[str, list[Any]]:
 
     actions = delta.get_add_actions(flatten=True)
     return {name: pa.chunked_array(actions.column(name)).to_pylist() for name in columns}
+
+
+def _key_bounds(delta: Any, key: str, files: Sequence[str]) -> tuple[KeyBounds, ...]:
+    """Each of ``files``' lowest and highest ``key`` in Delta's statistics (empty: the
+    version keeps none of that column)."""
+    names = ("path", f"min.{key}", f"max.{key}")
+    try:
+        actions = _actions(delta, names)
+    except KeyError:
+        return ()
+    by_name = {
+        os.path.basename(path): (least, most)
+        for path, least, most in zip(*(actions[n] for n in names), strict=True)
+    }
+    bounds = [by_name.get(os.path.basename(uri)) for uri in files]
+    return tuple(b for b in bounds if b is not None) if all(bounds) else ()
 
 
 def _uris_by_name(delta: Any) -> dict[str, str]:

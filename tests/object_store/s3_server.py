@@ -12,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from tests.private_servers import LOOPBACK, ServerStartError, _PrivateServer, _start_on_free_port
 
@@ -30,6 +33,7 @@ ACCESS_KEY_ID = "replcheck-test-key"
 SECRET_ACCESS_KEY = "replcheck-test-secret"  # moto accepts any: not a secret
 REGION = "us-east-1"
 _BUCKETS = itertools.count(1)
+_GET = re.compile(r'"(?:\x1b\[[0-9;]*m)*GET (\S+) HTTP')  # werkzeug's request log, colours
 
 
 class MotoS3Server(_PrivateServer):
@@ -73,6 +77,28 @@ class MotoS3Server(_PrivateServer):
             scheme="http",
             allow_bucket_creation=True,
         )
+
+    @contextlib.contextmanager
+    def fetched(self) -> Iterator[list[str]]:
+        """The paths of the objects the server sends (GET) while the block runs, from its
+        request log; filled when the block ends, once a marker request after them is
+        logged."""
+        start = self.log_path.stat().st_size
+        paths: list[str] = []
+        yield paths
+        marker = f"/moto-api/?marker={next(_BUCKETS)}"
+        with urllib.request.urlopen(f"{self.endpoint}{marker}", timeout=10):
+            pass
+        deadline = time.monotonic() + 30
+        text = ""
+        while marker not in text:  # the server logs a request once it has answered it
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"{self.kind} did not log {marker}: {self.log_path}")
+            time.sleep(0.05)
+            with self.log_path.open("rb") as log:
+                log.seek(start)
+                text = log.read().decode("utf-8", "replace")
+        paths += [unquote(p) for p in _GET.findall(text) if not p.startswith("/moto-api/")]
 
     def _initialize(self) -> None:
         if not _moto_server().exists():

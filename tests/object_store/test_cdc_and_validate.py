@@ -26,14 +26,21 @@ pytestmark = [
 ]
 
 
-def _s3_config(work: Path, url: str, table: str, lake: str) -> Path:
+def _s3_config(work: Path, url: str, table: str, lake: str, options: str = "") -> Path:
     """``tests.cli_runs.write_config`` with its lake on the store."""
-    config = write_config(work, url, [table], compared=(table, table))
+    config = write_config(work, url, [table], options=options, compared=(table, table))
     local = f"  lake: {{lake: {json.dumps(str(work / 'lake'))}}}"
     text = config.read_text(encoding="utf-8")
     assert local in text
     config.write_text(text.replace(local, f"  lake: {{lake: {json.dumps(lake)}}}"), "utf-8")
     return config
+
+
+def _files_by_lowest_key(mirror: LakeLocation) -> dict[int, str]:
+    """The mirror's data files' names by the lowest key each holds (Delta's statistics)."""
+    actions = mirror.open_delta().get_add_actions(flatten=True)
+    paths, lows = (actions.column(name).to_pylist() for name in ("path", "min.id"))
+    return {int(low): path.rsplit("/", 1)[-1] for path, low in zip(paths, lows, strict=True)}
 
 
 def _run(server: MariaDBServer, database: str, *statements: str) -> None:
@@ -115,7 +122,8 @@ def test_incremental_validation_and_run_history_live_in_the_s3_lake(
 ) -> None:
     """``validate --incremental`` keeps its state under ``<lake>/_replcheck/validation`` and
     the run history under ``<lake>/_replcheck/history`` in the bucket; the second run reuses
-    the stored digests and still finds a drift in a changed leaf."""
+    the stored digests, still finds a drift in a changed leaf, and fetches only the mirror
+    files that hold its leaves (the load wrote one file of 50 keys per batch)."""
     database = mariadb_database(mariadb_full)
     table = f"{database}.items"
     _run(
@@ -124,7 +132,8 @@ def test_incremental_validation_and_run_history_live_in_the_s3_lake(
         "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
         "INSERT INTO items VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(1, 201)),
     )
-    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url)
+    options = "batch: {max_events: 50}"
+    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url, options)
     catch_up(config)
 
     def incremental(out: str) -> tuple[int, dict[str, Any]]:
@@ -146,9 +155,17 @@ def test_incremental_validation_and_run_history_live_in_the_s3_lake(
     _run(mariadb_full, database, "UPDATE items SET name = 'moved' WHERE id = 150")
     catch_up(config)
     _run(mariadb_full, database, "SET SESSION sql_log_bin = 0", "DELETE FROM items WHERE id = 150")
-    code, second = incremental("second")
+    mirror = LakeTable(LakeLocation.from_config(s3_lake.url, {}), table).mirror_at
+    files = _files_by_lowest_key(mirror)
+    assert sorted(files) == [1, 51, 101, 151], files  # 101-150 rewritten by the update
+    with s3_lake.server.fetched() as fetched:
+        code, second = incremental("second")
     assert second["coverage"]["mode"] == "incremental", second["coverage"]
     assert second["coverage"]["leaves_changed"] == 1
     assert (code, second["counts_by_kind"]) == (1, {"extra_in_target": 1}), second
+    # The changed leaf (keys 144-156 of 13-key leaves) and the sweep's first leaf of each of
+    # the source's two slices (keys 1-13, 105-117) lie in three of the four files.
+    read = {low for low, name in files.items() if any(p.endswith(name) for p in fetched)}
+    assert read == {1, 101, 151}, fetched
     history = LakeLocation.from_config(s3_lake.url, {}).join("_replcheck", "history")
     assert history.open_delta().to_pyarrow_table().num_rows == 2  # one row per run

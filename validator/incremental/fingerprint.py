@@ -2,9 +2,9 @@
 
 Two runs' digests may be mixed only when both sides hash the same rows of the same tables
 into the same leaves in the same way: the same source and lake table, compared columns and
-their reconciled logical types, key, comparison options, leaves, row hash flavour and
-product version (which carries the hash contract's version). The parts are kept by name so a
-mismatch can say which part differs.
+their reconciled logical types, key, comparison options, leaves, sweep stripes, row hash
+flavour and product version (which carries the hash contract's version). The parts are kept
+by name so a mismatch can say which part differs.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cdc_core.config import mask_url
 from connectors.pushdown import RangeLeaves
+from validator.incremental.sweep import source_stripes
 
 if TYPE_CHECKING:
     from validator.plan import ComparisonPlan
@@ -43,6 +44,8 @@ def fingerprint_parts(plan: ComparisonPlan, scheme: RangeLeaves) -> dict[str, st
         "options": repr(layout.options),
         "leaves": f"range low={scheme.low} width={scheme.width} depth={scheme.depth}",
         "configured_depth": repr(plan.settings.depth),
+        # The sweep's cursor is an offset in a stripe: another count would skip leaves.
+        "sweep_stripes": str(source_stripes(scheme, plan.parallelism)),
         "hash": HASH_FLAVOUR,
         "product_version": _product_version(),
     }

@@ -32,7 +32,13 @@ from validator.incremental.state import (
     write_state,
 )
 from validator.incremental.stored_digests import StoredDigests
-from validator.incremental.sweep import Sweep, next_sweep, runs_until_swept, sweep_runs
+from validator.incremental.sweep import (
+    Sweep,
+    next_sweep,
+    runs_until_swept,
+    source_stripes,
+    sweep_runs,
+)
 from validator.positions import SourcePositions
 from validator.result import Coverage
 
@@ -129,7 +135,8 @@ class Increment:
             return None
         changed |= state.differing_leaves()
         self.state, self.changed = state, len(changed)
-        self.sweep = next_sweep(self.scheme.count, self.settings.sweep_share, state.sweep_cursor)
+        share, parts = self.settings.sweep_share, source_stripes(self.scheme, self.plan.parallelism)
+        self.sweep = next_sweep(self.scheme.count, share, parts, state.sweep_cursor)
         self.rehash = frozenset(changed | set(self.sweep.leaves))
         log.info(
             "comparison %s: incremental from %s: %d changed leaves, %d swept of %d",
@@ -173,8 +180,9 @@ class Increment:
         count = self.scheme.count
         if self.state is None or self.sweep is None or self.rehash is None:
             return full_coverage(to, count, self.reason)
-        share = self.settings.sweep_share
-        runs = (sweep_runs(count, share), runs_until_swept(count, share, self.sweep.next_cursor))
+        share, parts = self.settings.sweep_share, source_stripes(self.scheme, self.plan.parallelism)
+        cursor = self.sweep.next_cursor
+        runs = (sweep_runs(count, share, parts), runs_until_swept(count, share, parts, cursor))
         return incremental_coverage(
             (self.state.position_text, to or ""),
             self.changed,

@@ -3,8 +3,9 @@ lake written by the real pipeline from a private MariaDB server, judged by full 
 same data.
 
 The table holds the even keys 2..2000 in 16 leaves of 125 keys (``depth: 4``); each
-incremental run sweeps 4 leaves (``sweep_share: 0.25``), one in each stripe of 4 leaves (run
-i sweeps leaves i-1, i+3, i+7 and i+11), so every leaf is swept within 4 runs. Drift is
+incremental run sweeps 4 leaves (``sweep_share: 0.25``), two in each of the source's two
+slices of 8 leaves (run i sweeps leaves 2i-2, 2i-1, 2i+6 and 2i+7), so every leaf is swept
+within 4 runs. Drift is
 made at the source without a log record (``SET sql_log_bin = 0``): the pipeline never sees
 it, so only a re-hash of its leaf can find it.
 """
@@ -172,7 +173,7 @@ def test_incremental_runs_find_what_a_full_run_finds_changed_leaves_at_once_othe
     for run in range(1, RUNS + 1):
         result = lake.validate()
         coverage = result["coverage"]
-        swept |= {run - 1 + 4 * stripe for stripe in range(4)}
+        swept |= {2 * run - 2 + offset for offset in (0, 1, 8, 9)}
         assert coverage["mode"] == "incremental", coverage["reason"]
         assert coverage["sweep_runs"] == RUNS
         assert coverage["runs_until_swept"] == RUNS - run
@@ -180,9 +181,9 @@ def test_incremental_runs_find_what_a_full_run_finds_changed_leaves_at_once_othe
         assert coverage["to_position"] == result["source_position"]
         expected = {f for f in everything if _leaf(int(f[1][0])) in changed_leaves | swept}
         assert _found(result) == expected, f"run {run}"
-        if run == 1:  # leaves 0, 4, 8, 12 are swept, the changed ones besides re-hashed
+        if run == 1:  # leaves 0, 1, 8, 9 are swept, the changed ones besides re-hashed
             assert coverage["leaves_changed"] == len(changed_leaves)
-            assert coverage["leaves_swept"] == 3  # leaves 4, 8 and 12
+            assert coverage["leaves_swept"] == 3  # leaves 1, 8 and 9
             assert coverage["leaves_reused"] == 16 - 6
     assert _found(result) == everything  # within the promised number of runs
     assert "cannot see, until its leaf is swept" in result["coverage"]["guarantee"]

@@ -131,9 +131,8 @@ class DuckDBLake:
         source_table = reflected.comparison.source.table
         quiet = quiet_log_of(reflected.source.url, reflected.source.password, source_table)
         where = lake_at(lake_table, positions, plan.settings.lake_wait_timeout_s, quiet)
-        files = lake_files(lake_table, where.at)
+        files = lake_files(lake_table, where.at, reflected.target_key[0])
         confirm_exact(lake_table, where)
-        register(self.connection, _FILES, files)
         label = f"{connection.name}:{table}"
         return DuckDBLakeRead(self.connection, plan, files, where.at, (label, where.text))
 
@@ -161,9 +160,11 @@ class DuckDBLakeRead:
         only the rows of ``leaves`` (range leaves) when given."""
         reflected = self.plan.reflected
         layout, names = reflected.reconciled.layout, reflected.reconciled.target_names
-        where = "TRUE"
+        where, files = "TRUE", self.files
         if leaves is not None and isinstance(scheme, RangeLeaves):
             where = leaves_filter_sql(names[layout.key[0]], scheme, leaves)
+            files = files.meeting([scheme.bounds(a, b) for a, b in leaf_ranges(sorted(leaves))])
+        register(self.connection, _FILES, files)
         columns = [names[n] for n in layout.names]
         state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
         kept = None

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
 from cdc_core.lake.layout import LakeTable
-from cdc_core.lake.mirror_state import MirrorRead, mirror_read
+from cdc_core.lake.mirror_state import KeyRange, MirrorRead, mirror_read
 from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, COPY, OP, SEQ
 from merkle.duckdb import quote
@@ -80,6 +80,14 @@ class LakeFiles:
     def exact(self) -> bool:
         """The mirror version alone holds the state: one plain scan of its files."""
         return self.read.exact
+
+    def meeting(self, ranges: Sequence[KeyRange]) -> LakeFiles:
+        """Only the mirror files that may hold a key in ``ranges`` (the rows a run reads
+        are filtered on them anyway: an object store then serves the others no request)."""
+        files, every = self.read.files_meeting(ranges), self.read.files
+        if len(files) < len(every):
+            log.info("mirror: %d of %d file(s) hold the keys read", len(files), len(every))
+        return replace(self, read=replace(self.read, files=files, key_bounds=()))
 
 
 def duckdb_types(connection: Any, schema: pa.Schema) -> list[str]:
@@ -145,12 +153,15 @@ def register(connection: Any, name: str, lake: LakeFiles) -> None:
         _register_files(connection, f"{name}_events", read.after, read.after_schema, lake.store)
 
 
-def lake_files(table: LakeTable, position: int | SourcePositions | None) -> LakeFiles:
-    """What holds ``table``'s state at ``position``: its mirror (``mirror_read``)."""
+def lake_files(
+    table: LakeTable, position: int | SourcePositions | None, key: str | None = None
+) -> LakeFiles:
+    """What holds ``table``'s state at ``position``: its mirror (``mirror_read``; with
+    ``key``, each file's bounds of it, for ``LakeFiles.meeting``)."""
     if isinstance(position, SourcePositions):
-        read = mirror_read(table, min(position.values), max(position.values))
+        read = mirror_read(table, min(position.values), max(position.values), key)
     else:
-        read = mirror_read(table, position)
+        read = mirror_read(table, position, key=key)
     if read.exact:
         log.info("lake table %s: mirror version %d", table.table, read.version)
     else:
