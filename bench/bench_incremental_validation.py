@@ -48,9 +48,10 @@ from bench.bench_vs_reladiff import (
 from cdc_core.lake.layout import LakeTable
 from connectors.pushdown import RangeLeaves
 from tests.private_servers import MariaDBServer, running_mariadb
+from validator.config import ValidationSettings
 from validator.incremental.changed_leaves import leaf_of
 from validator.incremental.state import read_state, state_path
-from validator.incremental.sweep import Stripes
+from validator.incremental.sweep import Stripes, source_stripes
 
 Finding = tuple[str, str]
 
@@ -133,12 +134,15 @@ def pick_drift(
             beside.append(other)
         if len(beside) == count:
             break
-    stripes = Stripes.of(scheme.count, share)
+    parts = source_stripes(scheme, ValidationSettings().database_parallelism)
+    stripes = Stripes.of(scheme.count, share, parts)
+    starts = [scheme.count * i // stripes.parts for i in range(stripes.parts)]
     last_window = (stripes.runs - 1) * stripes.step
     for index in range(rows - 1, -1, -1):
         lone = source_key(index)
         leaf = leaf_of(lone, scheme)
-        if leaf % stripes.width >= last_window and leaf not in changed:
+        offset = leaf - max(s for s in starts if s <= leaf)  # in its stripe
+        if offset >= last_window and leaf not in changed:
             return beside, lone
     raise RuntimeError("no unchanged leaf in the last sweep window")
 

@@ -7,9 +7,9 @@ the Sequence engine), then for each lake:
 
 1. ``cdc run --until-caught-up``: the initial load (rows/s);
 2. ``validate`` with the local engine, best of ``--repeat`` (rows/s);
-3. on S3 only: ``validate --incremental`` once to store the state, ``--changes`` updates of
-   the newest rows (the usual shape: recent rows change) carried by the pipeline, then the
-   incremental run timed.
+3. ``validate --incremental`` once to store the state, ``--changes`` updates of the newest
+   rows (the usual shape: recent rows change) carried by the pipeline, then the incremental
+   run timed (on S3: how many of the mirror's data files it fetched).
 
 Requests and bytes are counted from moto's request log (one line per HTTP request, with the
 response's size), so a user can price a validation on a real store. A loopback emulator has
@@ -34,7 +34,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from cdc_core.lake.layout import LakeTable
+from cdc_core.lake_location import LakeLocation
 from tests.cli_runs import CLI, ROOT, write_config
 from tests.object_store.s3_server import MotoS3Server
 from tests.private_servers import (
@@ -70,10 +73,14 @@ class Requests:
 
     by_method: Counter[str]
     bytes_out: int
+    mirror_files: int  # the mirror's data files fetched
 
     def __str__(self) -> str:
         methods = ", ".join(f"{m} {n}" for m, n in sorted(self.by_method.items()))
-        return f"{sum(self.by_method.values())} requests ({methods}), {self.bytes_out:,} bytes read"
+        return (
+            f"{sum(self.by_method.values())} requests ({methods}), {self.bytes_out:,} bytes"
+            f" read, {self.mirror_files} mirror data files fetched"
+        )
 
 
 @contextlib.contextmanager
@@ -87,11 +94,13 @@ def counted(server: MotoS3Server) -> Iterator[list[Requests]]:
         log.seek(start)
         text = log.read().decode("utf-8", "replace")
     methods: Counter[str] = Counter()
-    read = 0
-    for method, _, size, _path in _REQUEST.findall(text):
+    read, mirror = 0, set()
+    for method, _, size, path in _REQUEST.findall(text):
         methods[method] += 1
         read += int(size) if method == "GET" else 0
-    found.append(Requests(methods, read))
+        if method == "GET" and "/mirror/" in path and path.endswith(".parquet"):
+            mirror.add(path)
+    found.append(Requests(methods, read, len(mirror)))
 
 
 def _run(*args: str) -> float:
@@ -168,8 +177,6 @@ def _measure(
     best = min(times)
     print(f"{name}: validate (local engine) best of {args.repeat}: {best:.1f} s"
           f" = {args.rows / best:,.0f} rows/s{_of(lake, full)}")  # fmt: skip
-    if lake is None:
-        return
     _validate(config, work / "incremental-0", "--incremental")
     with contextlib.closing(server.connect("bench")) as conn, conn.cursor() as cur:
         cur.execute(f"UPDATE snap SET qty = qty + 1 WHERE id > {args.rows - args.changes}")
@@ -177,8 +184,15 @@ def _measure(
     _run("cdc", "run", "--config", str(config), "--pipeline", "p", "--until-caught-up")
     with counted(moto) as incremental:
         seconds = _validate(config, work / "incremental-1", "--incremental")
+    files = len(_mirror(lake, work).file_uris())
     print(f"{name}: validate --incremental after {args.changes:,} newest rows changed:"
-          f" {seconds:.1f} s{_of(lake, incremental)}")  # fmt: skip
+          f" {seconds:.1f} s{_of(lake, incremental)} of the mirror's {files}")  # fmt: skip
+
+
+def _mirror(lake: str | None, work: Path) -> Any:
+    """The bench table's mirror (a Delta table)."""
+    where = LakeLocation.from_config(lake or str(work / "lake"), {})
+    return LakeTable(where, TABLE).mirror_at.open_delta()
 
 
 def _of(lake: str | None, found: list[Requests]) -> str:
