@@ -600,7 +600,7 @@ class StoreError(TerminalError):
     ) -> StoreError:
         environ = os.environ if environ is None else environ
         message = str(exc).lower()
-        squeezed = message.replace(" ", "")
+        squeezed = message.replace(" ", "").replace("_", "")  # pyarrow: ACCESS_DENIED
         if any(code in squeezed for code in _MISSING_CONTAINER) or (
             "bucket" in message and "not found" in message
         ):
@@ -613,10 +613,9 @@ class StoreError(TerminalError):
 # The stores' error codes for a missing bucket (S3) or container (Azure).
 _MISSING_CONTAINER = ("nosuchbucket", "containernotfound", "thespecifiedcontainerdoesnotexist")
 # ... and for a request refused for its credentials or their permissions (HTTP 403; spaces
-# squeezed out): S3's codes, Azure's, pyarrow's and delta-rs's words for them.
+# and underscores squeezed out): S3's codes, Azure's, pyarrow's and delta-rs's words for them.
 _DENIED = (
     "accessdenied",
-    "access_denied",
     "invalidaccesskeyid",
     "signaturedoesnotmatch",
     "expiredtoken",
