@@ -261,8 +261,9 @@ def _random_change(connection: sqlite3.Connection, rng: random.Random, number: i
         connection.execute("DELETE FROM t WHERE id = ?", (rng.choice(ids),))
 
 
-# One seed in CI (about 60 s: kills until the writer is done); other seeds by hand with
-# REPLCHECK_SQLITE_KILL_SEEDS=2,3,...
+# One seed in CI (kills until the writer's 200 transactions are done and at least 3: about
+# 30 s, against 50-60 s for 500); other seeds by hand with
+# REPLCHECK_SQLITE_KILL_SEEDS=2,3,... and REPLCHECK_SQLITE_KILL_TRANSACTIONS=500.
 @pytest.mark.parametrize(
     "seed", [int(s) for s in os.environ.get("REPLCHECK_SQLITE_KILL_SEEDS", "1").split(",")]
 )
@@ -276,7 +277,8 @@ def test_cdc_run_killed_under_a_concurrent_writer_ends_equal_to_the_source(
     installed = replcheck("cdc", "install-capture", "-c", config, "--pipeline", "p")
     assert installed.returncode == 0, installed.stderr
     done = threading.Event()
-    writer = threading.Thread(target=_writer, args=(path, seed, 500, done))
+    transactions = int(os.environ.get("REPLCHECK_SQLITE_KILL_TRANSACTIONS", "200"))
+    writer = threading.Thread(target=_writer, args=(path, seed, transactions, done))
     rng, log, kills = random.Random(seed), tmp_path / "pipeline.log", 0
     writer.start()
     while not done.is_set() or kills < 3:
