@@ -74,12 +74,14 @@ class Requests:
     by_method: Counter[str]
     bytes_out: int
     mirror_files: int  # the mirror's data files fetched
+    gets: Counter[str]  # GETs by what they read: Delta logs, data files, replcheck's own
 
     def __str__(self) -> str:
         methods = ", ".join(f"{m} {n}" for m, n in sorted(self.by_method.items()))
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.gets.items()))
         return (
-            f"{sum(self.by_method.values())} requests ({methods}), {self.bytes_out:,} bytes"
-            f" read, {self.mirror_files} mirror data files fetched"
+            f"{sum(self.by_method.values())} requests ({methods}; GETs of {kinds}),"
+            f" {self.bytes_out:,} bytes read, {self.mirror_files} mirror data files fetched"
         )
 
 
@@ -93,14 +95,24 @@ def counted(server: MotoS3Server) -> Iterator[list[Requests]]:
     with server.log_path.open("rb") as log:
         log.seek(start)
         text = log.read().decode("utf-8", "replace")
-    methods: Counter[str] = Counter()
+    methods, gets = Counter[str](), Counter[str]()
     read, mirror = 0, set()
     for method, _, size, path in _REQUEST.findall(text):
         methods[method] += 1
-        read += int(size) if method == "GET" else 0
-        if method == "GET" and "/mirror/" in path and path.endswith(".parquet"):
+        if method != "GET":
+            continue
+        read += int(size)
+        gets[_kind(path)] += 1
+        if "/mirror/" in path and path.endswith(".parquet"):
             mirror.add(path)
-    found.append(Requests(methods, read, len(mirror)))
+    found.append(Requests(methods, read, len(mirror), gets))
+
+
+def _kind(path: str) -> str:
+    """What a GET read: a Delta log (or its listing), a data file, or replcheck's own."""
+    if "_delta_log" in path:
+        return "Delta logs"
+    return "data files" if path.endswith(".parquet") else "other"
 
 
 def _run(*args: str) -> float:
