@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc_core.errors import TerminalError, TransientError
+from cdc_core.lake.delta_reads import read_delta
 from cdc_core.lake.layout import (
     ChangelogMoved,
     LakeTable,
@@ -306,7 +307,7 @@ def read_schema(table: LakeTable, changelog: pa.Schema) -> pa.Schema:
 
     if not table.mirror_at.join("_delta_log").is_dir():
         return changelog
-    return pa.schema(table.mirror_at.open_delta().schema().to_arrow())
+    return pa.schema(read_delta(table.mirror_at).schema().to_arrow())
 
 
 def _written_by_a_pipeline(lake: Path | LakeLocation) -> bool:

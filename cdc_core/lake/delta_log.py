@@ -40,3 +40,15 @@ def _commit_info(data: bytes) -> dict[str, Any]:
             if "commitInfo" in action:
                 return dict(action["commitInfo"])
     return {}
+
+
+def first_table_id(path: LakeLocation) -> str | None:
+    """The table id the first commit of the Delta table at ``path`` gives it (None: that
+    commit is cleaned up, or holds no ``metaData``). A table created again gets another."""
+    data = path.join("_delta_log", f"{0:020d}.json").read_bytes(written_once=True)
+    for line in (data or b"").decode("utf-8").splitlines():
+        if '"metaData"' in line:
+            action = json.loads(line)
+            if "metaData" in action:
+                return str(action["metaData"].get("id"))
+    return None

@@ -34,6 +34,7 @@ from cdc_core.capture.position import Position
 from cdc_core.disk_full import naming_full_disk
 from cdc_core.errors import TerminalError, TransientError
 from cdc_core.files import deleted_on_failure
+from cdc_core.lake.delta_reads import read_delta
 from cdc_core.lake_location import LakeLocation, as_location
 from cdc_core.names import COMMIT_POS, COMMIT_TS, OP, SEQ, TXID, parse_table, to_lake_dir
 from cdc_core.state.document import corrupt_file, read_json_bytes, read_json_file
@@ -177,7 +178,7 @@ def _history(table: LakeTable) -> list[dict[str, Any]]:
     if generation is None:
         return []
     try:
-        delta = table.changelog_at.open_delta()
+        delta = read_delta(table.changelog_at)
         generation = _generation_read(generation, delta)
         return delta.history()
     except (FileNotFoundError, TableNotFoundError):
@@ -386,7 +387,7 @@ def changelog_files(table: LakeTable) -> tuple[list[str], pa.Schema]:
             "check the comparison's target table, or run the CDC pipeline first"
         )
     try:
-        delta = table.changelog_at.open_delta()
+        delta = read_delta(table.changelog_at)
         generation = _generation_read(generation, delta)
         return list(delta.file_uris()), pa.schema(delta.schema().to_arrow())
     except (OSError, DeltaError) as exc:
@@ -472,6 +473,6 @@ def _table_id(delta: LakeLocation) -> str | None:
     from deltalake.exceptions import DeltaError
 
     try:
-        return str(delta.open_delta().metadata().id)
+        return str(read_delta(delta).metadata().id)
     except (OSError, DeltaError):
         return None

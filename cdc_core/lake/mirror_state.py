@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
 from cdc_core.lake.delta_log import read_commits
+from cdc_core.lake.delta_reads import read_delta
 from cdc_core.lake.layout import (
     PART_POSITION_KEY,
     PART_SEQ_KEY,
@@ -172,7 +173,7 @@ def mirror_read(
         TerminalError: The mirror's Delta log no longer reaches back to the position, or a
             writer gave the mirror a Delta feature a Parquet read would get wrong.
     """
-    changelog = table.changelog_at.open_delta()
+    changelog = read_delta(table.changelog_at)
     after_schema = _arrow_schema(changelog)
     upto = highest if highest is not None else position
     if not table.mirror_at.join("_delta_log").is_dir():  # no key: its changelog holds it
@@ -182,12 +183,12 @@ def mirror_read(
         return MirrorRead(-1, (), after_schema, None, files, after_schema)
     # Each Delta table opened once (on an object store an open reads every commit file of
     # the log): the mirror's newest version gives its history and its schema.
-    newest = table.mirror_at.open_delta()
+    newest = read_delta(table.mirror_at)
     version, mark = _version_at(table, newest, position)
     after = _pipeline_files_after(table, changelog, mark, upto)
     if version < 0:
         return MirrorRead(-1, (), after_schema, None, after, after_schema)
-    delta = newest if version == newest.version() else table.mirror_at.open_delta(version)
+    delta = newest if version == newest.version() else read_delta(table.mirror_at, version)
     _check_plain(table, delta, version)
     _check_present(table, delta, version)
     # The newest schema: a column added since the version reads as NULL, as at the source.
@@ -342,7 +343,7 @@ def audit_lake(table: LakeTable) -> LakeAudit:
     docstring): foreign commits, unpaired histories, changed data files."""
     paths = {"changelog": table.changelog_at, "mirror": table.mirror_at}
     present = {name: p for name, p in paths.items() if p.join("_delta_log").is_dir()}
-    opened = {name: p.open_delta() for name, p in present.items()}  # each read once
+    opened = {name: read_delta(p) for name, p in present.items()}
     histories = {name: _commits(paths[name], delta) for name, delta in opened.items()}
     foreign = tuple(
         ForeignCommit(name, int(c["version"]), str(c.get("operation", "unknown")), _writer(c))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from cdc_core.lake.delta_reads import read_delta
 from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, OP
 from connectors.pushdown import RangeLeaves
@@ -93,6 +94,6 @@ def changed_leaves(
     """Leaves with keys (first key column ``key``, lake name) changed between positions
     ``low`` (exclusive) and ``high``, or written since ``stored`` at or below ``high``;
     ``ALL_LEAVES`` (None) after a truncate."""
-    tables = _events(changelog, changelog.open_delta().file_uris(), key, low, high)
+    tables = _events(changelog, read_delta(changelog).file_uris(), key, low, high)
     tables += _events(changelog, files_added_since(changelog, stored), key, None, high)
     return _leaves(tables, key, scheme)

@@ -12,6 +12,7 @@ in the log; only a sweep of its leaves (or a full run) sees it.
 from __future__ import annotations
 
 from cdc_core.lake.delta_log import read_commits
+from cdc_core.lake.delta_reads import read_delta
 from cdc_core.lake_location import LakeLocation
 from validator.incremental.state import LogMark
 
@@ -26,7 +27,7 @@ def log_mark(path: LakeLocation) -> LogMark | None:
     """The Delta table's identity and newest version (None: no table there)."""
     if not path.join("_delta_log").is_dir():
         return None
-    delta = path.open_delta()
+    delta = read_delta(path)
     return LogMark(str(delta.metadata().id), delta.version())
 
 
@@ -64,5 +65,5 @@ def _foreign_commit(path: LakeLocation, since: int, newest: int) -> str | None:
 
 def files_added_since(path: LakeLocation, stored: LogMark) -> list[str]:
     """Data files of the newest version that the stored version did not have."""
-    before = set(path.open_delta(stored.version).file_uris())
-    return [uri for uri in path.open_delta().file_uris() if uri not in before]
+    before = set(read_delta(path, stored.version).file_uris())
+    return [uri for uri in read_delta(path).file_uris() if uri not in before]
