@@ -22,9 +22,10 @@ carry the same labels, and which data files no longer match their Delta entry.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import TerminalError
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from deltalake import DeltaTable
 
+log = logging.getLogger(__name__)
 MAX_SEQ = 2**63 - 1
 _PIPELINE_PREFIX = "replcheck."
 # Commits that change no row (table features, properties, vacuum's bookkeeping).
@@ -90,16 +92,24 @@ class MirrorRead:
         """The mirror version alone holds the state: nothing to add from the changelog."""
         return self.version >= 0 and not self.after
 
-    def files_meeting(self, ranges: Sequence[KeyRange]) -> tuple[str, ...]:
-        """The version's files that may hold a key in one of ``ranges`` (all of them when
-        their key bounds are unknown): a run re-hashing some leaves reads only those."""
+    def meeting(self, ranges: Sequence[KeyRange]) -> MirrorRead:
+        """This read with only the version's files that may hold a key in ``ranges`` (all of
+        them when their key bounds are unknown): a run re-hashing some leaves reads those
+        only, and an object store serves the others no request."""
         if len(self.key_bounds) != len(self.files):
-            return self.files
-        return tuple(
-            uri
+            return self
+        kept = [
+            (uri, (least, most))
             for uri, (least, most) in zip(self.files, self.key_bounds, strict=True)
             if least is None or most is None or any(_meets(least, most, r) for r in ranges)
+        ]
+        log.info(
+            "mirror version %d: %d of %d file(s) hold the keys read",
+            self.version,
+            len(kept),
+            len(self.files),
         )
+        return replace(self, files=tuple(u for u, _ in kept), key_bounds=tuple(b for _, b in kept))
 
 
 def _meets(least: Any, most: Any, keys: KeyRange) -> bool:
@@ -167,7 +177,7 @@ def mirror_read(
 ) -> MirrorRead:
     """What holds ``table``'s state at ``position`` (None: everything the lake has); with
     per-partition positions, ``position`` is the lowest and ``highest`` the highest; with
-    ``key``, each mirror file's bounds of that column (``MirrorRead.files_meeting``).
+    ``key``, each mirror file's bounds of that column (``MirrorRead.meeting``).
 
     Raises:
         TerminalError: The mirror's Delta log no longer reaches back to the position, or a

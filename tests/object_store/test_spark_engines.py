@@ -17,10 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cdc_core.lake.layout import LakeTable
 from cdc_core.lake_location import LakeLocation
 from tests.cli_runs import catch_up
 from tests.object_store.s3_server import S3Lake
-from tests.object_store.test_cdc_and_validate import _run, _s3_config
+from tests.object_store.test_cdc_and_validate import _files_by_lowest_key, _run, _s3_config
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
@@ -162,3 +163,47 @@ def test_store_files_read_as_spark_reads_the_same_files_on_disk(
 
     assert by_id(stored) == by_id(local.select(*schema.names))
     assert stored.where("added IS NULL").count() == 3
+
+
+def test_an_incremental_hybrid_run_fetches_only_the_mirror_files_of_its_leaves(
+    spark: Any,
+    tmp_path: Path,
+    s3_lake: S3Lake,
+    mariadb_full: MariaDBServer,
+    mariadb_database: Callable[[MariaDBServer], str],
+) -> None:
+    """As the local engine does (test_cdc_and_validate.py): the leaves a run re-hashes are
+    read from only the mirror files whose key statistics meet them."""
+    database = mariadb_database(mariadb_full)
+    table = f"{database}.items"
+    rows = ", ".join(f"({i}, 'n{i}')" for i in range(1, 201))
+    _run(
+        mariadb_full,
+        database,
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
+        f"INSERT INTO items VALUES {rows}",
+    )
+    options = "batch: {max_events: 50}"  # four mirror files of 50 keys
+    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url, options)
+    catch_up(config)
+    text = config.read_text(encoding="utf-8").replace("engine: local", "engine: hybrid")
+    config.write_text(text.replace("validation: {", "validation: {incremental: true, "), "utf-8")
+
+    def validated() -> dict[str, Any]:
+        document = validate(spark, load_validator_config(config, environ=dict(os.environ)))
+        (comparison,) = document["comparisons"]
+        assert comparison["error"] is None, comparison["error"]
+        return dict(comparison)
+
+    assert validated()["coverage"]["mode"] == "full"
+    _run(mariadb_full, database, "UPDATE items SET name = 'moved' WHERE id = 150")
+    catch_up(config)
+    _run(mariadb_full, database, "SET SESSION sql_log_bin = 0", "DELETE FROM items WHERE id = 150")
+    mirror = LakeTable(LakeLocation.from_config(s3_lake.url, {}), table).mirror_at
+    files = _files_by_lowest_key(mirror)
+    with s3_lake.server.fetched() as fetched:
+        second = validated()
+    assert (second["coverage"]["mode"], second["engine"]) == ("incremental", "hybrid")
+    assert second["counts_by_kind"] == {"extra_in_target": 1}
+    read = {low for low, name in files.items() if any(p.endswith(name) for p in fetched)}
+    assert read == {1, 101, 151}, fetched  # as in test_cdc_and_validate.py: not keys 51-100

@@ -195,8 +195,11 @@ class SparkLakeRead:
         """The compared columns hashed into leaves; persisted unless a plain mirror read."""
         assert self.target is not None
         reconciled = self.plan.reflected.reconciled
-        layout = reconciled.layout
-        compared = in_layout_names(self.target.frame, reconciled)
+        layout, frame = reconciled.layout, self.target.frame
+        if leaves is not None and isinstance(scheme, RangeLeaves) and self.target.narrowed:
+            ranges = [scheme.bounds(a, b) for a, b in leaf_ranges(sorted(leaves))]
+            frame = self.target.narrowed(ranges)
+        compared = in_layout_names(frame, reconciled)
         if leaves is not None and isinstance(scheme, RangeLeaves):
             compared = lake_in_leaves(compared, layout.key[0], scheme, leaves)
         lake = hash_into_leaves(compared, layout, scheme)

@@ -82,12 +82,9 @@ class LakeFiles:
         return self.read.exact
 
     def meeting(self, ranges: Sequence[KeyRange]) -> LakeFiles:
-        """Only the mirror files that may hold a key in ``ranges`` (the rows a run reads
-        are filtered on them anyway: an object store then serves the others no request)."""
-        files, every = self.read.files_meeting(ranges), self.read.files
-        if len(files) < len(every):
-            log.info("mirror: %d of %d file(s) hold the keys read", len(files), len(every))
-        return replace(self, read=replace(self.read, files=files, key_bounds=()))
+        """Only the mirror files that may hold a key in ``ranges`` (``MirrorRead.meeting``:
+        the rows a run reads are filtered on the ranges anyway)."""
+        return replace(self, read=self.read.meeting(ranges))
 
 
 def duckdb_types(connection: Any, schema: pa.Schema) -> list[str]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cdc_core.lake.layout import LakeTable, changelog_files
-from cdc_core.lake.mirror_state import MirrorRead, mirror_read
+from cdc_core.lake.mirror_state import KeyRange, MirrorRead, mirror_read
 from cdc_core.lake_location import LakeLocation
 from cdc_core.names import COMMIT_POS, COPY, META_COLUMNS, OP, SEQ, backtick_quote
 from validator.engines.sides.spark.store_files import store_frame
@@ -77,18 +77,23 @@ def read_lake_state(
     table: LakeTable,
     key: Sequence[str],
     position: int | SourcePositions | None,
+    ranges: Sequence[KeyRange] | None = None,
 ) -> LakeState:
     """The rows of the table users read, the mirror, as of ``position`` (None: everything
     the lake has): a mirror version and the changelog's events after it
-    (``cdc_core.lake.mirror_state``).
+    (``cdc_core.lake.mirror_state``); with ``ranges`` (of the first key column) at least
+    the rows in them, from only the mirror files that may hold them.
 
     With ``SourcePositions`` each key is read as of the position of the source partition
     holding it (by its first key column); a truncate counts from the highest of them.
     """
+    first = key[0] if ranges is not None else None
     if isinstance(position, SourcePositions):
-        read = mirror_read(table, min(position.values), max(position.values))
+        read = mirror_read(table, min(position.values), max(position.values), first)
     else:
-        read = mirror_read(table, position)
+        read = mirror_read(table, position, key=first)
+    if ranges is not None:
+        read = read.meeting(ranges)
     mirror = _read_files(spark, read.files, read.schema, table.location).drop(*META_COLUMNS, COPY)
     if read.exact:
         log.info("lake table %s: mirror version %d", table.table, read.version)

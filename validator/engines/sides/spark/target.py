@@ -25,6 +25,8 @@ from validator.settings import CompareSettings
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from cdc_core.lake.mirror_state import KeyRange
+
 
 def lake_side(
     spark: SparkSession,
@@ -41,7 +43,11 @@ def lake_side(
     where = lake_at(lake_table, positions, settings.lake_wait_timeout_s, quiet)
     state = read_lake_state(spark, lake_table, key, where.at)
     confirm_exact(lake_table, where)
-    return Side(state.frame, label, where.text, state.from_mirror)
+
+    def narrowed(ranges: Sequence[KeyRange]) -> DataFrame:
+        return read_lake_state(spark, lake_table, key, where.at, ranges).frame
+
+    return Side(state.frame, label, where.text, state.from_mirror, narrowed)
 
 
 def database_side(
