@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -605,6 +606,10 @@ class StoreError(TerminalError):
             "bucket" in message and "not found" in message
         ):
             return cls(_missing_bucket(location), {"lake": location.display()})
+        if "region" in location.object_store.options and any(
+            code in squeezed for code in _WRONG_REGION
+        ):
+            return cls(_wrong_region(location, environ, str(exc)), {"lake": location.display()})
         if any(code in squeezed for code in _DENIED):
             return StoreAccessDeniedError.of(location, environ, "expired" in message)
         return StoreUnreachableError.of(location, environ, exc)
@@ -628,6 +633,28 @@ _DENIED = (
     "403forbidden",
     "]403",
 )
+
+
+# ... and for a bucket in another region than the one requests are signed for: S3's codes
+# (HTTP 400 or 301), delta-rs's words for a redirect, pyarrow's for a 301.
+_WRONG_REGION = (
+    "authorizationheadermalformed",
+    "permanentredirect",
+    "incorrectlyconfiguredregion",
+    "httpstatus301",
+)
+
+
+def _wrong_region(location: LakeLocation, environ: Mapping[str, str], error: str) -> str:
+    region = location.settings(environ).get("region", DEFAULT_REGION)
+    named = re.search(r"expecting '([\w-]+)'|<Region>([\w-]+)</Region>", error)
+    where = f" (it is in {next(r for r in named.groups() if r)!r})" if named else ""
+    return (
+        f"lake {location.display()}: {location.store} at {_endpoint(location, environ)} says"
+        f" the bucket {location.bucket!r} is not in region {region!r}{where}; set"
+        f" {location.object_store.options['region'].env} (or storage_options.region) to the"
+        " bucket's region"
+    )
 
 
 class StoreAccessDeniedError(StoreError):

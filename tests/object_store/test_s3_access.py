@@ -5,8 +5,9 @@ so this test runs its own server: two IAM users, one allowed everything on S3 an
 to read objects, and a third set of credentials with a wrong secret. ``cdc run`` and
 ``validate`` work with the first, and are refused with the others, naming the store, the
 URL and the settings to check, and never printing the secret. (An expired session token
-cannot be made on moto: ``test_an_expired_token_is_named_as_such`` checks the stores'
-words for it.)
+and a bucket in another region cannot be made on moto:
+``test_an_expired_token_is_named_as_such`` and
+``test_a_bucket_in_another_region_is_named_as_such`` check the stores' words for them.)
 """
 
 from __future__ import annotations
@@ -131,3 +132,37 @@ def test_an_expired_token_is_named_as_such(error: str) -> None:
     location = LakeLocation.from_config("s3://b/lake", {})
     message = str(StoreError.of(location, OSError(error), {}))
     assert "refused access (the credentials have expired); check AWS_ACCESS_KEY_ID" in message
+
+
+@pytest.mark.parametrize(
+    ("error", "named"),
+    [
+        # S3's answer to a request signed for another region, under delta-rs's words
+        (
+            "Generic S3 error\n ↳ 400 Bad Request\n ↳ <Error><Code>AuthorizationHeaderMalformed"
+            "</Code><Message>The authorization header is malformed; the region 'us-east-1' is"
+            " wrong; expecting 'eu-west-1'</Message><Region>eu-west-1</Region></Error>",
+            " (it is in 'eu-west-1')",
+        ),
+        # delta-rs (object_store) on a redirect to the bucket's region
+        (
+            "Generic S3 error: Received redirect without LOCATION, this normally indicates an"
+            " incorrectly configured region",
+            "",
+        ),
+        # pyarrow (the AWS SDK for C++) on the same
+        (
+            "When getting information for bucket 'b': AWS Error UNKNOWN (HTTP status 301)"
+            " during HeadBucket operation: No response body.",
+            "",
+        ),
+    ],
+)
+def test_a_bucket_in_another_region_is_named_as_such(error: str, named: str) -> None:
+    """moto answers in every region: only the stores' words for it can be tested here."""
+    location = LakeLocation.from_config("s3://b/lake", {})
+    message = str(StoreError.of(location, OSError(error), {"AWS_REGION": "us-east-1"}))
+    assert (
+        "lake s3://b/lake: S3 at the default AWS endpoint says the bucket 'b' is not in region"
+        f" 'us-east-1'{named}; set AWS_REGION (or storage_options.region) to the bucket's region"
+    ) in message
