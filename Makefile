@@ -1,6 +1,6 @@
 # The README's two entry points, `make demo` and `make test`, each set everything up first:
 # Debian packages (when missing), a virtualenv in .venv, and replcheck with all extras;
-# `make test` also Azurite (npm, into .tools/) for the Azure lake tests.
+# `make test` also Azurite and s3rver (npm, into .tools/) for the object-store lake tests.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,10 +13,11 @@ setup: system $(STAMP)
 system:
 	bash scripts/install-system-deps.sh
 
-# Test tools from npm, project-local (.tools/): Azurite, the Azure Storage emulator the
-# Azure lake tests start. Only `make test` needs them.
+# Test tools from npm, project-local (.tools/): Azurite (the Azure Storage emulator) and
+# s3rver (a second S3 implementation), which the object-store lake tests start. Only
+# `make test` needs them.
 tools:
-	bash scripts/install-azurite.sh
+	bash scripts/install-npm-tools.sh
 
 $(STAMP): pyproject.toml
 	bash scripts/make-venv.sh "$(PYTHON)" "$(VENV)"

@@ -1,5 +1,5 @@
 """A private Azure Blob endpoint for tests: Azurite's blob service (from npm, installed into
-``.tools`` by scripts/install-azurite.sh) on a free loopback port, started and stopped like
+``.tools`` by scripts/install-npm-tools.sh) on a free loopback port, started and stopped like
 moto's S3 server (s3_server.py).
 
 Azurite answers the Blob REST API over real HTTP, so deltalake (delta-rs's object_store) and
@@ -81,7 +81,9 @@ class AzuriteServer(_PrivateServer):
 
     def _initialize(self) -> None:
         if not _AZURITE.exists():
-            raise ServerStartError(f"{_AZURITE} is missing: run `bash scripts/install-azurite.sh`")
+            raise ServerStartError(
+                f"{_AZURITE} is missing: run `bash scripts/install-npm-tools.sh`"
+            )
 
     def _argv(self) -> list[str]:
         return [
