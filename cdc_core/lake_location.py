@@ -107,6 +107,7 @@ SECRET_STORAGE_OPTIONS = tuple(
     dict.fromkeys(k for s in OBJECT_STORES.values() for k, o in s.options.items() if o.secret)
 )
 DEFAULT_REGION = "us-east-1"
+REQUEST_CHECKSUMS = "AWS_REQUEST_CHECKSUM_CALCULATION"  # the AWS SDK's setting
 # delta-rs's S3 commit mechanism: conditional writes (If-None-Match), see the module docstring.
 CONDITIONAL_PUT = "etag"
 READ_ATTEMPTS = 5  # reads of an object replaced while it is read (``read_bytes``)
@@ -496,6 +497,12 @@ def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
             " AWS_SECRET_ACCESS_KEY, or storage_options), or neither to use AWS_PROFILE"
         )
     endpoint = urlsplit(found.get("endpoint_url", ""))
+    if endpoint.netloc:
+        # An S3-compatible store may not decode the aws-chunked uploads with a trailing
+        # checksum that the AWS SDK sends by default since 2025: s3rver stores the chunk
+        # framing as the object's bytes, and a progress file read back is "corrupt". A
+        # checksum only where an operation requires one, as before; the user's choice wins.
+        os.environ.setdefault(REQUEST_CHECKSUMS, "when_required")
     return pafs.S3FileSystem(
         access_key=found.get("access_key_id"),
         secret_key=found.get("secret_access_key"),

@@ -1,6 +1,6 @@
-"""Fixtures of the object-store lake tests: one moto S3 server and one Azurite server per
-test process (each started by the first test that needs it), a new bucket or container per
-test, and the store's standard environment pointing at it."""
+"""Fixtures of the object-store lake tests: one moto S3 server, one s3rver and one Azurite
+server per test process (each started by the first test that needs it), a new bucket or
+container per test, and the store's standard environment pointing at it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from tests.object_store.azurite_server import AZURE_VARIABLES, AzureLake, AzuriteServer
 from tests.object_store.s3_server import MotoS3Server, S3Lake
+from tests.object_store.s3rver_server import S3rverServer
 from tests.private_servers import _start_on_free_port
 
 
@@ -28,11 +29,32 @@ def s3_server() -> Iterator[MotoS3Server]:
 def s3_lake(s3_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
     """A new bucket, with the AWS environment of this process (and of the commands it
     starts) pointing at the server."""
-    for name, value in s3_server.environment().items():
+    return _bucket_of(s3_server, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def s3rver_server() -> Iterator[S3rverServer]:
+    """s3rver on a free loopback port, for the whole test process."""
+    server = _start_on_free_port(S3rverServer)
+    assert isinstance(server, S3rverServer)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3rver_lake(s3rver_server: S3rverServer, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
+    """A new bucket on s3rver, the AWS environment pointing at it (as ``s3_lake``)."""
+    return _bucket_of(s3rver_server, monkeypatch)
+
+
+def _bucket_of(server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
+    for name, value in server.environment().items():
         monkeypatch.setenv(name, value)
     for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    return S3Lake(s3_server, s3_server.create_bucket())
+    return S3Lake(server, server.create_bucket())
 
 
 @pytest.fixture(scope="session")
