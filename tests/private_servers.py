@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import pytest
@@ -707,8 +707,18 @@ def running_default_postgres() -> Iterator[PostgresServer]:
 def haltable_postgres() -> Iterator[_PostgresProcess]:
     """A private PostgreSQL cluster of the caller's own, to ``halt`` and ``resume`` (the
     session's shared cluster must stay up for the other tests)."""
-    server = _start_on_free_port(_PostgresProcess)
-    assert isinstance(server, _PostgresProcess)
+    with served(_PostgresProcess) as server:
+        yield server
+
+
+Server = TypeVar("Server", bound=_PrivateServer)
+
+
+@contextlib.contextmanager
+def served(kind: type[Server]) -> Iterator[Server]:
+    """A server of ``kind`` on a free loopback port, stopped when the block ends."""
+    server = _start_on_free_port(kind)
+    assert isinstance(server, kind)
     try:
         yield server
     finally:

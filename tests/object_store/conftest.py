@@ -11,18 +11,14 @@ import pytest
 from tests.object_store.azurite_server import AZURE_VARIABLES, AzureLake, AzuriteServer
 from tests.object_store.s3_server import MotoS3Server, S3Lake
 from tests.object_store.s3rver_server import S3rverServer
-from tests.private_servers import _start_on_free_port
+from tests.private_servers import served
 
 
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[MotoS3Server]:
     """moto's S3 server on a free loopback port, for the whole test process."""
-    server = _start_on_free_port(MotoS3Server)
-    assert isinstance(server, MotoS3Server)
-    try:
+    with served(MotoS3Server) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -35,12 +31,8 @@ def s3_lake(s3_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
 @pytest.fixture(scope="session")
 def s3rver_server() -> Iterator[S3rverServer]:
     """s3rver on a free loopback port, for the whole test process."""
-    server = _start_on_free_port(S3rverServer)
-    assert isinstance(server, S3rverServer)
-    try:
+    with served(S3rverServer) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -60,12 +52,8 @@ def _bucket_of(server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> S3Lake:
 @pytest.fixture(scope="session")
 def azurite_server() -> Iterator[AzuriteServer]:
     """Azurite's blob service on a free loopback port, for the whole test process."""
-    server = _start_on_free_port(AzuriteServer)
-    assert isinstance(server, AzuriteServer)
-    try:
+    with served(AzuriteServer) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

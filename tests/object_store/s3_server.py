@@ -69,9 +69,10 @@ class MotoS3Server(_PrivateServer):
         """A pyarrow filesystem of the server, for tests to look at what is stored."""
         import pyarrow.fs as pafs
 
+        variables = self.environment()
         return pafs.S3FileSystem(
-            access_key=ACCESS_KEY_ID,
-            secret_key=SECRET_ACCESS_KEY,
+            access_key=variables["AWS_ACCESS_KEY_ID"],
+            secret_key=variables["AWS_SECRET_ACCESS_KEY"],
             region=REGION,
             endpoint_override=f"{LOOPBACK}:{self.port}",
             scheme="http",

@@ -11,8 +11,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pyarrow.fs as pafs
-
 from tests.object_store.s3_server import REGION, MotoS3Server
 from tests.private_servers import LOOPBACK, ServerStartError
 
@@ -33,17 +31,6 @@ class S3rverServer(MotoS3Server):
             "AWS_REGION": REGION,
             "AWS_ENDPOINT_URL": self.endpoint,
         }
-
-    def filesystem(self) -> pafs.S3FileSystem:
-        """A pyarrow filesystem of the server, for tests to look at what is stored."""
-        return pafs.S3FileSystem(
-            access_key=KEY,
-            secret_key=KEY,
-            region=REGION,
-            endpoint_override=f"{LOOPBACK}:{self.port}",
-            scheme="http",
-            allow_bucket_creation=True,
-        )
 
     def _initialize(self) -> None:
         if not _S3RVER.exists():

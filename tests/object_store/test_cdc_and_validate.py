@@ -36,6 +36,24 @@ def _s3_config(work: Path, url: str, table: str, lake: str, options: str = "") -
     return config
 
 
+def four_file_lake(
+    work: Path, server: MariaDBServer, database: str, lake_url: str
+) -> tuple[Path, str]:
+    """A table of keys 1-200 replicated into ``lake_url`` in batches of 50 events, so its
+    mirror has four files of 50 keys; the config (local engine) and the table."""
+    table = f"{database}.items"
+    _run(
+        server,
+        database,
+        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
+        "INSERT INTO items VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(1, 201)),
+    )
+    options = "batch: {max_events: 50}"
+    config = _s3_config(work, server.url(database), table, lake_url, options)
+    catch_up(config)
+    return config, table
+
+
 def _files_by_lowest_key(mirror: LakeLocation) -> dict[int, str]:
     """The mirror's data files' names by the lowest key each holds (Delta's statistics)."""
     actions = mirror.open_delta().get_add_actions(flatten=True)
@@ -125,16 +143,7 @@ def test_incremental_validation_and_run_history_live_in_the_s3_lake(
     the stored digests, still finds a drift in a changed leaf, and fetches only the mirror
     files that hold its leaves (the load wrote one file of 50 keys per batch)."""
     database = mariadb_database(mariadb_full)
-    table = f"{database}.items"
-    _run(
-        mariadb_full,
-        database,
-        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
-        "INSERT INTO items VALUES " + ", ".join(f"({i}, 'n{i}')" for i in range(1, 201)),
-    )
-    options = "batch: {max_events: 50}"
-    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url, options)
-    catch_up(config)
+    config, table = four_file_lake(tmp_path, mariadb_full, database, s3_lake.url)
 
     def incremental(out: str) -> tuple[int, dict[str, Any]]:
         finished = replcheck(

@@ -21,7 +21,12 @@ from cdc_core.lake.layout import LakeTable
 from cdc_core.lake_location import LakeLocation
 from tests.cli_runs import catch_up
 from tests.object_store.s3_server import S3Lake
-from tests.object_store.test_cdc_and_validate import _files_by_lowest_key, _run, _s3_config
+from tests.object_store.test_cdc_and_validate import (
+    _files_by_lowest_key,
+    _run,
+    _s3_config,
+    four_file_lake,
+)
 from tests.private_servers import MariaDBServer
 from validator.config import load_validator_config
 from validator.demo.setup import found_differences
@@ -175,17 +180,7 @@ def test_an_incremental_hybrid_run_fetches_only_the_mirror_files_of_its_leaves(
     """As the local engine does (test_cdc_and_validate.py): the leaves a run re-hashes are
     read from only the mirror files whose key statistics meet them."""
     database = mariadb_database(mariadb_full)
-    table = f"{database}.items"
-    rows = ", ".join(f"({i}, 'n{i}')" for i in range(1, 201))
-    _run(
-        mariadb_full,
-        database,
-        "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20))",
-        f"INSERT INTO items VALUES {rows}",
-    )
-    options = "batch: {max_events: 50}"  # four mirror files of 50 keys
-    config = _s3_config(tmp_path, mariadb_full.url(database), table, s3_lake.url, options)
-    catch_up(config)
+    config, table = four_file_lake(tmp_path, mariadb_full, database, s3_lake.url)
     text = config.read_text(encoding="utf-8").replace("engine: local", "engine: hybrid")
     config.write_text(text.replace("validation: {", "validation: {incremental: true, "), "utf-8")
 
