@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from connectors.pushdown import RangeLeaves
+from cdc_core.lake.mirror_state import KeyRange
+from connectors.pushdown import RangeLeaves, leaf_ranges
 from merkle.tree import LeafDigest
 from validator.engines.sides.database.slices import Slice, digests_of, leaf_range_wheres
 
@@ -47,3 +48,9 @@ def covering_runs(runs: Sequence[tuple[int, int]], most: int) -> list[tuple[int,
     starts = [0, *cuts]
     stops = [*cuts, len(runs)]
     return [(runs[a][0], runs[b - 1][1]) for a, b in zip(starts, stops, strict=True)]
+
+
+def key_ranges(scheme: RangeLeaves, leaves: Collection[int]) -> list[KeyRange]:
+    """The first key column's ranges ``[low, high)`` of ``leaves``, one a run of consecutive
+    leaves: the mirror files a lake reader keeps are those meeting them."""
+    return [scheme.bounds(a, b) for a, b in leaf_ranges(sorted(leaves))]

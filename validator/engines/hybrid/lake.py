@@ -35,7 +35,7 @@ from validator.engines.lake_reader import LAKE_SLICE, LakeRow
 from validator.engines.sides.keys import KeyEntry, KeyFinding, collect_keys
 from validator.engines.sides.spark.side import Side, cache_level
 from validator.engines.sides.spark.target import in_layout_names, target_side
-from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
+from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs, key_ranges
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions
 
@@ -197,8 +197,7 @@ class SparkLakeRead:
         reconciled = self.plan.reflected.reconciled
         layout, frame = reconciled.layout, self.target.frame
         if leaves is not None and isinstance(scheme, RangeLeaves) and self.target.narrowed:
-            ranges = [scheme.bounds(a, b) for a, b in leaf_ranges(sorted(leaves))]
-            frame = self.target.narrowed(ranges)
+            frame = self.target.narrowed(key_ranges(scheme, leaves))
         compared = in_layout_names(frame, reconciled)
         if leaves is not None and isinstance(scheme, RangeLeaves):
             compared = lake_in_leaves(compared, layout.key[0], scheme, leaves)

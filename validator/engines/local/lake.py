@@ -33,7 +33,7 @@ from merkle.tree import LeafDigest
 from validator.engines.lake_reader import LAKE_SLICE, LakeRow
 from validator.engines.local.state import LakeFiles, lake_files, register, state_sql
 from validator.engines.sides.keys import KeyEntry, KeyFinding, collect_keys
-from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs
+from validator.incremental.rehash import MAX_PUSHED_RANGES, covering_runs, key_ranges
 from validator.plan import ComparisonPlan
 from validator.positions import SourcePositions, confirm_exact, lake_at, read_at_own_mark
 from validator.quiet_log import quiet_log_of
@@ -163,7 +163,7 @@ class DuckDBLakeRead:
         where, files = "TRUE", self.files
         if leaves is not None and isinstance(scheme, RangeLeaves):
             where = leaves_filter_sql(names[layout.key[0]], scheme, leaves)
-            files = files.meeting([scheme.bounds(a, b) for a, b in leaf_ranges(sorted(leaves))])
+            files = files.meeting(key_ranges(scheme, leaves))
         register(self.connection, _FILES, files)
         columns = [names[n] for n in layout.names]
         state = state_sql(_FILES, self.files, columns, reflected.target_key, self.at, where)
