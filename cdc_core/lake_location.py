@@ -43,11 +43,12 @@ if TYPE_CHECKING:
 
 
 class StorageOption(NamedTuple):
-    """One storage option a connection may set: the environment variable it overrides, its
-    name in delta-rs's ``storage_options``, and whether it is a secret (then it must be
-    ``{env: NAME}`` or ``{file: PATH}``; the others may also be written out)."""
+    """One storage option a connection may set: the environment variable it overrides (None:
+    the config only), its name in delta-rs's ``storage_options``, and whether it is a secret
+    (then it must be ``{env: NAME}`` or ``{file: PATH}``; the others may also be written
+    out)."""
 
-    env: str
+    env: str | None
     delta: str
     secret: bool = False
 
@@ -63,6 +64,13 @@ class ObjectStore:
     default_endpoint: str
 
 
+# How long one request may go unanswered (``30s``, ``500ms``): delta-rs's ``timeout`` and
+# pyarrow's S3 request timeout. A store that accepts a connection and never answers fails
+# after it, retried within ``DELTA_RETRIES``.
+REQUEST_TIMEOUT = StorageOption(None, "timeout")
+DEFAULT_REQUEST_TIMEOUT = "30s"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s)$")
+
 S3 = ObjectStore(
     "S3",
     "bucket",
@@ -72,6 +80,7 @@ S3 = ObjectStore(
         "session_token": StorageOption("AWS_SESSION_TOKEN", "aws_session_token", True),
         "region": StorageOption("AWS_REGION", "aws_region"),
         "endpoint_url": StorageOption("AWS_ENDPOINT_URL", "aws_endpoint_url"),
+        "request_timeout": REQUEST_TIMEOUT,
     },
     "the default AWS endpoint",
 )
@@ -91,6 +100,7 @@ AZURE = ObjectStore(
         # The account's blob endpoint: https://ACCOUNT.blob.core.windows.net, or path style
         # http://127.0.0.1:10000/ACCOUNT for an emulator (Azurite).
         "endpoint_url": StorageOption("AZURE_STORAGE_ENDPOINT", "azure_storage_endpoint"),
+        "request_timeout": REQUEST_TIMEOUT,
     },
     "the default Azure endpoint",
 )
@@ -115,10 +125,14 @@ READ_ATTEMPTS = 5  # reads of an object replaced while it is read (``read_bytes`
 # a bounded time, and a connection that fails fast (object_store's ClientOptions and
 # RetryConfig; its defaults are 10 retries over up to 3 minutes). A commit itself is one
 # conditional PUT, never retried blindly: a failed one leaves no version behind.
-DELTA_RETRIES = {"max_retries": "3", "retry_timeout": "60s", "connect_timeout": "5s"}
+DELTA_RETRIES = {
+    "max_retries": "3",
+    "retry_timeout": "60s",
+    "connect_timeout": "5s",
+    "timeout": DEFAULT_REQUEST_TIMEOUT,
+}
 # Bounded waits: a wrong endpoint must fail in seconds, not after the SDKs' default retries.
 CONNECT_TIMEOUT_S = 5.0
-REQUEST_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +198,9 @@ class LakeLocation:
         unknown = sorted(set(self.storage_options) - set(known))
         if unknown:
             raise ConfigError(f"lake {self.url}: unknown storage option(s) {unknown}")
+        timeout = self.storage_options.get("request_timeout")
+        if timeout is not None:
+            duration_s(timeout.reveal(), f"lake {self.url}: storage option request_timeout")
         if not self.is_local and not self.bucket:
             word = self.object_store.container
             raise ConfigError(
@@ -281,7 +298,7 @@ class LakeLocation:
         ``abfss://`` URL's account wins over both: it is the most explicit)."""
         environ = os.environ if environ is None else environ
         options = self.object_store.options.items()
-        found = {key: environ[o.env] for key, o in options if environ.get(o.env)}
+        found = {key: environ[o.env] for key, o in options if o.env and environ.get(o.env)}
         found.update({key: value.reveal() for key, value in self.storage_options.items()})
         account = _url_account(self.url)
         if account:
@@ -482,6 +499,19 @@ class LakeLocation:
                 return
 
 
+def duration_s(text: str, what: str) -> float:
+    """Seconds in a duration as delta-rs writes one (``30s``, ``500ms``).
+
+    Raises:
+        ConfigError: Not such a duration, or not above zero; names ``what``.
+    """
+    found = _DURATION.match(text.strip())
+    seconds = float(found[1]) / (1000 if found[2] == "ms" else 1) if found else 0.0
+    if seconds <= 0:
+        raise ConfigError(f"{what}: {text!r} is not a duration such as 30s or 500ms")
+    return seconds
+
+
 @functools.lru_cache(maxsize=8)
 def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
     """One pyarrow S3 filesystem per set of settings (a validation opens many files)."""
@@ -496,6 +526,7 @@ def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
             f"an S3 {given} is given without its {lacking}: set both (AWS_ACCESS_KEY_ID and"
             " AWS_SECRET_ACCESS_KEY, or storage_options), or neither to use AWS_PROFILE"
         )
+    request_s = duration_s(found.get("request_timeout", DEFAULT_REQUEST_TIMEOUT), "request_timeout")
     endpoint = urlsplit(found.get("endpoint_url", ""))
     if endpoint.netloc:
         # An S3-compatible store may not decode the aws-chunked uploads with a trailing
@@ -510,8 +541,8 @@ def _s3_filesystem(settings: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
         region=found.get("region", DEFAULT_REGION),
         endpoint_override=endpoint.netloc or None,
         scheme=endpoint.scheme or "https",
-        connect_timeout=CONNECT_TIMEOUT_S,
-        request_timeout=REQUEST_TIMEOUT_S,
+        connect_timeout=min(CONNECT_TIMEOUT_S, request_s),
+        request_timeout=request_s,
         retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2),
     )
 
@@ -672,7 +703,7 @@ class StoreAccessDeniedError(StoreError):
         cls, location: LakeLocation, environ: Mapping[str, str], expired: bool
     ) -> StoreAccessDeniedError:
         store = location.object_store
-        secrets = [o.env for o in store.options.values() if o.secret]
+        secrets = [o.env for o in store.options.values() if o.secret and o.env]
         why = "the credentials have expired" if expired else "wrong credentials or no permission"
         return cls(
             f"lake {location.display()}: {location.store} at {_endpoint(location, environ)}"
@@ -699,7 +730,7 @@ class StoreUnreachableError(StoreError):
     def of(  # type: ignore[override]
         cls, location: LakeLocation, environ: Mapping[str, str], exc: OSError
     ) -> StoreUnreachableError:
-        reason = _reason(str(exc))
+        reason = failure_gist(str(exc))
         return cls(
             f"lake {location.display()}: cannot reach {location.store} at"
             f" {_endpoint(location, environ)} ({reason}); check"
@@ -721,7 +752,7 @@ def _endpoint(location: LakeLocation, environ: Mapping[str, str]) -> str:
     )
 
 
-def _reason(message: str) -> str:
+def failure_gist(message: str) -> str:
     """The gist of an SDK error, without request ids or echoed headers."""
     lowered = message.lower()
     for found, gist in _GISTS:

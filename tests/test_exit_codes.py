@@ -220,3 +220,21 @@ def test_outputs_replace_a_planted_link_instead_of_writing_through_it(tmp_path: 
     assert elsewhere.read_text() == "keep me"
     assert not (out / "report.html").is_symlink()
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_library_error_without_strerror_is_its_first_line_without_query_strings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = (
+        "Generic MicrosoftAzure error\n  \x1b[31m↳\x1b[0m Error performing GET"
+        " https://a.blob.core.windows.net/c/x?sv=2022&sig=secret-sas-42 in 2s\n"
+    )
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise OSError(said.replace("error\n", "error at https://a/c?sig=secret-sas-42\n"))
+
+    monkeypatch.setattr("validator.commands.resync.run_resync", fail)
+    assert cli.run(["resync", "-c", _config(tmp_path), "--result", _result(tmp_path)]) == 2
+    printed = capsys.readouterr().err
+    assert "error: Generic MicrosoftAzure error at https://a/c" in printed, printed
+    assert "secret-sas-42" not in printed and "\x1b" not in printed

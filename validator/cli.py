@@ -14,6 +14,7 @@ import faulthandler
 import inspect
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -25,6 +26,7 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
+from cdc_core.config import mask_url
 from cdc_core.disk_full import is_disk_full
 from cdc_core.errors import ConfigError, ReplcheckError
 from validator.commands.package import PACKAGES
@@ -701,10 +703,17 @@ def _show_usage_error(exc: TyperException) -> None:
         typer.echo(f"error: {exc}", err=True)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours in delta-rs's error chains
+_QUERY = re.compile(r"\?\S*")
+
+
 def _os_error(exc: OSError) -> str:
     """A file or network failure in one line: what, where, and the fix's direction."""
     where = " -> ".join(str(name) for name in (exc.filename, exc.filename2) if name)
-    what = exc.strerror or type(exc).__name__
+    # delta-rs's errors have no strerror: their first line says what failed (its URLs
+    # without query strings, which may hold an Azure SAS token).
+    said = _QUERY.sub("", _ANSI.sub("", str(exc))).strip().splitlines()
+    what = exc.strerror or (mask_url(said[0]) if said else type(exc).__name__)
     return f"{where}: {what}; check the path and its permissions" if where else str(what)
 
 

@@ -62,7 +62,13 @@ from cdc_core.lake.target import (
     Written,
     unwritten,
 )
-from cdc_core.lake_location import LakeLocation, as_location
+from cdc_core.lake_location import (
+    LakeLocation,
+    StoreError,
+    StoreUnreachableError,
+    as_location,
+    failure_gist,
+)
 from cdc_core.names import (
     META_COLUMNS,
     OP,
@@ -723,6 +729,18 @@ def naming_failed_commits(path: LakeLocation) -> Iterator[None]:
             f"lake table {path.display()}: a commit did not complete ({exc}); another process"
             f" may be writing to this table{lost}: make sure one pipeline writes it, then run"
             " again (a pipeline resumes from the table's last commit and writes nothing twice)",
+            {"lake": path.display()},
+        ) from exc
+    except OSError as exc:
+        if path.is_local:
+            raise
+        failed = StoreError.of(path, exc)
+        if not isinstance(failed, StoreUnreachableError):
+            raise failed from exc
+        raise TerminalError(
+            f"lake table {path.display()}: a commit got no answer from {path.store}"
+            f" ({failure_gist(str(exc))}); it may have landed: run again when the store answers"
+            " (a pipeline resumes from the table's last commit and writes nothing twice)",
             {"lake": path.display()},
         ) from exc
 

@@ -1,6 +1,7 @@
 """An HTTP proxy on loopback in front of the S3 server that can lose the answer to a Delta
 commit: the request reaches the store, which writes the commit file, and the client's
-connection is then closed without its response, as a network that drops mid-commit does.
+connection is then closed without its response, as a network that drops mid-commit does;
+or kept open and never answered, as a network that hangs mid-commit does.
 
 One request per connection (``Connection: close`` both ways), enough for the SDKs, which
 open another; ``Expect: 100-continue`` is answered here and chunked bodies are read whole.
@@ -31,13 +32,16 @@ def _content_length(head: bytes) -> int:
 
 class LossyProxy:
     """Forwards every request to ``upstream``; loses the answers of the next ``lose``
-    commit PUTs (``_delta_log/*.json``) the store accepted, recording their paths."""
+    commit PUTs (``_delta_log/*.json``) the store accepted, recording their paths. With
+    ``hang`` set, a lost answer's connection stays open, unanswered, until ``close``."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.lose = 0
+        self.hang = False
         self.lost: list[str] = []
+        self._closed = threading.Event()
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", 0))
         threading.Thread(target=self._accept, daemon=True).start()
@@ -47,6 +51,7 @@ class LossyProxy:
         return f"http://127.0.0.1:{self._server.getsockname()[1]}"
 
     def close(self) -> None:
+        self._closed.set()
         self._server.close()
 
     def _accept(self) -> None:
@@ -68,6 +73,8 @@ class LossyProxy:
                 upstream.sendall(b"\r\n".join([*kept, b"Connection: close"]) + _END + body)
                 answer = b"".join(iter(lambda: upstream.recv(65536), b""))
             if self._loses(head, answer):
+                if self.hang:
+                    self._closed.wait()
                 return  # closed without an answer
             answer_head, _, answer_body = answer.partition(_END)
             kept = _headers(answer_head, (b"connection:",))

@@ -133,6 +133,8 @@ def test_the_config_takes_storage_options_from_the_environment_or_a_file_only(
         "conditional_put": "etag",
         **DELTA_RETRIES,  # bounded: not delta-rs's 10 retries over 3 minutes
     }
+    timed = _connections(tmp_path, "{lake: 's3://b/w', storage_options: {request_timeout: 500ms}}")
+    assert timed["lake"].lake.delta_options({})["timeout"] == "500ms"  # type: ignore[union-attr]
     shown = f"{connections['lake']!r} {connections['lake'].display()} {location!r} {location}"
     assert CANARY not in shown and "s3://bkt/wh" in shown
 
@@ -143,6 +145,10 @@ def test_the_config_takes_storage_options_from_the_environment_or_a_file_only(
         ("{lake: 'gs://bkt/wh'}", "not a local path nor a store in ['s3://', 'az://'"),
         ("{lake: '/data/wh', storage_options: {region: x}}", "apply to object stores only"),
         ("{lake: 'file://data/wh'}", "a file URL takes an absolute path"),
+        (
+            "{lake: 's3://bkt/wh', storage_options: {request_timeout: 2 seconds}}",
+            "request_timeout: '2 seconds' is not a duration such as 30s or 500ms",
+        ),
     ]:
         with pytest.raises(ConfigError, match=re.escape(message)) as raised:
             _connections(tmp_path, lake)
