@@ -42,9 +42,10 @@ if TYPE_CHECKING:
     CaptureDialectFactory = Callable[[str, str | None, Sequence[str]], TriggerDialect]
     """Builds the trigger capture of some tables from a URL and password."""
 
-    ReplicaCheck = Callable[["Connector", "Connector"], bool]
-    """``is_replica(server, of)``: whether ``server`` replicates ``of`` by the product's own
-    replication (both connectors of the product whose description names the check)."""
+    ReplicaCheck = Callable[["Connector", "Connector"], str | None]
+    """``is_replica(server, of)``: the ``replication:`` kind by which ``server`` replicates
+    ``of`` with the product's own replication (``mariadb`` or ``mysql``, ``postgres``), None
+    when it does not (both connectors of the product whose description names the check)."""
 
 T = TypeVar("T")
 
@@ -252,7 +253,7 @@ class ProductDescription:
         log_status: Reads its log's end and what it keeps for a pipeline.
         capture_dialect: Its trigger capture (``connectors.trigger_capture``).
         replica_check: Tells whether a server replicates another one of this product by the
-            product's own replication (a ``replication:`` value equal to ``name``).
+            product's own replication, and by which ``replication:`` kind.
         jdbc_driver: The JDBC driver Spark reads it with.
 
     The SQL computing leaf digests in a server stays with the connector

@@ -13,7 +13,8 @@ differences accordingly (DESIGN.md, "Live targets at an agreed position").
   (``connectors.postgres.replica``), then as above.
 - ``none``: nothing feeds the target while it is read: a difference is drift, no re-check.
 - ``unknown`` (the default): detected where the target shows it (``detect``: replcheck
-  progress rows for the table, a MariaDB replica, a PostgreSQL standby or subscriber), else
+  progress rows for the table, a MariaDB or MySQL replica, a PostgreSQL standby or
+  subscriber), else
   re-check after ``validation.recheck_lag_s`` (``recheck.confirm``).
 
 A target that does not reach the position within ``validation.replica_wait_timeout_s`` is
@@ -76,7 +77,7 @@ def confirm_live(
 
 def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConfig) -> str:
     """How the target shows it is fed: a replcheck pipeline's progress rows for the table,
-    a MariaDB replica's replication status, a PostgreSQL standby or subscription; else
+    a MariaDB or MySQL replica's replication status, a PostgreSQL standby or subscription; else
     ``unknown`` (also for other products, and when the target does not let us look)."""
     from connectors.registry import product_for
 
@@ -87,11 +88,12 @@ def detect(sides: tuple[LiveTable, LiveTable], target_connection: ConnectionConf
     try:
         if _pipeline_feeds(target_connection, source.schema.table):
             return "replcheck"
-        # ``replication: <product name>``: a replica of a source of the same product
-        is_replica = product.replica_check.load()
-        same_product = product_for(source.connector.url) is product
-        replicates = same_product and is_replica(target.connector, source.connector)
-        return product.name if replicates else "unknown"
+        # ``replication: mariadb`` (``mysql``, ``postgres``): a replica of a source of the
+        # same product, by that product's own replication
+        if product_for(source.connector.url) is not product:
+            return "unknown"
+        replicates = product.replica_check.load()
+        return replicates(target.connector, source.connector) or "unknown"
     except Exception as exc:  # best effort: a target we cannot look into stays unknown
         name, failure = target_connection.name, type(exc).__name__
         log.info("how %s is fed is not known (%s): re-check after the lag", name, failure)

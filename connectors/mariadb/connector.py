@@ -317,12 +317,13 @@ class MariaDBConnector(Connector):
         found = self.snapshot_at(connection)
         return None if found is None else found.value
 
-    def snapshot_at(self, connection: Any) -> SnapshotPosition | None:
+    def snapshot_at(self, connection: Any, for_capture: bool = False) -> SnapshotPosition | None:
         """Open a consistent snapshot on ``connection``; where it stands in the binlog (None:
-        no binlog), the same way on every path (``snapshot_position.begin_snapshot``)."""
+        no binlog), the same way on every path (``snapshot_position.begin_snapshot``;
+        ``for_capture``: a pipeline's, which streams the log from there)."""
         flavour = self.server_flavour(connection)
         with connection.cursor() as cursor:
-            return begin_snapshot(cursor, flavour, mask_url(self.url))
+            return begin_snapshot(cursor, flavour, mask_url(self.url), for_capture)
 
     def select_sql(
         self, table: TableSchema, columns: Sequence[str], partition: Partition

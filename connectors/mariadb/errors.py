@@ -243,6 +243,22 @@ class SnapshotLockError(TransientError):
         )
 
 
+class PreparedXaError(TransientError):
+    """MySQL: an XA transaction is prepared while a pipeline takes its snapshot
+    (``snapshot_position``): its changes would be in neither the snapshot nor the log."""
+
+    @classmethod
+    def prepared(cls, source: str, xids: list[str]) -> PreparedXaError:
+        shown = ", ".join(xids[:5]) + (f" and {len(xids) - 5} more" if len(xids) > 5 else "")
+        return cls(
+            f"the MySQL server at {source} has {len(xids)} prepared XA transaction(s) ({shown}):"
+            " a snapshot taken now would hold none of their changes, and the binlog after it"
+            " only their outcome; let their coordinator commit or roll them back (XA RECOVER"
+            " lists them; XA COMMIT or XA ROLLBACK with the XID ends one), then run again",
+            {"source": source, "prepared": str(len(xids))},
+        )
+
+
 class SnapshotPrivilegeError(ConfigError):
     """MySQL: the user may not take the snapshot's position (``snapshot_position``)."""
 
@@ -252,7 +268,8 @@ class SnapshotPrivilegeError(ConfigError):
         return cls(
             f"the server at {source} refused what places a MySQL snapshot in the binlog"
             f" ({detail}): it needs FLUSH TABLES WITH READ LOCK and SHOW BINARY LOG STATUS"
-            " (SHOW MASTER STATUS before 8.4); run GRANT RELOAD, REPLICATION CLIENT ON *.* TO"
-            " the pipeline's (or validator's) user",
+            " (SHOW MASTER STATUS before 8.4), and XA RECOVER for a pipeline; run GRANT RELOAD,"
+            " REPLICATION CLIENT ON *.* TO the validator's user, and GRANT RELOAD, REPLICATION"
+            " CLIENT, XA_RECOVER_ADMIN ON *.* TO the pipeline's",
             {"source": source},
         )

@@ -62,19 +62,48 @@ def wait_for_gtid(replica: MariaDBConnector, position: str, timeout_s: float) ->
     )
 
 
-def is_replica(server: MariaDBConnector, of: MariaDBConnector) -> bool:
-    """Whether ``server`` replicates ``of``: it has replication status, and the GTIDs it
-    applied carry ``of``'s server id (``domain-server_id-sequence``)."""
+def is_replica(server: MariaDBConnector, of: MariaDBConnector) -> str | None:
+    """The ``replication:`` kind by which ``server`` replicates ``of``: ``mariadb`` when it
+    has replication status and the GTIDs it applied carry ``of``'s server id
+    (``domain-server_id-sequence``), ``mysql`` when one of its channels replicates from
+    ``of``'s server UUID; None otherwise (also for servers of different products)."""
+    if server.flavour().is_mysql != of.flavour().is_mysql:
+        return None
+    if server.flavour().is_mysql:
+        return "mysql" if server_uuid(of) in _source_uuids(server) else None
     with contextlib.closing(server.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SHOW SLAVE STATUS")
         if cursor.fetchone() is None:
-            return False
+            return None
         cursor.execute("SELECT @@gtid_slave_pos")
         (applied,) = cursor.fetchone()
     with contextlib.closing(of.connect()) as connection, connection.cursor() as cursor:
         cursor.execute("SELECT @@server_id")
         (server_id,) = cursor.fetchone()
-    return any(part.split("-")[1:2] == [str(server_id)] for part in str(applied).split(","))
+    parts = str(applied).split(",")
+    return "mariadb" if any(p.split("-")[1:2] == [str(server_id)] for p in parts) else None
+
+
+def server_uuid(server: MariaDBConnector) -> str:
+    """MySQL: the server's UUID (the source part of the GTIDs it writes)."""
+    with contextlib.closing(server.connect()) as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT @@server_uuid")
+        (uuid,) = cursor.fetchone()
+    return str(uuid)
+
+
+def _source_uuids(replica: MariaDBConnector) -> set[str]:
+    """MySQL: the server UUIDs its replication channels read from (none: not a replica).
+    ``SHOW REPLICA STATUS`` and ``Source_UUID`` since 8.0.22; the older spellings before
+    (8.4 removed them)."""
+    renamed = replica.flavour().version >= (8, 0, 22)
+    statement = "SHOW REPLICA STATUS" if renamed else "SHOW SLAVE STATUS"
+    with contextlib.closing(replica.connect()) as connection, connection.cursor() as cursor:
+        cursor.execute(statement)
+        names = [column[0] for column in cursor.description or ()]
+        rows = cursor.fetchall()
+    column = names.index("Source_UUID" if renamed else "Master_UUID") if rows else 0
+    return {str(row[column]) for row in rows}
 
 
 def executed_gtid_set(source: MariaDBConnector) -> str:

@@ -141,7 +141,7 @@ class MariaDBSnapshotReader:
         Raises:
             BinlogSetupError: The server writes no binlog.
         """
-        found = self.connector.snapshot_at(connection)
+        found = self.connector.snapshot_at(connection, for_capture=True)
         if found is None:
             raise BinlogSetupError.binlog_off(self.connector.url)
         if found.gtid_set:

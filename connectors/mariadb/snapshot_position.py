@@ -31,6 +31,12 @@ sessions) opens its snapshot here, so MariaDB and MySQL each have one way to it:
   (https://dev.mysql.com/doc/refman/8.4/en/lock-instance-for-backup.html).
   A server without a binlog (``log_bin`` off, e.g. a target) gets its snapshot without any
   lock and no position.
+- **A pipeline's snapshot on MySQL** also asks ``XA RECOVER`` under the lock: MySQL writes an
+  XA transaction's changes to the binlog at ``XA PREPARE``, so one prepared before the
+  position and committed after it would be in neither the snapshot nor the log read from
+  there. The snapshot is refused while one is prepared (``PreparedXaError``, naming the
+  XIDs); it needs ``XA_RECOVER_ADMIN``. The validator's snapshots do not ask: neither side
+  of a comparison holds a prepared transaction's rows.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_core.capture.position import Position
-from connectors.mariadb.errors import SnapshotLockError, SnapshotPrivilegeError
+from connectors.mariadb.errors import PreparedXaError, SnapshotLockError, SnapshotPrivilegeError
 from connectors.mariadb.flavour import ServerFlavour
 from connectors.mariadb.position import position_of, to_position
 
@@ -84,13 +90,18 @@ class SnapshotPosition:
         return position_of(self.log_file, self.offset)
 
 
-def begin_snapshot(cursor: Any, flavour: ServerFlavour, source: str) -> SnapshotPosition | None:
+def begin_snapshot(
+    cursor: Any, flavour: ServerFlavour, source: str, for_capture: bool = False
+) -> SnapshotPosition | None:
     """Open a consistent snapshot on ``cursor``'s connection; where it stands in the binlog
-    (None: the server writes no binlog).
+    (None: the server writes no binlog). ``for_capture``: the snapshot a pipeline streams
+    the log from; on MySQL, it is refused while an XA transaction is prepared.
 
     Raises:
         SnapshotLockError: MySQL: the global read lock was not granted in ``LOCK_WAIT_S``.
-        SnapshotPrivilegeError: MySQL: the user lacks ``RELOAD``/``REPLICATION CLIENT``.
+        SnapshotPrivilegeError: MySQL: the user lacks ``RELOAD``/``REPLICATION CLIENT``
+            (``XA_RECOVER_ADMIN`` for a pipeline's snapshot).
+        PreparedXaError: MySQL, ``for_capture``: an XA transaction is prepared.
     """
     cursor.execute(_ISOLATION)
     if not flavour.is_mysql:
@@ -102,7 +113,26 @@ def begin_snapshot(cursor: Any, flavour: ServerFlavour, source: str) -> Snapshot
         return None
     with _read_locked(cursor, source):
         cursor.execute(_SNAPSHOT)
+        if for_capture:
+            _refuse_prepared_xa(cursor, source)
         return _mysql_status(cursor, flavour)
+
+
+def _refuse_prepared_xa(cursor: Any, source: str) -> None:
+    """An XA transaction prepared now is in neither the snapshot (its rows are not
+    committed) nor the log after its position (which holds only its ``XA COMMIT``: MySQL
+    writes an XA transaction's changes at its prepare). ``XA RECOVER`` lists them."""
+    cursor.execute("XA RECOVER")
+    prepared = [_xid(*row) for row in cursor.fetchall()]
+    if prepared:
+        raise PreparedXaError.prepared(source, prepared)
+
+
+def _xid(format_id: object, gtrid_length: object, bqual_length: object, data: object) -> str:
+    """An XID as ``XA COMMIT`` takes it: ``X'gtrid',X'bqual',formatID``."""
+    raw = data if isinstance(data, bytes) else str(data).encode()
+    gtrid, bqual = raw[: int(str(gtrid_length))], raw[int(str(gtrid_length)) :]
+    return f"X'{gtrid.hex()}',X'{bqual[: int(str(bqual_length))].hex()}',{format_id}"
 
 
 def binlog_end(cursor: Any, flavour: ServerFlavour, source: str) -> SnapshotPosition | None:

@@ -57,11 +57,11 @@ def applied_position(source: PostgresConnector, replica: PostgresConnector) -> i
     return lsn_to_int(found[1]) if found[1] else None
 
 
-def is_replica(server: PostgresConnector, of: PostgresConnector) -> bool:
-    """Whether ``server`` is a standby, or its database subscribes to ``of`` (its
-    subscriptions' slots are ``of``'s)."""
+def is_replica(server: PostgresConnector, of: PostgresConnector) -> str | None:
+    """``postgres`` when ``server`` is a standby, or its database subscribes to ``of`` (its
+    subscriptions' slots are ``of``'s); else None."""
     try:
         applied_position(of, server)
     except ConfigError:
-        return False
-    return True
+        return None
+    return "postgres"

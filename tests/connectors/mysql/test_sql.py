@@ -18,12 +18,13 @@ import pytest
 
 from cdc_core.errors import ConfigError, TransientError
 from connectors.mariadb.connector import MariaDBConnector
-from connectors.mariadb.errors import SnapshotLockError, SnapshotPrivilegeError
+from connectors.mariadb.errors import PreparedXaError, SnapshotLockError, SnapshotPrivilegeError
 from connectors.mariadb.position import position_of
 from connectors.mariadb.replica import (
     GTID_WAITS,
     executed_gtid_set,
     gtid_position,
+    is_replica,
     wait_for_executed_gtid_set,
 )
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
@@ -75,6 +76,7 @@ def test_the_lock_is_released_right_after_the_position_is_read() -> None:
     assert locked == [
         "FLUSH TABLES WITH READ LOCK",
         "START TRANSACTION WITH CONSISTENT SNAPSHOT",
+        "XA RECOVER",  # a pipeline's snapshot: no XA transaction may be prepared
         "SHOW MASTER STATUS",
     ]
     assert sqls.index("SET SESSION lock_wait_timeout = 10") < sqls.index(locked[0])
@@ -96,6 +98,26 @@ def test_a_user_without_reload_is_told_the_grant() -> None:
             pass
     assert isinstance(raised.value, ConfigError)
     assert "GRANT RELOAD, REPLICATION CLIENT" in str(raised.value)
+
+
+def test_a_pipeline_snapshot_is_refused_while_an_xa_transaction_is_prepared() -> None:
+    """Its changes are in the binlog at its prepare, before the snapshot's position, and
+    not in the snapshot: streaming from there would lose them at its XA COMMIT."""
+    with _replayed("snapshot_xa_prepared.json") as (server, _):
+        reader = _snapshot_reader(server)
+        with pytest.raises(PreparedXaError) as raised, reader.snapshot([]):
+            pass
+    assert isinstance(raised.value, TransientError)
+    message = str(raised.value)
+    assert "1 prepared XA transaction(s) (X'6f7264657237',X'627231',1)" in message, message
+    assert "XA COMMIT or XA ROLLBACK" in message
+
+
+def test_a_validator_snapshot_does_not_ask_for_prepared_xa_transactions() -> None:
+    with _replayed("snapshot_validator_mysql80.json") as (server, _):
+        connector = MariaDBConnector(server.url("shop"))
+        with contextlib.closing(connector.connect()) as connection:
+            assert connector.snapshot_at(connection) is not None
 
 
 def test_a_server_without_a_binlog_gets_its_snapshot_without_a_lock() -> None:
@@ -155,4 +177,24 @@ def test_replication_mariadb_on_a_mysql_server_is_refused_by_name() -> None:
 def test_each_replication_kind_of_this_connector_is_a_known_kind() -> None:
     from validator.config import REPLICATION_KINDS
 
-    assert set(GTID_WAITS) - set(REPLICATION_KINDS) <= {"mysql"}  # see the report on issue 40
+    assert set(GTID_WAITS) <= set(REPLICATION_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("replica", "kind"),
+    [
+        ("detect_replica_mysql.json", "mysql"),
+        ("detect_replica_other_mysql.json", None),
+        ("detect_not_replica_mysql.json", None),
+    ],
+)
+def test_a_mysql_replica_is_detected_by_the_source_uuid_its_channel_reads(
+    replica: str, kind: str | None
+) -> None:
+    """``replication: unknown`` on a MySQL target: it is detected as ``mysql`` (and waited
+    for with WAIT_FOR_EXECUTED_GTID_SET) only when a channel reads from the source."""
+    with _replayed(replica) as (target, _), _replayed("detect_source_mysql.json") as (source, _):
+        found = is_replica(
+            MariaDBConnector(target.url("shop")), MariaDBConnector(source.url("shop"))
+        )
+    assert found == kind
