@@ -42,6 +42,10 @@ if TYPE_CHECKING:
     CaptureDialectFactory = Callable[[str, str | None, Sequence[str]], TriggerDialect]
     """Builds the trigger capture of some tables from a URL and password."""
 
+    EngineArguments = Callable[[str], tuple[str, dict[str, Any]]]
+    """``engine_arguments(url)``: ``url`` for SQLAlchemy without the parameters replcheck
+    reads itself, and the driver's connect arguments they mean."""
+
     ReplicaCheck = Callable[["Connector", "Connector"], str | None]
     """``is_replica(server, of)``: the ``replication:`` kind by which ``server`` replicates
     ``of`` with the product's own replication (``mariadb`` or ``mysql``, ``postgres``), None
@@ -255,6 +259,8 @@ class ProductDescription:
         replica_check: Tells whether a server replicates another one of this product by the
             product's own replication, and by which ``replication:`` kind.
         jdbc_driver: The JDBC driver Spark reads it with.
+        engine_arguments: The URL SQLAlchemy takes and the driver's connect arguments, for a
+            URL with parameters replcheck reads itself (MariaDB's TLS; None: the URL as is).
 
     The SQL computing leaf digests in a server stays with the connector
     (``Connector.digest_dialect``): whether a server can run it depends on its version and
@@ -273,6 +279,7 @@ class ProductDescription:
     capture_dialect: Lazy[CaptureDialectFactory] | None = None
     replica_check: Lazy[ReplicaCheck] | None = None
     jdbc_driver: Lazy[JdbcDriver] | None = None
+    engine_arguments: Lazy[EngineArguments] | None = None
 
     def __post_init__(self) -> None:
         if not self.schemes or any(s != s.lower() or "+" in s for s in self.schemes):

@@ -17,7 +17,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from connectors.model import RepairDialect
-from connectors.registry import without_log_parameters
+from connectors.registry import product_for, without_log_parameters
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -29,10 +29,14 @@ def build_engine(url: str, password: str | None, dialect: RepairDialect) -> Engi
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
-    parsed = make_url(without_log_parameters(url))  # SQLAlchemy's URL: the engine's own
+    text, connect_args = without_log_parameters(url), dict[str, Any]()
+    product = product_for(url)
+    if product is not None and product.engine_arguments is not None:
+        text, connect_args = product.engine_arguments.load()(text)
+    parsed = make_url(text)  # SQLAlchemy's URL: the engine's own
     if password is not None:
         parsed = parsed.set(password=password)
-    engine = sa.create_engine(parsed, pool_pre_ping=True)
+    engine = sa.create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
     statement = dialect.utc_session
     if statement is not None:
 

@@ -490,6 +490,28 @@ def running_mariadb(binlog_row_image: str = "FULL") -> Iterator[MariaDBServer]:
         server.stop()
 
 
+class _TlsMariaDBProcess(_MariaDBProcess):
+    """A private MariaDB server offering TLS with the given certificate (``tests.tls_certs``)."""
+
+    def __init__(self, cert: Path, key: Path, ca: Path) -> None:
+        super().__init__("FULL")
+        self.tls = (f"--ssl-cert={cert}", f"--ssl-key={key}", f"--ssl-ca={ca}")
+
+    def _argv(self) -> list[str]:
+        return [*super()._argv(), *self.tls]
+
+
+@contextlib.contextmanager
+def running_tls_mariadb(cert: Path, key: Path, ca: Path) -> Iterator[MariaDBServer]:
+    """Run a private MariaDB server (FULL row images) that offers TLS with ``cert``."""
+    server = _start_on_free_port(lambda: _TlsMariaDBProcess(cert, key, ca))
+    assert isinstance(server, _TlsMariaDBProcess)
+    try:
+        yield server.handle()
+    finally:
+        server.stop()
+
+
 @contextlib.contextmanager
 def haltable_mariadb() -> Iterator[_MariaDBProcess]:
     """A private MariaDB server (FULL row images) of the caller's own, to ``halt`` and

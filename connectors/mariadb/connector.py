@@ -34,6 +34,7 @@ from connectors.mariadb.snapshot_position import (
     binlog_end,
 )
 from connectors.mariadb.system_versioning import system_period, without_period_end
+from connectors.mariadb.tls import TLS_PARAMETERS, TlsSettings, access_denied, tls_refusal
 from connectors.mariadb.types import (
     MAX_LAKE_DIGITS,
     is_wide_integer,
@@ -92,6 +93,7 @@ class MariaDBConnector(Connector):
 
         url = self.endpoint
         check_parameters(url.query, self.url)
+        tls = TlsSettings.from_query(url.query, self.url)
         try:
             connection = _connection_class()(
                 host=url.host or "127.0.0.1",
@@ -102,10 +104,14 @@ class MariaDBConnector(Connector):
                 charset="utf8mb4",
                 autocommit=True,
                 connect_timeout=10,
+                **tls.pymysql_arguments(),
             )
         except pymysql.err.OperationalError as exc:
+            refused = tls_refusal(exc, tls)
+            if refused is not None:
+                raise ConfigError(f"cannot connect to {mask_url(self.url)}: {refused}") from exc
             code = exc.args[0] if exc.args else None
-            problem = "access denied (check user and password)" if code == 1045 else exc.args[-1]
+            problem = access_denied(tls) if code == 1045 else exc.args[-1]
             raise TransientError(f"cannot connect to {mask_url(self.url)}: {problem}") from exc
         with connection.cursor() as cursor:
             cursor.execute("SET time_zone = '+00:00'")
@@ -410,10 +416,11 @@ def check_parameters(query: Mapping[str, object], url: str) -> None:
         ConfigError: Names the parameter and the ones MariaDB URLs take.
     """
     for name in query:
-        if not is_log_parameter(name):
+        if not is_log_parameter(name) and name not in TLS_PARAMETERS:
             raise ConfigError(
                 f"MariaDB URL parameter {name!r} is unknown (in {mask_url(url)}); MariaDB"
-                f" URLs take only the pipeline's {list(LOG_PARAMETERS)}",
+                f" URLs take only the pipeline's {list(LOG_PARAMETERS)} and the TLS"
+                f" parameters {list(TLS_PARAMETERS)}",
                 {"parameter": name},
             )
 

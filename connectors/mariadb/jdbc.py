@@ -26,6 +26,7 @@ from connectors.jdbc import (
     Refusal,
     Transport,
 )
+from connectors.mariadb.tls import TLS_PARAMETERS
 from connectors.mariadb.types import is_wide_integer
 from connectors.mariadb.zero_dates import (
     DATED_TYPES,
@@ -133,8 +134,8 @@ def jdbc_read(
     columns: Sequence[str],
     partition_column: str | None,
 ) -> JdbcRead | None:
-    """The JDBC read of ``columns`` (None: a column has no exact transport, or the server
-    is MySQL)."""
+    """The JDBC read of ``columns`` (None: a column has no exact transport, the server is
+    MySQL, or the URL sets TLS)."""
     quote = connector.quote
     selects, transports, refusals = [], {}, {}
     for name in columns:
@@ -148,9 +149,11 @@ def jdbc_read(
     selects.append(f"{POSITION_SQL} AS {quote(POSITION_COLUMN)}")
     if partition_column is not None:
         selects.append(f"{quote(partition_column)} AS {quote(PARTITION_KEY)}")
+    url = connector.endpoint
+    if any(name in url.query for name in TLS_PARAMETERS):
+        return None  # Connector/J's own TLS settings are not mapped: the Python read
     if not connector.is_mariadb():
         return None
-    url = connector.endpoint
     properties = {
         "driver": DRIVER.class_name,
         "user": url.username or "",

@@ -32,7 +32,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import replace
 from fnmatch import fnmatchcase
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cdc_core.config import Secret, mask_url
 from cdc_core.errors import ConfigError
@@ -42,6 +42,7 @@ from connectors.mariadb.missing_columns import MissingColumns
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import SYSTEM_VERSIONED
+from connectors.mariadb.tls import TLS_PARAMETERS
 from connectors.mariadb.url_parameters import LOG_PARAMETERS
 from connectors.model import LogSource
 
@@ -61,12 +62,16 @@ def source_config(url: str, password: str | None, tables: Sequence[str]) -> Mari
         ConfigError: An unknown parameter or a value of the wrong kind.
     """
     parts = urlsplit(url)
+    given = parse_qsl(parts.query, keep_blank_values=True)
+    tls = urlencode([(name, value) for name, value in given if name in TLS_PARAMETERS])
     config = MariaDBSourceConfig(
-        urlunsplit(parts._replace(query="")),
+        urlunsplit(parts._replace(query=tls)),  # TLS: every connection's, not the log's only
         tuple(tables),
         Secret(password) if password is not None else None,
     )
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in given:
+        if name in TLS_PARAMETERS:
+            continue
         if name.startswith("key.") and len(name) > 4:
             keys = {**config.keys, name[4:]: _key_columns(name, value)}
             config = replace(config, keys=keys)
@@ -76,7 +81,8 @@ def source_config(url: str, password: str | None, tables: Sequence[str]) -> Mari
             config = replace(config, heartbeat_s=_number(name, value, float))
         else:
             raise ConfigError(
-                f"MariaDB source URL parameter {name!r} is unknown; known: {list(LOG_PARAMETERS)}",
+                f"MariaDB source URL parameter {name!r} is unknown; known:"
+                f" {[*LOG_PARAMETERS, *TLS_PARAMETERS]}",
                 {"parameter": name},
             )
     return config

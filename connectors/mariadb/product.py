@@ -25,4 +25,5 @@ MARIADB = ProductDescription(
     log_status=Lazy("connectors.mariadb.log_status:read_log_status"),
     replica_check=Lazy("connectors.mariadb.replica:is_replica"),
     jdbc_driver=Lazy("connectors.mariadb.jdbc:DRIVER"),
+    engine_arguments=Lazy("connectors.mariadb.tls:sqlalchemy_arguments"),
 )

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import mask_url
 from cdc_core.drivers import driver_import
+from cdc_core.errors import ConfigError
 from connectors.mariadb.binlog.compressed import TRANSACTION_PAYLOAD, unpacked
 from connectors.mariadb.errors import (
     CONNECTION_LOST_CODES,
@@ -33,6 +34,7 @@ from connectors.mariadb.errors import (
     ReplicationPrivilegeError,
 )
 from connectors.mariadb.flavour import ServerFlavour, detect_flavour
+from connectors.mariadb.tls import TlsSettings, tls_refusal
 
 if TYPE_CHECKING:
     from connectors.mariadb.source_config import MariaDBSourceConfig
@@ -54,6 +56,7 @@ class StreamSettings:
     server_id: int
     heartbeat_s: float
     display: str  # the URL without its password, for messages
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     @classmethod
     def from_config(cls, config: MariaDBSourceConfig, password: str | None) -> StreamSettings:
@@ -68,6 +71,7 @@ class StreamSettings:
             server_id=config.server_id,
             heartbeat_s=config.heartbeat_s,
             display=mask_url(config.url),
+            tls=TlsSettings.from_query(parsed.query, config.url),
         )
 
     def connection(self) -> dict[str, Any]:
@@ -81,6 +85,7 @@ class StreamSettings:
             "password": self.password or "",
             "connect_timeout": 10,
             "read_timeout": read_timeout,
+            **self.tls.pymysql_arguments(),
         }
 
 
@@ -176,6 +181,9 @@ def _translate(exc: Exception, settings: StreamSettings, position: str) -> Excep
     """The replcheck error of a server error (or the error itself when it is none of ours)."""
     code = exc.args[0] if exc.args else None
     detail = str(exc.args[-1]) if exc.args else str(exc)
+    refused = tls_refusal(exc, settings.tls)
+    if refused is not None:
+        return ConfigError(f"cannot connect to {settings.display}: {refused}")
     if code in _ACCESS_DENIED:
         return ReplicationPrivilegeError.missing(settings.display, settings.user, detail)
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG:

@@ -3,7 +3,9 @@ reader, serving binlog files written by ``binlog_encoder``.
 
 It speaks (https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_basics.html):
 
-- the v10 handshake, ``mysql_native_password`` offered and any password accepted (no TLS);
+- the v10 handshake, ``mysql_native_password`` offered and any password accepted (no TLS),
+  or, given ``auth`` (``fake_auth``), ``caching_sha2_password`` with its one password,
+  over TLS when it has a TLS context;
 - ``COM_QUERY`` answered from a list of recorded answers (a regular expression per
   statement, a result set or OK), or, given a ``recording`` (``recorded_session``), from it
   alone, each recorded exchange once (a result set, OK or a server error); a statement with
@@ -35,12 +37,16 @@ from tests.connectors.mysql.binlog_encoder import (
     heartbeat,
     packed,
 )
+from tests.connectors.mysql.fake_auth import ER_ACCESS_DENIED, PLUGIN, Sha2Auth
 
 COM_QUIT, COM_QUERY, COM_PING, COM_BINLOG_DUMP, COM_REGISTER_SLAVE = 1, 3, 14, 0x12, 0x15
 # Capability flags offered: LONG_PASSWORD, FOUND_ROWS, LONG_FLAG, CONNECT_WITH_DB,
 # PROTOCOL_41, TRANSACTIONS, SECURE_CONNECTION, MULTI_RESULTS, PLUGIN_AUTH.
 CAPABILITIES = 0x1 | 0x2 | 0x4 | 0x8 | 0x200 | 0x2000 | 0x8000 | 0x20000 | 0x80000
+CLIENT_SSL, CLIENT_SECURE_CONNECTION = 0x800, 0x8000
+SSL_REQUEST_SIZE = 32  # a client asking for TLS sends this much of its answer first
 SERVER_STATUS_AUTOCOMMIT = 0x0002
+NONCE = b"abcdefgh" + b"ijklmnopqrst"  # the handshake's scramble (20 bytes)
 LONGLONG, VAR_STRING = 8, 253  # column types of result sets
 BINARY_COLLATION, UTF8MB4_GENERAL_CI = 63, 45
 ER_PARSE_ERROR = 1064
@@ -166,6 +172,7 @@ class FakeMySQLServer:
         version: The version the handshake announces.
         heartbeat_s: How often a dump that reached the end sends a heartbeat.
         recording: A recorded session: it alone answers ``COM_QUERY`` (``answers`` unused).
+        auth: ``caching_sha2_password`` with one password (None: any password, natively).
     """
 
     files: Sequence[BinlogFile]
@@ -173,6 +180,7 @@ class FakeMySQLServer:
     version: str = "8.0.36"
     heartbeat_s: float = 0.05
     recording: Replay | None = None
+    auth: Sha2Auth | None = None
     statements: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
     dumps: list[tuple[str, int]] = field(default_factory=list)
@@ -261,7 +269,8 @@ class _Session:
         self.sequence = 0
 
     def run(self) -> None:
-        self._handshake()
+        if not self._handshake():
+            return
         while True:
             packet = self._read()
             command, body = packet[0], packet[1:]
@@ -279,28 +288,52 @@ class _Session:
             else:
                 self._error(ER_PARSE_ERROR, f"the fake server has no command {command}")
 
-    def _handshake(self) -> None:
-        scramble = b"abcdefgh" + b"ijklmnopqrst"
+    def _handshake(self) -> bool:
+        """Greet the client and authenticate it; whether it got in."""
+        auth = self.server.auth
+        tls = auth.tls if auth is not None else None
+        capabilities = CAPABILITIES | (CLIENT_SSL if tls is not None else 0)
+        plugin = PLUGIN if auth is not None else "mysql_native_password"
         greeting = (
             bytes([10])
             + self.server.version.encode()
             + b"\0"
             + struct.pack("<I", 1)
-            + scramble[:8]
+            + NONCE[:8]
             + b"\0"
             + struct.pack(
-                "<HBHH", CAPABILITIES & 0xFFFF, 255, SERVER_STATUS_AUTOCOMMIT, CAPABILITIES >> 16
+                "<HBHH", capabilities & 0xFFFF, 255, SERVER_STATUS_AUTOCOMMIT, capabilities >> 16
             )
             + bytes([21])
             + b"\0" * 10
-            + scramble[8:]
+            + NONCE[8:]
             + b"\0"
-            + b"mysql_native_password\0"
+            + plugin.encode()
+            + b"\0"
         )
         self.sequence = 0
         self._write(greeting)
-        self._read()  # the handshake response: any user and password
-        self._ok()
+        answer = self._read()
+        secure = tls is not None and len(answer) == SSL_REQUEST_SIZE
+        if secure:
+            assert tls is not None
+            self.client = tls.wrap_socket(self.client, server_side=True)
+            answer = self._read()
+        if auth is None or auth.admits(self, _auth_answer(answer), NONCE, secure):
+            self._ok()
+            return True
+        self._error(
+            ER_ACCESS_DENIED, "Access denied for user 'repl'@'127.0.0.1' (using password: YES)"
+        )
+        return False
+
+    def read(self) -> bytes:
+        """The client's next packet (``fake_auth.Exchange``)."""
+        return self._read()
+
+    def write(self, payload: bytes) -> None:
+        """Send one packet (``fake_auth.Exchange``)."""
+        self._write(payload)
 
     def _query(self, sql: str) -> None:
         try:
@@ -351,6 +384,15 @@ class _Session:
         header = len(payload).to_bytes(3, "little") + bytes([self.sequence])
         self.sequence = (self.sequence + 1) % 256
         self.client.sendall(header + payload)
+
+
+def _auth_answer(packet: bytes) -> bytes:
+    """The authentication answer of a HandshakeResponse41 (after the user name)."""
+    (flags,) = struct.unpack_from("<I", packet)
+    at = packet.index(b"\0", SSL_REQUEST_SIZE) + 1
+    if flags & CLIENT_SECURE_CONNECTION:
+        return packet[at + 1 : at + 1 + packet[at]]
+    return packet[at : packet.index(b"\0", at)]
 
 
 def _column_definition(name: str, numeric: bool) -> bytes:
