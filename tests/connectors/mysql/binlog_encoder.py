@@ -300,6 +300,16 @@ class BinlogFile:
         images = [table.image(before) + table.image(after) for before, after in rows]
         return self._rows(UPDATE_ROWS_EVENT, table, images, True)
 
+    def partial_update_rows(
+        self, table: Table, rows: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]
+    ) -> bytes:
+        """PARTIAL_UPDATE_ROWS_EVENT, as MySQL writes updates with
+        ``binlog_row_value_options=PARTIAL_JSON``: UPDATE_ROWS v2 whose after-images start
+        with their ``value_options`` (a packed integer; 0 here: every value whole, so no
+        bitmap of partially updated JSON columns follows)."""
+        images = [table.image(b) + packed(0) + table.image(a) for b, a in rows]
+        return self._rows(PARTIAL_UPDATE_ROWS_EVENT, table, images, True)
+
     def delete_rows(self, table: Table, rows: Sequence[Mapping[str, object]]) -> bytes:
         """DELETE_ROWS_EVENT (v2): deleted rows' before-images."""
         return self._rows(DELETE_ROWS_EVENT, table, [table.image(row) for row in rows], False)

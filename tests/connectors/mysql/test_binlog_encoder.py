@@ -57,6 +57,7 @@ def _parse(binlog: BinlogFile) -> list[Any]:
             row_event.TableMapEvent,
             row_event.WriteRowsEvent,
             row_event.UpdateRowsEvent,
+            row_event.PartialUpdateRowsEvent,
             row_event.DeleteRowsEvent,
         }
     )
@@ -141,3 +142,13 @@ def test_a_payload_header_is_written_as_mysql_encodes_it() -> None:
     event = binlog.transaction_payload(b"abc", uncompressed_size=300)
     header = bytes([2, 1, 0]) + bytes([3, 3, 0xFC, 0x2C, 0x01]) + bytes([1, 1, 3]) + bytes([0])
     assert event[19:-4] == header + b"abc"
+
+
+def test_a_partial_update_parses_to_its_images() -> None:
+    binlog = BinlogFile("binlog.000001")
+    binlog.format_description("8.0.36")
+    binlog.table_map(T)
+    binlog.partial_update_rows(T, [(NULLS, ROW)])
+    _fde, _table_map, partial = _parse(binlog)
+    assert type(partial).__name__ == "PartialUpdateRowsEvent"
+    assert [(row["before_values"], row["after_values"]) for row in partial.rows] == [(NULLS, ROW)]
