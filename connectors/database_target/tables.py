@@ -18,7 +18,14 @@ from cdc_core.capture.source import RefusedColumn, TableDescription
 from cdc_core.errors import TerminalError
 from cdc_core.names import parse_table, same_table
 from cdc_core.rebuild.copies import has_copies
-from connectors.database_target.types import MYSQL, column_type, holds_column, unheld
+from connectors.database_target.types import (
+    MYSQL,
+    column_type,
+    holds_column,
+    json_texts,
+    target_table,
+    unheld,
+)
 from connectors.model import TableSchema
 from connectors.sql_target import unescaped_backticks
 
@@ -52,8 +59,14 @@ class TargetTables:
 
     @property
     def dialect(self) -> str:
-        """The target's SQLAlchemy dialect name."""
-        return str(self.engine.dialect.name)
+        """The target's product as the type map names it: ``mariadb``, ``mysql`` (MySQL
+        itself) or ``postgresql`` (SQLAlchemy's dialect is ``mysql`` for both of the first
+        two until it has connected and seen the server)."""
+        dialect = self.engine.dialect
+        if dialect.name in MYSQL and getattr(dialect, "server_version_info", None) is None:
+            with self.engine.connect():
+                pass
+        return "mariadb" if getattr(dialect, "is_mariadb", False) else str(dialect.name)
 
     def name_of(self, table: str) -> tuple[str | None, str]:
         """The target's ``(schema, table)`` of source table ``table``.
@@ -206,20 +219,14 @@ class TargetTables:
             )
         schema, name = self.name_of(description.table)
         source = self.describe_source(description.table)
-        columns = [
-            sa.Column(
-                column,
-                self._type(source, description, column),
-                primary_key=column in description.key,
-                nullable=column not in description.key,
-                autoincrement=False,
-            )
-            for column in description.schema.names
-        ]
+        names = description.schema.names
+        types = {column: self._type(source, description, column) for column in names}
+        texts = json_texts([source.column(column) for column in names], self.dialect)
+        table = target_table(name, schema, description.key, types, texts)
         with self.engine.begin() as connection:
             if schema is not None:
                 connection.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
-            sa.Table(name, sa.MetaData(), *columns, schema=schema).create(connection)
+            table.create(connection)
 
     def _type(self, source: TableSchema, description: TableDescription, name: str) -> Any:
         try:

@@ -6,12 +6,15 @@ The map keeps every value exactly and lets the validator compare source and targ
 no rule: integers as BIGINT (MariaDB's BIGINT UNSIGNED as NUMERIC(20)), decimals with their
 precision and scale, times and timestamps with microseconds, instants as TIMESTAMPTZ
 (MariaDB has no zoned type: DATETIME(6) holding UTC, the session being in UTC), JSON as
-JSON, UUIDs as UUID (CHAR(36) on MariaDB). Key columns of a text or binary type get a
+JSON (on MySQL itself LONGTEXT checked by ``json_valid``, as MariaDB's JSON is: MySQL's
+JSON type rewrites a document, its keys reordered, duplicate keys dropped and numbers beyond
+a double rounded), UUIDs as UUID (CHAR(36) on MariaDB). Key columns of a text or binary type get a
 bounded length on MariaDB, which cannot index an unbounded one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cdc_core.capture.source import RefusedColumn, RefusedColumnsError
@@ -20,6 +23,7 @@ from connectors.model import SourceColumn
 from merkle import types as lt
 
 if TYPE_CHECKING:
+    import sqlalchemy as sa
     from sqlalchemy.types import TypeEngine
 
 KEY_LENGTH = 255  # characters (or bytes) of a text or binary key column on MariaDB
@@ -72,6 +76,36 @@ def unheld(column: SourceColumn, dialect: str) -> RefusedColumn:
     )
 
 
+def target_table(
+    name: str,
+    schema: str | None,
+    key: Sequence[str],
+    types: Mapping[str, TypeEngine[Any]],
+    json_texts: Sequence[str] = (),
+) -> sa.Table:
+    """The target table of columns ``types`` (in order) keyed by ``key``; ``json_texts``:
+    JSON columns held as text on MySQL, each checked by ``json_valid`` as MariaDB checks
+    its JSON (``_mapped``)."""
+    import sqlalchemy as sa
+    from sqlalchemy.dialects import mysql
+
+    columns = [
+        sa.Column(
+            column, kind, primary_key=column in key, nullable=column not in key, autoincrement=False
+        )
+        for column, kind in types.items()
+    ]
+    quote = mysql.dialect().identifier_preparer.quote_identifier  # always quoted
+    checks = [sa.CheckConstraint(f"json_valid({quote(column)})") for column in json_texts]
+    return sa.Table(name, sa.MetaData(), *columns, *checks, schema=schema)
+
+
+def json_texts(columns: Sequence[SourceColumn], dialect: str) -> list[str]:
+    """The columns of a ``dialect`` target held as JSON text (MySQL itself: ``_mapped``)."""
+    on_mysql = dialect == "mysql"
+    return [c.name for c in columns if on_mysql and isinstance(c.ltype, lt.JsonType)]
+
+
 def _mapped(ltype: lt.LogicalType, native: str, dialect: str, key: bool) -> Any:
     import sqlalchemy as sa
     from sqlalchemy.dialects import mysql, postgresql
@@ -97,7 +131,7 @@ def _mapped(ltype: lt.LogicalType, native: str, dialect: str, key: bool) -> Any:
     simple: dict[type, Any] = {
         lt.BooleanType: sa.Boolean(),
         lt.DateType: sa.Date(),
-        lt.JsonType: sa.JSON(),
+        lt.JsonType: mysql.LONGTEXT() if dialect == "mysql" else sa.JSON(),
     }
     if type(ltype) in simple:
         return simple[type(ltype)]

@@ -93,7 +93,7 @@ def test_a_mariadb_target_refuses_a_timetz_before_writing_and_holds_an_interval(
     message = refused.value.message
     assert message.startswith(
         "table public.b: column tz (time with time zone): no type in a"
-        " mysql target that holds its values exactly"
+        " mariadb target that holds its values exactly"
     ), message
     assert "ignore_columns: {public.b: [tz]}" in message, message
     assert _tables(target_url) <= {"replcheck_progress"}  # public.a is not loaded either
