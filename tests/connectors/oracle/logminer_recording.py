@@ -132,11 +132,15 @@ class RecordedCursor:
         self.arraysize = 100
         self.rows: list[tuple[Any, ...]] = []
         self.error: dict[str, Any] | None = None
+        self.description: list[tuple[str]] | None = None
 
     def __enter__(self) -> RecordedCursor:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
         return None
 
     def execute(self, statement: str, binds: dict[str, object] | None = None, **named: Any) -> None:
@@ -145,6 +149,8 @@ class RecordedCursor:
         if self.error is not None and not exchange.get("after_rows"):
             raise _error(self.error)
         self.rows = [_row(row) for row in exchange.get("rows", [])]
+        # A statement with rows has a result's description (python-oracledb: None without).
+        self.description = [("ROW",)] if "rows" in exchange else None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         return self.fetchmany(len(self.rows) + 1)
@@ -193,6 +199,7 @@ class RecordingCursor:
         self.cursor = cursor
         self.exchanges = exchanges
         self._held: list[tuple[Any, ...]] = []
+        self._failed: Exception | None = None
 
     def __enter__(self) -> RecordingCursor:
         return self
@@ -217,33 +224,55 @@ class RecordingCursor:
         if sent:
             exchange["binds"] = {key: to_json(value) for key, value in sent.items()}
         self.exchanges.append(exchange)
+        self._held, self._failed = [], None
         try:
             self.cursor.execute(statement, sent)
-            rows = self.cursor.fetchall() if self.cursor.description else []
         except oracledb.DatabaseError as exc:
-            (error,) = exc.args
-            exchange["error"] = {"code": error.code, "message": error.message}
+            exchange["error"] = _error_of(exc)
             raise
+        if not self.cursor.description:
+            return  # no result: no "rows"
+        try:
+            while batch := self.cursor.fetchmany(self.cursor.arraysize or 100):
+                self._held.extend(tuple(row) for row in batch)
+        except oracledb.DatabaseError as exc:  # mid-read: the rows, then the error
+            self._failed = exc
+            exchange |= {"error": _error_of(exc), "after_rows": True}
         contents = name is not None and name.startswith("CONTENTS(")
         exchange["rows"] = [
-            dict(zip(CONTENTS_COLUMNS, map(to_json, row), strict=True))
-            if contents
-            else [to_json(value) for value in row]
-            for row in rows
+            _contents_row(row) if contents else list(map(to_json, row)) for row in self._held
         ]
-        self._held = [tuple(row) for row in rows]
 
     def fetchall(self) -> list[tuple[Any, ...]]:
-        rows, self._held = self._held, []
-        return rows
+        return self.fetchmany(len(self._held) + 1)
 
     def fetchone(self) -> tuple[Any, ...] | None:
-        return self._held.pop(0) if self._held else None
+        rows = self.fetchmany(1)
+        return rows[0] if rows else None
 
     def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
+        if not self._held and self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
         count = size or self.arraysize
         rows, self._held = self._held[:count], self._held[count:]
         return rows
+
+
+def _contents_row(row: Sequence[Any]) -> dict[str, Any]:
+    """A V$LOGMNR_CONTENTS row as the format holds it: NULL columns left out."""
+    values = zip(CONTENTS_COLUMNS, map(to_json, row), strict=True)
+    return {column: value for column, value in values if value is not None}
+
+
+def _error_of(exc: Exception) -> dict[str, Any]:
+    (error,) = exc.args
+    return {"code": error.code, "message": error.message}
+
+
+def recording_connect(connect: Any, exchanges: list[dict[str, Any]]) -> Any:
+    """``connect`` whose connections record every statement and call into ``exchanges``."""
+    return lambda: RecordingConnection(connect(), exchanges)
 
 
 class RecordingConnection:

@@ -4,6 +4,11 @@ They run only when ``REPLCHECK_ORACLE_URL`` is set (``oracle+oracledb://user@hos
 ?service_name=NAME``, password in ``REPLCHECK_ORACLE_PASSWORD``); the user needs the grants
 ``errors.PRIVILEGE_FIX`` lists plus CREATE TABLE, and the database ARCHIVELOG mode with
 minimal supplemental logging. Each test creates and drops its own table.
+
+With ``REPLCHECK_ORACLE_RECORD`` naming a directory, the capture test also writes the
+reader's LogMiner session there (``session_live_capture.json``, ``origin: captured``), in
+the format the offline session tests replay (``logminer_recording``), so a first user with
+a server can turn the hand-written sessions into captured ones.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableChanged
 from cdc_core.rebuild.full_width import RebuildConfig
 from connectors.oracle.connector import OracleConnector
-from connectors.oracle.log_reader import LogMinerConfig
+from connectors.oracle.log_reader import LogMinerConfig, OracleLogReader
 from connectors.oracle.log_source import log_reader
 from connectors.oracle.snapshot import OracleSnapshotReader
 from connectors.oracle.unavailable_columns import UnavailableColumns
 from connectors.registry import connector_for
 from tests.connectors.oracle.harness import Core
+from tests.connectors.oracle.logminer_recording import recording_connect, save
 
 pytestmark = pytest.mark.oracle
+RECORD = "REPLCHECK_ORACLE_RECORD"
 MAX_IDLE_POLLS = 120  # give up (and fail) after this many polls without the last commit
 
 
@@ -89,6 +96,10 @@ def test_live_capture_rebuilds_exact_committed_events(
 ) -> None:
     name = table.split(".")[1]
     reader = log_reader(oracle, [table], LogMinerConfig(window_scns=50_000, poll_interval_s=0.5))
+    exchanges: list[dict[str, Any]] = []
+    if os.environ.get(RECORD):  # the same reader, its connections recorded
+        connect = recording_connect(oracle.connect, exchanges)
+        reader = OracleLogReader(connect, reader.tables, reader.config)
     start = reader.end_position()
     run_sql(oracle, [
         f"INSERT INTO \"{name}\" VALUES (1, 'a''b', 10.5, TIMESTAMP '2026-05-01 10:00:00.123456')",
@@ -107,6 +118,9 @@ def test_live_capture_rebuilds_exact_committed_events(
         events = core.feed(changes_until_commits(reader.iter_changes(start), 2))
     finally:
         reader.close()
+        if os.environ.get(RECORD):
+            where = Path(os.environ[RECORD]) / "session_live_capture.json"
+            save(where, "test_live_capture_rebuilds_exact_committed_events", exchanges)
     mine = [e for e in events if e.table == table]
     first = {"ID": 1, "NAME": "a'b", "AMOUNT": Decimal("10.5"), "AT": _at()}
     assert [(e.op, e.after) for e in mine] == [

@@ -11,6 +11,7 @@ so is for the live tests (``test_live``, REPLCHECK_ORACLE_URL) to show.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,12 @@ from connectors.oracle.errors import (
 from connectors.oracle.log_reader import OracleLogReader
 from connectors.oracle.source_config import Dictionary, LogMinerConfig
 from tests.connectors.oracle.harness import DATA
-from tests.connectors.oracle.logminer_recording import RecordedConnection, Recording
+from tests.connectors.oracle.logminer_recording import (
+    RecordedConnection,
+    Recording,
+    recording_connect,
+    save,
+)
 from tests.connectors.oracle.replay import load_tables
 
 TABLES = {"SHOP.ORDERS": load_tables(DATA / "shop_tables.json")["SHOP.ORDERS"]}
@@ -62,7 +68,11 @@ def run(name: str, config: LogMinerConfig, idles: int) -> list[tuple[Any, ...]]:
     and check every recorded exchange was asked for; the changes summarised."""
     recording = Recording(DATA / name)
     assert recording.origin == "hand-written"
-    reader = reader_of(recording, config)
+    return read(reader_of(recording, config), recording, idles)
+
+
+def read(reader: OracleLogReader, recording: Recording, idles: int) -> list[tuple[Any, ...]]:
+    """``run``'s read, by a reader answered from ``recording``."""
     try:
         changes = until_idles(reader.iter_changes(Position(1000, "1000")), idles)
     finally:
@@ -218,3 +228,29 @@ def test_windows_after_a_quiet_poll_start_where_the_last_one_ended() -> None:
     reader = reader_of(state("PRIMARY", "READ WRITE", *more), NO_FLUSH)
     changes = reader.iter_changes(Position(1000, "1000"))
     assert [summary(next(changes)) for _ in range(2)] == [("idle", 999), ("idle", 999)]
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "idles"),
+    [
+        ("session_log_switch.json", LogMinerConfig(), 2),
+        ("session_log_overwritten.json", NO_FLUSH, 1),
+        ("session_standby.json", LogMinerConfig(mining="standby"), 1),
+    ],
+)
+def test_the_recorder_writes_what_the_replay_reads(
+    tmp_path: Path, name: str, config: LogMinerConfig, idles: int
+) -> None:
+    """REPLCHECK_ORACLE_RECORD's recorder (``recording_connect``) over a replayed session
+    in place of a server: it writes the same exchanges (an error in the middle of a read
+    included), marked captured, and the reader replays them to the same changes."""
+    exchanges: list[dict[str, Any]] = []
+    recording = Recording(DATA / name)
+    connect = recording_connect(lambda: RecordedConnection(recording), exchanges)
+    reader = OracleLogReader(connect, TABLES, config, sleep=lambda _: None)
+    first = read(reader, recording, idles)
+    save(tmp_path / name, f"{name} recorded again", exchanges)
+    assert exchanges == json.loads((DATA / name).read_text(encoding="utf-8"))["exchanges"]
+    captured = Recording(tmp_path / name)
+    assert captured.origin == "captured"
+    assert read(reader_of(captured, config), captured, idles) == first
