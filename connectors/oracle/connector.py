@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from cdc_core.capture.source import LOCATOR_COLUMN
 from cdc_core.drivers import driver_import
@@ -54,6 +55,16 @@ class OracleConnector(Connector):
             raise TransientError(f"cannot connect to Oracle at {dsn}: {exc}") from exc
         connection.outputtypehandler = _exact_numbers
         return connection
+
+    def at_instance(self, instance: str) -> OracleConnector:
+        """A connector of the same user and password to ``instance`` (``host[:port]/service``:
+        a LogMiner ``mining_instance``)."""
+        url = self.endpoint
+        address, _, service = instance.partition("/")
+        user = quote(url.username or "", safe="")
+        return OracleConnector(
+            f"{url.drivername}://{user}@{address}/?service_name={service}", self.password
+        )
 
     def owner(self) -> str:
         return (self.endpoint.username or "").upper()

@@ -24,6 +24,12 @@ One loop iteration mines one SCN window ``[low, high]``:
    skipping the rows it already fed: a window's rows come back in the same redo order from
    either copy.
 
+With ``mining_instance`` (the Active Data Guard "LogMiner on another instance" method) the
+LogMiner session (steps 3-5: the NLS setup, ``ADD_LOGFILE``, ``START_LOGMNR``, the contents
+query, ``END_LOGMNR``) runs on a connection to that instance, by the log files' names the
+database lists; everything else (the role, the SCN, the log lists, the tables) is read from
+the database itself, which is never written in standby mode.
+
 Windows split at SCN boundaries, and all rows of one SCN lie in one window, so a CSF
 continuation or a row movement pair never straddles two windows, and re-mining from a
 position yields the same changes in the same order.
@@ -161,14 +167,17 @@ class OracleLogReader:
         config: LogMinerConfig | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        mine: Callable[[], Any] | None = None,
     ) -> None:
         if not tables:
             raise ConfigError("an Oracle log reader needs at least one captured table")
         self._connect = connect
+        self._mine = mine
         self.tables = dict(tables)
         self.config = config or LogMinerConfig()
         self._sleep = sleep
         self._connection: Any = None
+        self._mining: Any = None
         self._added: tuple[str, ...] = ()
         self._flush_ready = False
 
@@ -188,7 +197,7 @@ class OracleLogReader:
         """Raw changes and classified DDL from ``start`` (inclusive) on; never ends, yields
         ``Idle`` when caught up. ``tables`` follows the DDL read (``describe`` too)."""
         self._check_database()
-        self._execute(lm.SESSION_SETUP, {}, "set the session's NLS formats")
+        self._run(self._mining_cursor(), lm.SESSION_SETUP, {}, "set the session's NLS formats")
         assembler = ChangeAssembler(self.tables, self._server_zone())
         low = start.value if start is not None else self.end_position().value
         while True:
@@ -228,13 +237,14 @@ class OracleLogReader:
             )
 
     def close(self) -> None:
-        """End the LogMiner session and close the connection."""
-        if self._connection is None:
-            return
-        with contextlib.suppress(Exception):  # ending a session that never started fails
-            self._connection.cursor().execute(lm.END_LOGMNR)
-        self._connection.close()
-        self._connection, self._added = None, ()
+        """End the LogMiner session and close the connection(s)."""
+        mining = self._mining if self._mine is not None else self._connection
+        if mining is not None:
+            with contextlib.suppress(Exception):  # ending a session that never started fails
+                mining.cursor().execute(lm.END_LOGMNR)
+        for connection in {id(c): c for c in (self._mining, self._connection) if c}.values():
+            connection.close()
+        self._connection, self._mining, self._added = None, None, ()
 
     # -- database state ------------------------------------------------------------------
     def _check_database(self) -> None:
@@ -345,7 +355,7 @@ class OracleLogReader:
             logger.info("LogMiner: adding %s logs for SCN %s..%s", len(names), low, high)
             for index, name in enumerate(names):
                 statement = lm.ADD_FIRST_LOGFILE if index == 0 else lm.ADD_LOGFILE
-                self._execute(statement, {"name": name}, "add a redo log", scn=low)
+                self._run(self._mining_cursor(), statement, {"name": name}, "add a redo log", low)
             self._added = names
         dictionary = self.config.dictionary
         start, extra = lm.START_WITH_ONLINE_CATALOG, {}
@@ -355,7 +365,7 @@ class OracleLogReader:
             start, extra = lm.START_WITH_DICTIONARY_FILE, {"dictionary_file": dictionary.path}
         binds = {"start_scn": low, "end_scn": high, **extra}
         try:
-            self._execute(start, binds, "start LogMiner", scn=low)
+            self._run(self._mining_cursor(), start, binds, "start LogMiner", low)
         except MissingLogError as exc:
             if dictionary.kind != "flat_file":
                 raise
@@ -393,7 +403,7 @@ class OracleLogReader:
         pairs = [parse_table(table).parts for table in sorted(self.tables)]
         query = lm.contents_query(len(pairs))
         binds = lm.contents_binds(low, high, pairs)  # type: ignore[arg-type]
-        cursor = self._open().cursor()
+        cursor = self._mining_cursor()
         cursor.arraysize = 1000
         self._run(cursor, query, binds, "query V$LOGMNR_CONTENTS", scn=low)
         while batch := self._fetch_batch(cursor, low):
@@ -417,6 +427,15 @@ class OracleLogReader:
         if self._connection is None:
             self._connection = self._connect()
         return self._connection
+
+    def _mining_cursor(self) -> Any:
+        """A cursor of the LogMiner session: on the mining instance's connection when the
+        config names one (``mining_instance``), else on the database's."""
+        if self._mine is None:
+            return self._open().cursor()
+        if self._mining is None:
+            self._mining = self._mine()
+        return self._mining.cursor()
 
     def _scalar(self, query: str, action: str) -> Any:
         return self._fetch(query, {}, action)[0][0]

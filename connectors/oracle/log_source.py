@@ -32,7 +32,9 @@ def log_reader(
         owner, name = sql.split_table(table, connector.owner())
         exact = format_table(owner, name)
         schemas[exact] = connector.reflect(exact)
-    reader = OracleLogReader(connector.connect, schemas, config)
+    mine = None if config is None else config.mining_instance
+    mining = None if mine is None else connector.at_instance(mine).connect
+    reader = OracleLogReader(connector.connect, schemas, config, mine=mining)
     reader.check_tables()
     return reader
 

@@ -7,6 +7,7 @@ them. For example::
 
     oracle+oracledb://cdc@adg1:1521/?service_name=SALES&mining=standby
         &dictionary=flat_file:/u01/logmnr/dictionary.ora&window_scns=50000&archive_dest=1,2
+        &mining_instance=logmnr1:1521/LOGMNR
 
 Each value is checked when the source is opened (``__post_init__``), and each error says
 what to run on the server. The reader checks the database against them when it starts
@@ -16,6 +17,7 @@ what to run on the server. The reader checks the database against them when it s
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -77,6 +79,16 @@ def _mining(text: str) -> str:
     return text
 
 
+_INSTANCE = re.compile(r"^[\w.-]+(:\d+)?/[\w.$#-]+$")
+
+
+def _instance(text: str) -> str | None:
+    """``host[:port]/service``: Easy Connect without a protocol (ValueError otherwise)."""
+    if text and not _INSTANCE.match(text):
+        raise ValueError(text)
+    return text or None
+
+
 def _destinations(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(",") if part.strip())
 
@@ -120,6 +132,12 @@ class LogMinerConfig:
     server_time_zone: str | None = field(
         default=None, metadata=_setting(_table, "the IANA zone of the server's clock")
     )
+    mining_instance: str | None = field(
+        default=None,
+        metadata=_setting(
+            _instance, "host:port/service of an instance that runs LogMiner (same user)"
+        ),
+    )
 
     def __post_init__(self) -> None:
         if self.mining not in ("primary", "standby"):
@@ -131,6 +149,14 @@ class LogMinerConfig:
             raise ConfigError("oracle window_scns must be >= 1")
         if self.poll_interval_s < 0:
             raise ConfigError("oracle poll_interval_s must be >= 0")
+        if self.mining_instance and self.dictionary.kind == "online_catalog":
+            raise ConfigError(
+                "Oracle mining_instance mines the database's logs elsewhere, whose own catalog"
+                " does not describe the mined tables: set dictionary=redo_logs, or"
+                " dictionary=flat_file:<path the mining instance reads> built with"
+                f" {BUILD_FLAT_FILE}",
+                {"parameter": "mining_instance"},
+            )
         bad = [dest for dest in self.archive_dest if not 1 <= dest <= MAX_ARCHIVE_DEST]
         if bad or len(set(self.archive_dest)) != len(self.archive_dest):
             raise ConfigError(

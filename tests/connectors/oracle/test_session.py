@@ -131,6 +131,35 @@ def test_standby_mining_writes_nothing_and_reads_the_standby_redo_log() -> None:
     ]  # fmt: skip
 
 
+def test_a_mining_instance_runs_the_logminer_session_and_the_standby_is_only_read() -> None:
+    """Hand-written recordings, one per connection: the standby answers its role, the SCN
+    redo apply reached and its logs by file name; the mining instance (mining_instance)
+    runs NLS setup, ADD_LOGFILE by those names, START_LOGMNR with the flat-file
+    dictionary, the contents query and END_LOGMNR. Each recording fails on a statement of
+    the other."""
+    database = Recording(DATA / "session_mining_instance_database.json")
+    logmnr = Recording(DATA / "session_mining_instance_logmnr.json")
+    assert (database.origin, logmnr.origin) == ("hand-written", "hand-written")
+    config = LogMinerConfig(
+        mining="standby",
+        dictionary=Dictionary("flat_file", "/u02/logmnr/dictionary.ora"),
+        mining_instance="logmnr1:1521/LOGMNR",
+    )
+    reader = OracleLogReader(
+        lambda: RecordedConnection(database),
+        TABLES,
+        config,
+        sleep=lambda _: None,
+        mine=lambda: RecordedConnection(logmnr),
+    )
+    changes = read(reader, database, idles=1)
+    assert logmnr.unanswered() == []
+    assert changes == [
+        ("begin", X1, 1001), ("row", X1, 1002, R1, 1), ("row", X1, 1005, R2, 2),
+        ("commit", X1, 1006), ("idle", 1010),
+    ]  # fmt: skip
+
+
 def test_the_recording_fails_on_a_statement_it_does_not_hold() -> None:
     """The standby recording read as a primary: the first flush statement is not in it."""
     recording = Recording(DATA / "session_standby.json")

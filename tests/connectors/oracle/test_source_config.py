@@ -35,6 +35,20 @@ def test_every_setting_is_a_url_parameter_read_from_the_url() -> None:
     assert sc.is_log_parameter("mining") and not sc.is_log_parameter("service_name")
 
 
+def test_a_mining_instance_is_reached_as_the_same_user() -> None:
+    from connectors.oracle.connector import OracleConnector
+
+    url = f"{URL}&mining=standby&dictionary=redo_logs&mining_instance=logmnr1:1522/LOGMNR"
+    config = sc.from_url(url)
+    assert config.mining_instance == "logmnr1:1522/LOGMNR"
+    mining = OracleConnector(url, "pw").at_instance(config.mining_instance)
+    parts = mining.endpoint
+    assert (parts.username, parts.host, parts.port, parts.query["service_name"]) == (
+        "cdc", "logmnr1", 1522, "LOGMNR"
+    )  # fmt: skip
+    assert mining.password == "pw"
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
@@ -46,6 +60,8 @@ def test_every_setting_is_a_url_parameter_read_from_the_url() -> None:
         ("archive_dest=1,40", "V\\$ARCHIVE_DEST_STATUS"),
         ("mining=standby&flush_table=F", "read-only standby cannot be written"),
         ("mining=primary&mining=standby", "more than once"),
+        ("mining_instance=logmnr1:1521/LOGMNR", "set dictionary=redo_logs"),
+        ("dictionary=redo_logs&mining_instance=tcp://logmnr1", "host:port/service"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_fix(query: str, message: str) -> None:
