@@ -173,11 +173,20 @@ def fetched_value(value: Any, ltype: lt.LogicalType | None) -> Any:
 
 
 def _exact_numbers(cursor: Any, metadata: Any) -> Any:
-    """NUMBER columns as Decimal, never float (python-oracledb's outputtypehandler)."""
+    """NUMBER columns as Decimal, never float, and LOBs whole (python-oracledb's
+    outputtypehandler)."""
     import decimal
 
     import oracledb
 
     if metadata.type_code is oracledb.DB_TYPE_NUMBER:
         return cursor.var(decimal.Decimal, arraysize=cursor.arraysize)
+    # LOBs whole, as str or bytes, not as locators to read one by one after the fetch.
+    whole = {
+        oracledb.DB_TYPE_CLOB: oracledb.DB_TYPE_LONG,
+        oracledb.DB_TYPE_NCLOB: oracledb.DB_TYPE_LONG_NVARCHAR,
+        oracledb.DB_TYPE_BLOB: oracledb.DB_TYPE_LONG_RAW,
+    }.get(metadata.type_code)
+    if whole is not None:
+        return cursor.var(whole, arraysize=cursor.arraysize)
     return None

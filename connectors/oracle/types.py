@@ -35,23 +35,19 @@ class OracleColumn:
 
 
 LOB_TYPES = frozenset({"CLOB", "NCLOB", "BLOB"})
-"""Types whose values LogMiner writes as LOB_WRITE/LOB_TRIM/LOB_ERASE fragments after the
-row's INSERT or UPDATE (Oracle Database Utilities, "Supported Data Types ... LogMiner")."""
+"""Types whose values LogMiner may write as LOB_WRITE/LOB_TRIM/LOB_ERASE fragments after the
+row's INSERT or UPDATE (Oracle Database Utilities, "Supported Data Types ... LogMiner"),
+assembled by ``logminer/lob_redo.py``; read whole (not as locators) by every query."""
 
 
 def refusal(column: SourceColumn) -> str | None:
     """Why a pipeline cannot carry an Oracle column (``connectors.model.carried_columns``):
     no logical type (XMLTYPE, LONG RAW, SDO_GEOMETRY, object types: LogMiner shows their
-    values as ``Unsupported Type`` at best), an INTERVAL, which the snapshot's flashback
-    read does not read yet (``OracleConnector.arrow_schema``), so a load could not fill it,
-    or a LOB, whose fragments the reader does not assemble yet."""
+    values as ``Unsupported Type`` at best), or an INTERVAL, which the snapshot's flashback
+    read does not read yet (``OracleConnector.arrow_schema``), so a load could not fill it.
+    LOBs are carried: their fragments are assembled (``logminer/lob_redo.py``)."""
     if isinstance(column.ltype, lt.IntervalType):
         return "not read by the Oracle snapshot yet, so no load could fill it"
-    if column.native_type in LOB_TYPES:
-        return (
-            "LogMiner writes LOB values as LOB_WRITE/LOB_TRIM/LOB_ERASE fragments, which the"
-            " Oracle reader does not assemble yet"
-        )
     return without_logical_type(column)
 
 

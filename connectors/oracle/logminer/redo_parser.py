@@ -312,3 +312,18 @@ def parse_redo(sql: str) -> RedoStatement:
             generates (the message gives the offset, never the statement's values).
     """
     return _Parser(sql).statement()
+
+
+def parse_expression(text: str) -> Expr:
+    """Parse one value expression as LogMiner writes it (a literal, a call, a ``||`` chain):
+    a LOB fragment's buffer (``lob_redo``).
+
+    Raises:
+        RedoParseError: The text is not one such expression.
+    """
+    parser = _Parser(text)
+    expr = parser.expression()
+    trailing = parser.peek()
+    if trailing is not None:
+        raise RedoParseError(f"unexpected text after a value at offset {trailing.at}")
+    return expr

@@ -100,9 +100,6 @@ class _CorpusReader:
             {
                 "IYM": "INTERVAL YEAR(2) TO MONTH",
                 "IDS": "INTERVAL DAY(2) TO SECOND(6)",
-                "B": "BLOB",
-                "C": "CLOB",
-                "NC": "NCLOB",
                 "X": "XMLTYPE",
             },
         ),
@@ -112,10 +109,10 @@ class _CorpusReader:
 def test_columns_no_image_or_snapshot_carries_are_refused_by_name(
     table: str, refused: dict[str, str]
 ) -> None:
-    """XMLTYPE's value is ``Unsupported Type`` in the redo, an INTERVAL is not read by the
-    snapshot and a LOB's value comes in fragments the reader does not assemble: the pipeline
-    refuses the table, naming each such column and its type, unless
-    ``ignore_columns`` lists them; then it carries every other column."""
+    """XMLTYPE's value is ``Unsupported Type`` in the redo and an INTERVAL is not read by the
+    snapshot: the pipeline refuses the table, naming each such column and its type, unless
+    ``ignore_columns`` lists them; then it carries every other column (LOBs included: their
+    fragments are assembled)."""
     described = description_of(TABLES[table])
     assert {c.name: c.native_type for c in described.refused} == refused
     reader: Any = _CorpusReader()

@@ -8,12 +8,8 @@ import dataclasses
 import pytest
 
 from cdc_core.errors import ConfigError
-from connectors.model import SourceColumn, TableSchema
 from connectors.oracle import source_config as sc
 from connectors.oracle.errors import DictionaryMismatchError
-from connectors.oracle.logminer.contents import ChangeAssembler, ContentsRow, description_of
-from connectors.oracle.types import LOB_TYPES
-from merkle import types as lt
 
 URL = "oracle+oracledb://cdc@adg1:1521/?service_name=SALES"
 
@@ -73,30 +69,3 @@ def test_the_dictionary_mismatch_fix_names_a_setting_that_exists() -> None:
     message = DictionaryMismatchError("SHOP.ORDERS", 42, "LogMiner INFO: x").message
     assert "dictionary=redo_logs" in message and "STORE_IN_REDO_LOGS" in message
     assert sc.from_url(f"{URL}&dictionary=redo_logs").dictionary == sc.Dictionary("redo_logs")
-
-
-DOCS = TableSchema(
-    "SHOP.DOCS",
-    (
-        SourceColumn("ID", "NUMBER(10,0)", lt.IntegerType(), False),
-        SourceColumn("BODY", "CLOB", lt.StringType(), True),
-        SourceColumn("SCAN", "BLOB", lt.BytesType(), True),
-    ),
-    ("ID",),
-)
-
-
-def test_lob_columns_are_refused_by_name_and_their_fragments_skipped_once_ignored() -> None:
-    """A LOB column is refused at start (the way out: ignore_columns); a pipeline running
-    with it ignored gets no error from the LOB_WRITE rows, which change only it."""
-    described = description_of(DOCS)
-    assert {c.name: c.native_type for c in described.refused} == {"BODY": "CLOB", "SCAN": "BLOB"}
-    assert "LOB_WRITE" in described.refused[0].reason and "NCLOB" in LOB_TYPES
-    import datetime as dt
-
-    assembler = ChangeAssembler({"SHOP.DOCS": DOCS}, dt.UTC)
-    for code, operation in ((9, "SEL_LOB_LOCATOR"), (10, "LOB_WRITE"), (11, "LOB_TRIM")):
-        row = ContentsRow(
-            50, dt.datetime(2026, 5, 1), "0A00", code, operation, "SHOP", "DOCS", "AAAR3sAAE"
-        )
-        assert assembler.feed(row) == []
