@@ -26,14 +26,11 @@ changes:
   changes nothing.
 - 34 MISSING_SCN -> ``MissingLogError``; 255 UNSUPPORTED rows of a captured table, and
   ``STATUS = 2`` rows -> errors naming the table and the SCN.
-- LOB operations of a captured table (``lob_redo``): ``SEL_LOB_LOCATOR`` opens a run of
-  fragments of one LOB column of one row; ``LOB_WRITE``, ``LOB_TRIM`` and ``LOB_ERASE`` apply
-  to the value the column holds in the transaction (from its INSERT or UPDATE, e.g.
-  ``EMPTY_CLOB()``). The run ends at the transaction's next other row (or its commit) as an
-  update of that column alone, at the last fragment's SCN: the whole value, or
-  ``UNAVAILABLE`` where the value before the fragments is not in the redo (then read as of
-  the commit). A fragment without its locator is an error naming the table and the SCN, as
-  are LOB operations of a table without LOB columns.
+- LOB operations of a captured table (``lob_runs``, ``lob_redo``): the fragments of a long
+  LOB value are joined to the INSERT or UPDATE they complete (held until its transaction's
+  next row), or make an update of their own; a value not in the redo is ``UNAVAILABLE``
+  (read as of the commit). A fragment without its locator is an error naming the table and
+  the SCN, as are LOB operations of a table without LOB columns.
 """
 
 from __future__ import annotations
@@ -45,7 +42,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc_core.capture.events import (
-    UNAVAILABLE,
     Begin,
     Commit,
     PartialRollback,
@@ -64,7 +60,7 @@ from connectors.oracle.errors import (
     RedoParseError,
     UnsupportedRedoError,
 )
-from connectors.oracle.logminer.lob_redo import LobValue, has_locator, parse_locator
+from connectors.oracle.logminer.lob_runs import LOB_OPERATIONS, LobRuns
 from connectors.oracle.logminer.redo_parser import parse_redo
 from connectors.oracle.logminer.redo_values import row_images
 from connectors.oracle.position import position_of
@@ -80,10 +76,6 @@ CONTENTS_COLUMNS = (
 
 INSERT, DELETE, UPDATE, DDL, START, COMMIT = 1, 2, 3, 5, 6, 7
 MISSING_SCN, ROLLBACK, UNSUPPORTED = 34, 36, 255
-SEL_LOB_LOCATOR = 9
-LOB_FRAGMENTS = frozenset({10, 11, 29})  # LOB_WRITE, LOB_TRIM, LOB_ERASE
-LOB_OPERATIONS = frozenset({SEL_LOB_LOCATOR, *LOB_FRAGMENTS})
-_FRAGMENT_NAMES = {10: "LOB_WRITE", 11: "LOB_TRIM", 29: "LOB_ERASE"}
 _DML = {INSERT: "c", DELETE: "d", UPDATE: "u"}
 _TIMESTAMP_TEXT = "%Y-%m-%d %H:%M:%S"
 NULL_ROWID = "AAAAAAAAAAAAAAAAAA"  # what LogMiner shows where a row has no ROWID (IOTs)
@@ -197,8 +189,7 @@ class ChangeAssembler:
         if held is not None and _moves(held[0], whole):
             return [self._moved(held[1], whole)]
         out: list[RawChange | TableChanged] = [held[1]] if held is not None else []
-        if not self._lobs.continues(whole) and whole.operation_code != ROLLBACK:
-            out.extend(self._lobs.close(whole.xid))  # a rolled back run is only forgotten
+        out.extend(self._lobs.before(whole))
         change = self._change(whole)
         if isinstance(change, RowChange) and change.op == "d" and whole.rollback == 0:
             self._held = (whole, change)
@@ -249,12 +240,16 @@ class ChangeAssembler:
         if schema is None:
             return None
         if code in _DML:
-            return self._dml(row, schema)
+            change = self._dml(row, schema)
+            if isinstance(change, RowChange) and change.op in ("c", "u") and _has_lobs(schema):
+                self._lobs.hold(change)  # its LOB fragments may follow (``lob_runs``)
+                return None
+            return change
         if code == DDL:
             return self._ddl(row, schema)
         if code in LOB_OPERATIONS and _has_lobs(schema):
             self._lobs.feed(row, schema)
-            return None  # the run's change comes when it ends (``LobRuns.close``)
+            return None  # joined to the change it completes (``lob_runs``)
         if code in LOB_OPERATIONS or code == UNSUPPORTED:
             raise _unsupported(row, f"operation {row.operation or code}")
         return None  # INTERNAL, SELECT_FOR_UPDATE ...: no row change
@@ -276,7 +271,6 @@ class ChangeAssembler:
         if op == "d" and row.sql_undo:
             undo = row_images(_statement(row.sql_undo, row, "c"), schema, row.scn, undo=True)
             before = (before or {}) | (undo.after or {})
-        self._lobs.written(row, schema, images.after)
         return RowChange(row.xid, position, op, row.table, row.row_id, images.after, before)  # type: ignore[arg-type]
 
     def _ddl(self, row: ContentsRow, schema: TableSchema) -> RawChange | TableChanged | None:
@@ -303,92 +297,6 @@ class ChangeAssembler:
 
 def _has_lobs(schema: TableSchema) -> bool:
     return any(column.native_type in LOB_TYPES for column in schema.columns)
-
-
-@dataclass
-class _Run:
-    """One LOB column of one row being written by fragments (a ``SEL_LOB_LOCATOR``'s)."""
-
-    table: str
-    row_id: str
-    column: str
-    value: LobValue
-    scn: int
-
-
-class LobRuns:
-    """Per transaction: the LOB values its DML wrote (the base fragments apply to), and
-    the run of fragments open now (``lob_redo``; the module docstring)."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, str, str], dict[str, object]] = {}
-        self._open: dict[str, _Run] = {}
-
-    def written(
-        self, row: ContentsRow, schema: TableSchema, after: Mapping[str, object] | None
-    ) -> None:
-        """Keep the LOB values a DML row of a transaction wrote (``EMPTY_CLOB()``: '')."""
-        lobs = {c.name for c in schema.columns if c.native_type in LOB_TYPES}
-        values = {name: v for name, v in (after or {}).items() if name in lobs}
-        if values:
-            self._known.setdefault((row.xid, row.table, row.row_id or ""), {}).update(values)
-
-    def continues(self, row: ContentsRow) -> bool:
-        """Whether ``row`` is a fragment of its transaction's open run."""
-        run = self._open.get(row.xid)
-        return (
-            run is not None
-            and row.operation_code in LOB_FRAGMENTS
-            and (row.table, row.row_id or run.row_id) == (run.table, run.row_id)
-        )
-
-    def feed(self, row: ContentsRow, schema: TableSchema) -> None:
-        """A LOB operation of captured table ``schema``: open a run, or apply a fragment."""
-        if row.operation_code == SEL_LOB_LOCATOR:
-            self._start(row, schema)
-            if row.rollback:  # undoing the transaction's own writes: the value is the one
-                self._open[row.xid].value.value = None  # it had before, read at the commit
-            return
-        if row.xid not in self._open and has_locator(row.sql_redo or ""):
-            self._start(row, schema)  # a fragment row that selects its own locator
-        run = self._open.get(row.xid)
-        if run is None:
-            raise _unsupported(row, f"a {row.operation or 'LOB'} fragment without its locator")
-        if row.rollback:
-            run.value.value, run.value.prefix = None, run.value.prefix[:0]
-        else:
-            run.value.apply(
-                row.operation or _FRAGMENT_NAMES[row.operation_code], row.sql_redo or ""
-            )
-        run.scn = row.scn
-
-    def close(self, xid: str) -> list[RawChange]:
-        """The update of the run open in ``xid`` (none if none is), as it ends."""
-        run = self._open.pop(xid, None)
-        if run is None:
-            return []
-        value = run.value.value
-        after = {run.column: UNAVAILABLE if value is None else value}
-        if value is not None:
-            self._known.setdefault((xid, run.table, run.row_id), {})[run.column] = value
-        return [RowChange(xid, position_of(run.scn), "u", run.table, run.row_id, after)]
-
-    def forget(self, xid: str) -> None:
-        """Drop what a finished transaction wrote (its run, if open, ended before)."""
-        self._open.pop(xid, None)
-        for key in [key for key in self._known if key[0] == xid]:
-            del self._known[key]
-
-    def _start(self, row: ContentsRow, schema: TableSchema) -> None:
-        locator = parse_locator(row.sql_redo or "")
-        if locator.column not in {column.name for column in schema.columns}:
-            raise _unsupported(row, f"a LOB locator of unknown column {locator.column}")
-        row_id = row.row_id or ""
-        known = self._known.get((row.xid, row.table, row_id), {}).get(locator.column)
-        base = known if isinstance(known, str | bytes) else None
-        self._open[row.xid] = _Run(
-            row.table, row_id, locator.column, LobValue(locator.binary, base), row.scn
-        )
 
 
 def _moves(delete: ContentsRow, row: ContentsRow) -> bool:

@@ -1,10 +1,11 @@
-"""LOB values assembled from LogMiner's fragments (``logminer/lob_redo.py``), on rows WRITTEN
-BY HAND from the Oracle documentation and the shapes Debezium's LOB parsers read (no Oracle
-server has produced them): an insert with ``EMPTY_CLOB()`` then its ``SEL_LOB_LOCATOR`` and
-``LOB_WRITE`` rows becomes the insert and an update of the column with the whole value;
-``LOB_TRIM`` and ``LOB_ERASE`` apply; fragments over a value not in the redo make the column
-``UNAVAILABLE`` (read as of the commit) unless a write from the start and a trim pin it down;
-the rebuilt committed events hold the whole value."""
+"""LOB values assembled from LogMiner's fragments (``logminer/lob_runs.py``, ``lob_redo.py``),
+on rows WRITTEN BY HAND from the Oracle documentation and the shapes Debezium's LOB parsers
+read (no Oracle server has produced them): an insert with ``EMPTY_CLOB()`` then its
+``SEL_LOB_LOCATOR`` and ``LOB_WRITE`` rows is one insert with the whole values; ``LOB_TRIM``
+and ``LOB_ERASE`` apply; a LOB-only update is an update of its own; fragments over a value
+not in the redo make the column ``UNAVAILABLE`` (read as of the commit) unless a write from
+the start and a trim pin it down; undo rows undo the joined change whole; the rebuilt
+committed events hold the whole value."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def row(scn: int, xid: str, code: int, redo: str | None = None, **more: object) 
         7: "COMMIT",
         36: "ROLLBACK",
         1: "INSERT",
+        2: "DELETE",
         3: "UPDATE",
         9: "SEL_LOB_LOCATOR",
     }
@@ -76,7 +78,19 @@ def assemble(*rows: ContentsRow) -> list[RawChange]:
 
 
 def lob_updates(changes: list[RawChange]) -> list[dict[str, object]]:
+    """The after-images of the updates, LOB-only ones included."""
     return [c.after for c in changes if isinstance(c, RowChange) and c.op == "u" and c.after]
+
+
+def row_changes(changes: list[RawChange]) -> list[tuple[str, object]]:
+    """``(op, after)`` of each row change; ``("undo", locator)`` of each partial rollback."""
+    out: list[tuple[str, object]] = []
+    for change in changes:
+        if isinstance(change, RowChange):
+            out.append((change.op, change.after))
+        elif type(change).__name__ == "PartialRollback":
+            out.append(("undo", change.locator))  # type: ignore[attr-defined]
+    return out
 
 
 def test_lob_columns_are_carried() -> None:
@@ -84,7 +98,7 @@ def test_lob_columns_are_carried() -> None:
     assert description_of(DOCS).schema.names == ["ID", "BODY", "SCAN"]
 
 
-def test_an_insert_with_empty_lobs_and_its_fragments_is_the_insert_then_the_whole_values() -> None:
+def test_an_insert_with_empty_lobs_and_its_fragments_is_one_insert_with_the_values() -> None:
     changes = assemble(
         row(100, X1, 6),
         row(101, X1, 1, INSERT),
@@ -95,15 +109,10 @@ def test_an_insert_with_empty_lobs_and_its_fragments_is_the_insert_then_the_whol
         row(104, X1, 10, write("00FF10", 1, "b")),
         row(105, X1, 7),
     )
-    assert [type(c).__name__ for c in changes] == [
-        "Begin", "RowChange", "RowChange", "RowChange", "Commit"
-    ]  # fmt: skip
+    assert [type(c).__name__ for c in changes] == ["Begin", "RowChange", "Commit"]
     insert = changes[1]
-    assert isinstance(insert, RowChange) and insert.after == {"ID": 1, "BODY": "", "SCAN": b""}
-    assert lob_updates(changes) == [{"BODY": "Hello, LOB world"}, {"SCAN": b"\x00\xff\x10"}]
-    body, scan = changes[2], changes[3]
-    assert isinstance(body, RowChange) and (body.locator, body.position.value) == (R1, 103)
-    assert isinstance(scan, RowChange) and scan.position.value == 104
+    assert isinstance(insert, RowChange) and (insert.op, insert.position.value) == ("c", 101)
+    assert insert.after == {"ID": 1, "BODY": "Hello, LOB world", "SCAN": b"\x00\xff\x10"}
     assert isinstance(changes[-1], Commit)
 
 
@@ -119,7 +128,7 @@ def test_trim_and_erase_apply_to_the_value_and_a_long_buffer_may_continue_in_csf
         row(104, X1, 11, "dbms_lob.trim(loc_c, 8);"),
         row(105, X1, 7),
     )
-    assert lob_updates(changes) == [{"BODY": "ab  efgh"}]
+    assert row_changes(changes) == [("c", {"ID": 1, "BODY": "ab  efgh", "SCAN": b""})]
 
 
 def test_fragments_over_a_value_not_in_the_redo_leave_it_to_be_read_at_the_commit() -> None:
@@ -151,15 +160,18 @@ def test_interleaved_transactions_keep_their_own_runs() -> None:
         row(106, X1, 7),
     )
     mine = [c for c in changes if c.txid == X1 and isinstance(c, RowChange)]
-    assert [c.after for c in mine][-1] == {"BODY": "onetwo"}
+    assert [c.after for c in mine] == [{"ID": 1, "BODY": "onetwo", "SCAN": b""}]
     assert [c.txid for c in changes if isinstance(c, Commit)] == [X2, X1]
 
 
 def test_a_rolled_back_run_writes_nothing_and_a_fragment_without_locator_is_an_error() -> None:
     rolled = assemble(
-        row(101, X1, 9, CLOB_LOCATOR), row(102, X1, 10, write("gone", 1)), row(103, X1, 36)
+        row(100, X1, 6),
+        row(101, X1, 9, CLOB_LOCATOR),
+        row(102, X1, 10, write("gone", 1)),
+        row(103, X1, 36),
     )
-    assert lob_updates(rolled) == []
+    assert [type(c).__name__ for c in rolled][-1] == "Rollback"
     with pytest.raises(TerminalError, match="LOB_WRITE fragment without its locator"):
         assemble(row(101, X1, 10, write("orphan", 1)))
 
@@ -174,12 +186,12 @@ def test_a_value_longer_than_the_memory_bound_is_read_at_the_commit(
         row(102, X1, 10, write("0123456789", 1)),
         row(103, X1, 7),
     )
-    assert lob_updates(changes) == [{"BODY": UNAVAILABLE}]
+    assert row_changes(changes) == [("c", {"ID": 1, "BODY": UNAVAILABLE, "SCAN": b""})]
 
 
 def test_the_rebuilt_events_hold_the_whole_value(tmp_path: Path) -> None:
     """Through the transaction buffer and the rebuild, as the pipeline runs them: the
-    committed insert and the update carrying the assembled value, the update's row whole."""
+    committed insert with the assembled value, then a LOB-only update of the row, whole."""
     events = Core(tmp_path).feed(
         iter(
             assemble(
@@ -188,25 +200,39 @@ def test_the_rebuilt_events_hold_the_whole_value(tmp_path: Path) -> None:
                 row(102, X1, 9, CLOB_LOCATOR),
                 row(102, X1, 10, write("x" * 5000, 1)),
                 row(103, X1, 7),
+                row(104, X2, 6),
+                row(105, X2, 9, CLOB_LOCATOR),
+                row(105, X2, 10, write("y" * 3, 1)),
+                row(106, X2, 11, "dbms_lob.trim(loc_c, 3);"),
+                row(107, X2, 7),
             )
         )
     )
-    assert [(e.op, e.commit_scn) for e in events] == [("c", 103), ("u", 103)]
-    assert events[-1].after == {"ID": 1, "BODY": "x" * 5000, "SCAN": b""}
+    assert [(e.op, e.commit_scn) for e in events] == [("c", 103), ("u", 107)]
+    assert events[0].after == {"ID": 1, "BODY": "x" * 5000, "SCAN": b""}
+    assert events[1].after == {"ID": 1, "BODY": "yyy", "SCAN": b""}
 
 
-def test_fragments_undone_by_a_rollback_to_savepoint_leave_the_value_to_the_commit() -> None:
-    """LOB rows with ROLLBACK = 1 undo the transaction's own writes: the value is again the
-    one before them, which the redo may not hold, so it is read as of the commit."""
-    undone = row(104, X1, 9, CLOB_LOCATOR, rollback=1)
-    changes = assemble(
+def test_undo_rows_undo_the_joined_change_whole() -> None:
+    """A rollback to a savepoint after an insert with LOB fragments: the LOB undo rows, then
+    the insert's undo (a DELETE with ROLLBACK = 1), undo the one joined insert; LOB undo
+    rows with no DML undo after them undo a LOB-only update."""
+    undone_insert = assemble(
         row(100, X1, 1, INSERT),
         row(101, X1, 9, CLOB_LOCATOR),
-        row(102, X1, 10, write("kept?", 1)),
-        row(103, X1, 3, 'update "SHOP"."DOCS" set "ID" = \'1\' where "ID" = \'1\';'),
-        undone,
-        row(104, X1, 10, write("kept?", 1), rollback=1),
-        row(105, X1, 7),
+        row(101, X1, 10, write("text", 1)),
+        row(102, X1, 9, CLOB_LOCATOR, rollback=1),
+        row(102, X1, 10, write("", 1), rollback=1),
+        row(103, X1, 2, 'delete from "SHOP"."DOCS" where ROWID = \'' + R1 + "';", rollback=1),
+        row(104, X1, 7),
     )
-    assert lob_updates(changes)[0] == {"BODY": "kept?"}
-    assert lob_updates(changes)[-1] == {"BODY": UNAVAILABLE}
+    assert row_changes(undone_insert) == [
+        ("c", {"ID": 1, "BODY": "text", "SCAN": b""}), ("undo", R1),
+    ]  # fmt: skip
+    undone_update = assemble(
+        row(101, X1, 9, CLOB_LOCATOR),
+        row(101, X1, 10, write("text", 1)),
+        row(102, X1, 9, CLOB_LOCATOR, rollback=1),
+        row(103, X1, 7),
+    )
+    assert row_changes(undone_update) == [("u", {"BODY": UNAVAILABLE}), ("undo", R1)]
