@@ -46,7 +46,7 @@ from cdc_core.capture.source import (
 )
 from cdc_core.ddl.descriptions import TableDescriptions, as_held
 from cdc_core.ddl.table_refresh import TableRefresher
-from cdc_core.errors import ConfigError
+from cdc_core.errors import ConfigError, ContractError
 from cdc_core.lake.key_moves import KeyMoves
 from cdc_core.lake.layout import RefreshMarks
 from cdc_core.lake.sink import LakeSink
@@ -71,6 +71,7 @@ from cdc_core.state.lock import StateLock
 
 logger = logging.getLogger(__name__)
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
+EVENTS_PER_CHANGE = 2  # the most lake events one change makes: a key change is a d and a c
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +290,11 @@ class Pipeline:
             if isinstance(item, Commit):  # a chunk read before this commit goes first
                 yield from self._ddl.refresh_upto(item.position.value - 1)
             for transaction in self._feed(item):
-                if self._pending_events + transaction.change_count > self.config.batch_max_events:
-                    yield from self.flush(None, checkpoint=False)  # keep batches bounded
+                # Keep batches bounded, and write a transaction that may need parts alone:
+                # a part's commit records only its own transaction's position.
+                most = self._pending_events + EVENTS_PER_CHANGE * transaction.change_count
+                if self._pending_events and most > self.config.batch_max_events:
+                    yield from self.flush(None, checkpoint=False)
                 parted = self._collect(transaction)
                 if parted:  # its last part goes now: a marker covers only the latest part
                     yield from self.flush(None)
@@ -466,7 +470,14 @@ class Pipeline:
     def _write_part(
         self, transaction: CommittedTransaction, events: list[tuple[str, LakeEvent]], part: int
     ) -> None:
-        """Write the pending part of a big transaction (nothing else is pending then)."""
+        """Write the pending part of a big transaction (nothing else is pending then: its
+        commits record only this transaction's position, so a restart would write another
+        transaction's events in it again; seed 5161 of the Oracle generative tester)."""
+        if self._pending_transactions:
+            raise ContractError(
+                f"a part of transaction {transaction.txid} would carry"
+                f" {len(self._pending_transactions)} other pending transaction(s)"
+            )
         self._write_batch_with(
             lambda: self._sink.write_part(self._pending.values(), transaction.commit_pos)
         )
