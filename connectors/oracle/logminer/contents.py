@@ -27,10 +27,10 @@ changes:
 - 34 MISSING_SCN -> ``MissingLogError``; 255 UNSUPPORTED rows of a captured table, and
   ``STATUS = 2`` rows -> errors naming the table and the SCN.
 - LOB operations of a captured table (``lob_runs``, ``lob_redo``): the fragments of a long
-  LOB value are joined to the INSERT or UPDATE they complete (held until its transaction's
-  next row), or make an update of their own; a value not in the redo is ``UNAVAILABLE``
-  (read as of the commit). A fragment without its locator is an error naming the table and
-  the SCN, as are LOB operations of a table without LOB columns.
+  LOB value are joined to the INSERT or UPDATE they complete (undone and emitted again with
+  the value when the run ends), or make an update of their own; a value not in the redo is
+  ``UNAVAILABLE`` (read as of the commit). A fragment without its locator is an error naming
+  the table and the SCN, as are LOB operations of a table without LOB columns.
 """
 
 from __future__ import annotations
@@ -242,8 +242,7 @@ class ChangeAssembler:
         if code in _DML:
             change = self._dml(row, schema)
             if isinstance(change, RowChange) and change.op in ("c", "u") and _has_lobs(schema):
-                self._lobs.hold(change)  # its LOB fragments may follow (``lob_runs``)
-                return None
+                self._lobs.emitted(change)  # its LOB fragments may follow (``lob_runs``)
             return change
         if code == DDL:
             return self._ddl(row, schema)

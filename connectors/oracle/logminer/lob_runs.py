@@ -1,12 +1,14 @@
-"""LOB fragments joined to the row changes they complete, per transaction.
+"""LOB fragments joined to the row changes they complete, per transaction, in log order.
 
 LogMiner writes a long LOB value as rows after the row's INSERT or UPDATE: a
 ``SEL_LOB_LOCATOR`` for one column of the row, then ``LOB_WRITE``/``LOB_TRIM``/``LOB_ERASE``
-fragments (``lob_redo``: a run). So that one statement stays one change, a transaction's
-latest INSERT or UPDATE of a table with LOB columns is held until its next row: the runs of
-that row that follow are applied to the held change's after-image (``EMPTY_CLOB()`` there is
-the value they start from), then it is released. Runs with no change of their row just
-before them (a LOB-only update) make an update of their own, held the same way.
+fragments (``lob_redo``: a run). The statement's change is emitted when its row comes, as
+every change is (the transaction buffer takes changes in log order, other transactions'
+rows interleaving). A run ends when its transaction's next other row comes; then, at that
+row's position, the statement's change is undone (``PartialRollback``) and emitted again
+with the run's value, so one statement stays one change, whose value starts from the one
+the statement gave (``EMPTY_CLOB()``). A run with no change of its row just before it (a
+LOB-only update) ends as an update of its own.
 
 Undoing (``ROLLBACK = 1``) comes in reverse: a change's LOB undo rows, then the undo of its
 DML row, which undoes the joined change as a whole. LOB undo rows not followed by the undo
@@ -60,11 +62,14 @@ class Row(Protocol):
 
 @dataclass
 class _Run:
-    """One LOB column of one row being written by fragments."""
+    """One LOB column of one row being written by fragments; ``joins``: the change of
+    the row it completes (None: a LOB-only update)."""
 
+    table: str
     row_id: str
     column: str
     value: LobValue
+    joins: RowChange | None
 
 
 @dataclass
@@ -73,38 +78,41 @@ class _Undo:
 
     table: str
     row_id: str
-    scn: int
 
 
 class LobRuns:
-    """The held change, open run and pending LOB undo of each transaction."""
+    """Per transaction: its latest change of a table with LOB columns, its open run, and
+    LOB undo rows awaiting the next row."""
 
     def __init__(self) -> None:
-        self._held: dict[str, RowChange] = {}
+        self._last: dict[str, RowChange] = {}
         self._runs: dict[str, _Run] = {}
         self._undo: dict[str, _Undo] = {}
+        # Per transaction and row: the statement's change before runs joined it, and the
+        # LOB columns they set (what undoing only the runs leaves).
+        self._joined: dict[tuple[str, str, str], tuple[RowChange, set[str]]] = {}
 
     def before(self, row: Row) -> list[RawChange]:
-        """What ``row``'s arrival completes in its transaction: a run it does not continue
-        ends, a held change it does not add to is released, and LOB undo rows it does not
-        continue undo a LOB-only update unless ``row`` undoes their row's DML."""
+        """What ``row``'s arrival completes in its transaction, at ``row``'s position: a
+        run it does not continue ends; LOB undo rows it does not continue undo a LOB-only
+        update, unless ``row`` undoes their row's DML (which undoes the joined change)."""
         xid, out = row.xid, list[RawChange]()
         undo = self._undo.get(xid)
         if undo is not None and not _same_row(row, undo.table, undo.row_id, LOB_OPERATIONS, 1):
             del self._undo[xid]
             if not _same_row(row, undo.table, undo.row_id, _DML, 1):
-                out.append(PartialRollback(xid, position_of(undo.scn), undo.table, undo.row_id))
+                out.extend(self._undo_runs(xid, undo, row.scn))
         continues = row.operation_code in FRAGMENT_NAMES and not row.rollback
         if xid in self._runs and not continues:
-            self._end_run(xid)
-        held = self._held.get(xid)
-        if held is not None and not _same_row(row, held.table, held.locator, LOB_OPERATIONS, 0):
-            out.append(self._held.pop(xid))
+            out.extend(self._end(xid, row.scn))
+        last = self._last.get(xid)
+        if last is not None and not _same_row(row, last.table, last.locator, LOB_OPERATIONS, 0):
+            del self._last[xid]  # the next run of the row would not follow its statement
         return out
 
-    def hold(self, change: RowChange) -> None:
-        """Hold an INSERT or UPDATE of a table with LOB columns until its next row."""
-        self._held[change.txid] = change
+    def emitted(self, change: RowChange) -> None:
+        """An INSERT or UPDATE of a table with LOB columns: runs of its row may follow."""
+        self._last[change.txid] = change
 
     def feed(self, row: Row, schema: TableSchema) -> None:
         """A LOB operation of captured table ``schema``.
@@ -114,7 +122,7 @@ class LobRuns:
                 the table does not have.
         """
         if row.rollback:
-            self._undo.setdefault(row.xid, _Undo(row.table, row.row_id or "", row.scn))
+            self._undo.setdefault(row.xid, _Undo(row.table, row.row_id or ""))
             return
         if row.operation_code == SEL_LOB_LOCATOR or (
             row.xid not in self._runs and has_locator(row.sql_redo or "")
@@ -124,33 +132,62 @@ class LobRuns:
             return
         run = self._runs.get(row.xid)
         if run is None:
-            raise unsupported(
-                row, f"a {FRAGMENT_NAMES[row.operation_code]} fragment without its locator"
-            )
+            what = FRAGMENT_NAMES[row.operation_code]
+            raise unsupported(row, f"a {what} fragment without its locator")
         run.value.apply(FRAGMENT_NAMES[row.operation_code], row.sql_redo or "")
 
     def forget(self, xid: str) -> None:
-        """Drop what a rolled back transaction held."""
-        for kept in (self._held, self._runs, self._undo):
+        """Drop what an ended transaction left (its commit or rollback came)."""
+        for kept in (self._last, self._runs, self._undo):
             kept.pop(xid, None)
+        for key in [key for key in self._joined if key[0] == xid]:
+            del self._joined[key]
+
+    def _undo_runs(self, xid: str, undo: _Undo, scn: int) -> list[RawChange]:
+        """LOB undo rows with no undo of their row's statement after them: the runs alone
+        are undone. A LOB-only update goes; a statement's change is emitted again, its LOB
+        columns read as of the commit (what they hold after the undo is not in the redo)."""
+        at = position_of(scn)
+        out: list[RawChange] = [PartialRollback(xid, at, undo.table, undo.row_id)]
+        joined = self._joined.pop((xid, undo.table, undo.row_id), None)
+        if joined is not None:
+            statement, columns = joined
+            after = dict(statement.after or {}) | dict.fromkeys(columns, UNAVAILABLE)
+            out.append(replace(statement, position=at, after=after))
+        return out
 
     def _start(self, row: Row, schema: TableSchema) -> None:
         locator = parse_locator(row.sql_redo or "")
         if locator.column not in {column.name for column in schema.columns}:
             raise unsupported(row, f"a LOB locator of unknown column {locator.column}")
         row_id = row.row_id or ""
-        held = self._held.get(row.xid)
-        if held is None:  # a LOB-only update: a change of its own (``before`` released others)
-            held = RowChange(row.xid, position_of(row.scn), "u", row.table, row_id, {})
-            self._held[row.xid] = held
-        known = (held.after or {}).get(locator.column)
+        last = self._last.get(row.xid)
+        joins = (
+            last if last is not None and (last.table, last.locator) == (row.table, row_id) else None
+        )
+        known = (joins.after or {}).get(locator.column) if joins is not None else None
         base = known if isinstance(known, str | bytes) else None
-        self._runs[row.xid] = _Run(row_id, locator.column, LobValue(locator.binary, base))
+        value = LobValue(locator.binary, base)
+        self._runs[row.xid] = _Run(row.table, row_id, locator.column, value, joins)
 
-    def _end_run(self, xid: str) -> None:
-        run, held = self._runs.pop(xid), self._held[xid]
+    def _end(self, xid: str, scn: int) -> list[RawChange]:
+        """The run's change at SCN ``scn``: its statement's change undone and emitted again
+        with the value, or an update of its own."""
+        run = self._runs.pop(xid)
         value = UNAVAILABLE if run.value.value is None else run.value.value
-        self._held[xid] = replace(held, after=dict(held.after or {}) | {run.column: value})
+        at = position_of(scn)
+        if run.joins is None:
+            change = RowChange(xid, at, "u", run.table, run.row_id, {run.column: value})
+            out: list[RawChange] = []
+        else:
+            after = dict(run.joins.after or {}) | {run.column: value}
+            change = replace(run.joins, position=at, after=after)
+            out = [PartialRollback(xid, at, run.table, run.row_id)]
+            key = (xid, run.table, run.row_id)
+            statement, columns = self._joined.get(key, (run.joins, set()))
+            self._joined[key] = (statement, columns | {run.column})
+        self._last[xid] = change  # a run of another LOB column of the row joins it too
+        return [*out, change]
 
 
 def _same_row(row: Row, table: str, row_id: object, codes: frozenset[int], rollback: int) -> bool:

@@ -10,11 +10,14 @@ committed events hold the whole value."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from cdc_core.capture.events import UNAVAILABLE, Commit, RawChange, RowChange
+from cdc_core.buffer.transaction_buffer import BufferConfig, TransactionBuffer
+from cdc_core.capture.events import ABSENT, UNAVAILABLE, Commit, RawChange
 from cdc_core.errors import TerminalError
 from connectors.model import SourceColumn, TableSchema
 from connectors.oracle.logminer import lob_redo
@@ -77,20 +80,16 @@ def assemble(*rows: ContentsRow) -> list[RawChange]:
     return out
 
 
-def lob_updates(changes: list[RawChange]) -> list[dict[str, object]]:
-    """The after-images of the updates, LOB-only ones included."""
-    return [c.after for c in changes if isinstance(c, RowChange) and c.op == "u" and c.after]
-
-
-def row_changes(changes: list[RawChange]) -> list[tuple[str, object]]:
-    """``(op, after)`` of each row change; ``("undo", locator)`` of each partial rollback."""
-    out: list[tuple[str, object]] = []
-    for change in changes:
-        if isinstance(change, RowChange):
-            out.append((change.op, change.after))
-        elif type(change).__name__ == "PartialRollback":
-            out.append(("undo", change.locator))  # type: ignore[attr-defined]
-    return out
+def committed(*rows: ContentsRow) -> list[tuple[str, object]]:
+    """``(op, after)`` of each change the transaction buffer commits from ``rows`` (the
+    changes partial rollbacks undo left out): what the rebuild gets."""
+    with tempfile.TemporaryDirectory() as spill:
+        buffer = TransactionBuffer(BufferConfig(1 << 20, Path(spill)))
+        out: list[tuple[str, object]] = []
+        for change in assemble(*rows):
+            for txn in buffer.feed(change):
+                out += [(c.change.op, c.change.after) for c in txn.changes]
+        return out
 
 
 def test_lob_columns_are_carried() -> None:
@@ -99,7 +98,7 @@ def test_lob_columns_are_carried() -> None:
 
 
 def test_an_insert_with_empty_lobs_and_its_fragments_is_one_insert_with_the_values() -> None:
-    changes = assemble(
+    rows = (
         row(100, X1, 6),
         row(101, X1, 1, INSERT),
         row(102, X1, 9, CLOB_LOCATOR),
@@ -109,17 +108,17 @@ def test_an_insert_with_empty_lobs_and_its_fragments_is_one_insert_with_the_valu
         row(104, X1, 10, write("00FF10", 1, "b")),
         row(105, X1, 7),
     )
-    assert [type(c).__name__ for c in changes] == ["Begin", "RowChange", "Commit"]
-    insert = changes[1]
-    assert isinstance(insert, RowChange) and (insert.op, insert.position.value) == ("c", 101)
-    assert insert.after == {"ID": 1, "BODY": "Hello, LOB world", "SCAN": b"\x00\xff\x10"}
+    whole = {"ID": 1, "BODY": "Hello, LOB world", "SCAN": b"\x00\xff\x10"}
+    assert committed(*rows) == [("c", whole)]
+    changes = assemble(*rows)  # in log order: each run's end undoes and emits it again
+    assert all(a.position.value <= b.position.value for a, b in itertools.pairwise(changes))
     assert isinstance(changes[-1], Commit)
 
 
 def test_trim_and_erase_apply_to_the_value_and_a_long_buffer_may_continue_in_csf_rows() -> None:
     piece = write("abcdefghij", 1)
     head, tail = piece[:20], piece[20:]
-    changes = assemble(
+    changes = committed(
         row(100, X1, 1, INSERT),
         row(101, X1, 9, CLOB_LOCATOR),
         row(102, X1, 10, head, csf=1, rs_id="r1", ssn=1),
@@ -128,29 +127,29 @@ def test_trim_and_erase_apply_to_the_value_and_a_long_buffer_may_continue_in_csf
         row(104, X1, 11, "dbms_lob.trim(loc_c, 8);"),
         row(105, X1, 7),
     )
-    assert row_changes(changes) == [("c", {"ID": 1, "BODY": "ab  efgh", "SCAN": b""})]
+    assert changes == [("c", {"ID": 1, "BODY": "ab  efgh", "SCAN": b""})]
 
 
 def test_fragments_over_a_value_not_in_the_redo_leave_it_to_be_read_at_the_commit() -> None:
     """A LOB-only update of a row this transaction did not write: the old value is not in
     the redo, so the column is UNAVAILABLE (``unavailable_columns`` reads it as of the
     commit) unless the writes from offset 1 and a trim pin the whole value down."""
-    unknown = assemble(
+    unknown = committed(
         row(101, X1, 9, CLOB_LOCATOR), row(102, X1, 10, write("new", 2)), row(103, X1, 7)
     )
-    assert lob_updates(unknown) == [{"BODY": UNAVAILABLE}]
-    pinned = assemble(
+    assert unknown == [("u", {"BODY": UNAVAILABLE})]
+    pinned = committed(
         row(101, X1, 9, CLOB_LOCATOR),
         row(102, X1, 10, write("rewritten", 1)),
         row(103, X1, 11, "dbms_lob.trim(loc_c, 9);"),
         row(104, X1, 7),
     )
-    assert lob_updates(pinned) == [{"BODY": "rewritten"}]
+    assert pinned == [("u", {"BODY": "rewritten"})]
 
 
 def test_interleaved_transactions_keep_their_own_runs() -> None:
     other = 'insert into "SHOP"."DOCS"("ID","BODY","SCAN") values (\'2\',\'short\',NULL);'
-    changes = assemble(
+    changes = committed(
         row(100, X1, 1, INSERT),
         row(101, X1, 9, CLOB_LOCATOR),
         row(102, X1, 10, write("one", 1)),
@@ -159,19 +158,20 @@ def test_interleaved_transactions_keep_their_own_runs() -> None:
         row(105, X2, 7),
         row(106, X1, 7),
     )
-    mine = [c for c in changes if c.txid == X1 and isinstance(c, RowChange)]
-    assert [c.after for c in mine] == [{"ID": 1, "BODY": "onetwo", "SCAN": b""}]
-    assert [c.txid for c in changes if isinstance(c, Commit)] == [X2, X1]
+    assert changes == [
+        ("c", {"ID": 2, "BODY": "short", "SCAN": None}),
+        ("c", {"ID": 1, "BODY": "onetwo", "SCAN": b""}),
+    ]
 
 
 def test_a_rolled_back_run_writes_nothing_and_a_fragment_without_locator_is_an_error() -> None:
-    rolled = assemble(
+    rolled = committed(
         row(100, X1, 6),
         row(101, X1, 9, CLOB_LOCATOR),
         row(102, X1, 10, write("gone", 1)),
         row(103, X1, 36),
     )
-    assert [type(c).__name__ for c in rolled][-1] == "Rollback"
+    assert rolled == []
     with pytest.raises(TerminalError, match="LOB_WRITE fragment without its locator"):
         assemble(row(101, X1, 10, write("orphan", 1)))
 
@@ -180,13 +180,13 @@ def test_a_value_longer_than_the_memory_bound_is_read_at_the_commit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lob_redo, "MAX_LOB_BYTES", 8)
-    changes = assemble(
+    changes = committed(
         row(100, X1, 1, INSERT),
         row(101, X1, 9, CLOB_LOCATOR),
         row(102, X1, 10, write("0123456789", 1)),
         row(103, X1, 7),
     )
-    assert row_changes(changes) == [("c", {"ID": 1, "BODY": UNAVAILABLE, "SCAN": b""})]
+    assert changes == [("c", {"ID": 1, "BODY": UNAVAILABLE, "SCAN": b""})]
 
 
 def test_the_rebuilt_events_hold_the_whole_value(tmp_path: Path) -> None:
@@ -216,8 +216,8 @@ def test_the_rebuilt_events_hold_the_whole_value(tmp_path: Path) -> None:
 def test_undo_rows_undo_the_joined_change_whole() -> None:
     """A rollback to a savepoint after an insert with LOB fragments: the LOB undo rows, then
     the insert's undo (a DELETE with ROLLBACK = 1), undo the one joined insert; LOB undo
-    rows with no DML undo after them undo a LOB-only update."""
-    undone_insert = assemble(
+    rows with no DML undo after them undo only what the run added."""
+    undone_insert = committed(
         row(100, X1, 1, INSERT),
         row(101, X1, 9, CLOB_LOCATOR),
         row(101, X1, 10, write("text", 1)),
@@ -226,13 +226,13 @@ def test_undo_rows_undo_the_joined_change_whole() -> None:
         row(103, X1, 2, 'delete from "SHOP"."DOCS" where ROWID = \'' + R1 + "';", rollback=1),
         row(104, X1, 7),
     )
-    assert row_changes(undone_insert) == [
-        ("c", {"ID": 1, "BODY": "text", "SCAN": b""}), ("undo", R1),
-    ]  # fmt: skip
-    undone_update = assemble(
+    assert undone_insert == []
+    undone_update = committed(
+        row(100, X1, 3, 'update "SHOP"."DOCS" set "ID" = \'1\' where "ID" = \'1\';'),
         row(101, X1, 9, CLOB_LOCATOR),
         row(101, X1, 10, write("text", 1)),
         row(102, X1, 9, CLOB_LOCATOR, rollback=1),
         row(103, X1, 7),
     )
-    assert row_changes(undone_update) == [("u", {"BODY": UNAVAILABLE}), ("undo", R1)]
+    statement_stays = {"ID": 1, "BODY": UNAVAILABLE, "SCAN": ABSENT}  # BODY: read at commit
+    assert undone_update == [("u", statement_stays)]

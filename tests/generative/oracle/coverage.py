@@ -31,6 +31,11 @@ def coverage(workload: Workload, features: Features) -> Counter[str]:
         "Unsupported Type" in str(record.get("SQL_REDO") or "") for record in records
     )
     found["interleaved"] = _interleavings(records)
+    for record in records:
+        code, undone = record["OPERATION_CODE"], record.get("ROLLBACK") == 1
+        found["lob_write"] += code == 10 and record.get("CSF") == 0
+        found["lob_trim"] += code == 11
+        found["lob_undo"] += code == 9 and undone
     return found
 
 

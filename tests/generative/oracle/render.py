@@ -36,10 +36,13 @@ from tests.generative.oracle.tables import TABLES
 from tests.generative.oracle.workload import Features
 
 PIECE = 4000  # SQL_REDO and SQL_UNDO hold at most this much; the rest continues (CSF = 1)
+LOB_INLINE = 1000  # a longer CLOB value comes in LOB fragments (``Features.lobs``)
+LOB_FRAGMENT = 5000  # characters per LOB_WRITE row (its SQL_REDO then continues in CSF rows)
+_LOCATOR, _LOB_WRITE, _LOB_TRIM = 9, 10, 11
 MAX_WINDOW = 4
 _INSERT, _DELETE, _UPDATE, _DDL, _START, _COMMIT, _ROLLBACK = 1, 2, 3, 5, 6, 7, 36
 _OPERATIONS = {1: "INSERT", 2: "DELETE", 3: "UPDATE", 5: "DDL", 6: "START", 7: "COMMIT",
-               36: "ROLLBACK"}  # fmt: skip
+               36: "ROLLBACK", 9: "SEL_LOB_LOCATOR", 10: "LOB_WRITE", 11: "LOB_TRIM"}  # fmt: skip
 _REGIONS = {"EUROPE/BERLIN": "Europe/Berlin", "AMERICA/NEW_YORK": "America/New_York",
             "ASIA/KOLKATA": "Asia/Kolkata", "UTC": "UTC"}  # fmt: skip
 """Regions as Oracle prints them (TZR), and their IANA names."""
@@ -109,16 +112,39 @@ class Statements:
     def value(self, name: str, value: object) -> str:
         if value is not None and is_unrendered(self.types[name], self.features):
             return "Unsupported Type"
+        if self.fragmented(name, value):
+            return "EMPTY_CLOB()"  # the value follows in LOB_WRITE rows (``lob_rows``)
         return literal(value, self.types[name], self.seed + len(name), self.features.region_zones)
 
-    def insert(self, table: int, row: Values) -> str:
-        names = ",".join(_quoted(c) for c in self.order)
-        values = ",".join(self.value(c, row[c]) for c in self.order)
+    def fragmented(self, name: str, value: object) -> bool:
+        """Whether LogMiner writes ``value`` of column ``name`` in LOB fragments."""
+        long = isinstance(value, str) and len(value) > LOB_INLINE
+        return self.features.lobs and self.types.get(name) == "CLOB" and long
+
+    def lobs(self, change: Change) -> list[str]:
+        """The columns whose new values ``change`` writes in LOB fragments."""
+        if change.op not in ("c", "u") or change.after is None:
+            return []
+        written = self.order if change.op == "c" else change.changed
+        return [c for c in written if self.fragmented(c, change.after[c])]
+
+    def insert(self, table: int, row: Values, mode: str = "redo") -> str:
+        """An insert of ``row``: ``redo`` (long LOB values follow in fragments), ``inline``
+        (every value in the statement: a row movement's insert) or ``undo`` (without LOB
+        columns, as a delete's SQL_UNDO is)."""
+        order = [c for c in self.order if mode != "undo" or self.types[c] != "CLOB"]
+        names = ",".join(_quoted(c) for c in order)
+        values = ",".join(self._literal(c, row[c], mode == "redo") for c in order)
         return f"insert into {_table(table)}({names}) values ({values});"
+
+    def _literal(self, name: str, value: object, fragments: bool) -> str:
+        if fragments or not self.fragmented(name, value):
+            return self.value(name, value)
+        return literal(value, "CLOB", 0)
 
     def where(self, row: Values, columns: list[str]) -> str:
         terms = []
-        for column in columns:
+        for column in [c for c in columns if self.types[c] != "CLOB"]:  # LOBs never there
             if row[column] is None:
                 terms.append(f"{_quoted(column)} IS NULL")
             else:
@@ -128,9 +154,15 @@ class Statements:
     def delete(self, table: int, row: Values) -> str:
         return f"delete from {_table(table)} where {self.where(row, self.order)};"
 
-    def update(self, table: int, change: Change) -> str:
+    def update(self, table: int, change: Change, undo: bool = False) -> str | None:
+        """The UPDATE row's text (None: only LOB columns change, in fragments alone);
+        ``undo``: the undo of the forward ``change``'s row, its old values inline."""
         assert change.before is not None and change.after is not None
-        sets = ", ".join(f"{_quoted(c)} = {self.value(c, change.after[c])}" for c in change.changed)
+        inline = [c for c in change.changed if c not in self.lobs(change)]
+        if not inline:
+            return None
+        image = change.before if undo else change.after
+        sets = ", ".join(f"{_quoted(c)} = {self._literal(c, image[c], not undo)}" for c in inline)
         logged = list(change.changed)
         if TABLES[table].key_logged:
             logged += [c for c in TABLES[table].key if c not in logged]
@@ -199,25 +231,64 @@ class TxnRows:
             assert change.before is not None
             redo, undo = (
                 sql.delete(change.table, change.before),
-                sql.insert(change.table, change.before),
+                sql.insert(change.table, change.before, "undo"),
             )
             row = _dml(xid, _DELETE, change.table, change.rowid, redo, undo)
         elif change.op == "u":
-            row = _dml(xid, _UPDATE, change.table, change.rowid, sql.update(change.table, change))
+            text = sql.update(change.table, change)
+            units = (
+                []
+                if text is None
+                else [_pieces(_dml(xid, _UPDATE, change.table, change.rowid, text))]
+            )
+            return units + self._lob_rows(change)
         else:
             return [self._moved(change)]
-        return [_pieces(row)]
+        return [_pieces(row), *self._lob_rows(change)]
+
+    def _lob_rows(self, change: Change, rollback: int = 0) -> list[Unit]:
+        """The LOB rows after ``change``'s row: per column written in fragments, its locator,
+        the LOB_WRITE rows and, after an update, a trim to the new length (undo: the
+        locators alone, marked ``ROLLBACK = 1``)."""
+        sql, xid, t = self.statements[change.table], self.script.xid, change.table
+        units: list[Unit] = []
+        for column in sql.lobs(change):
+            assert change.after is not None
+            locator = (
+                "DECLARE \n loc_c CLOB; \n buf_c VARCHAR2(6216); \nBEGIN\n select"
+                f" {_quoted(column)} into loc_c from {_table(t)} where ROWID ="
+                f" '{change.rowid}' for update;"
+            )
+            units.append([_dml(xid, _LOCATOR, t, change.rowid, locator, rollback=rollback)])
+            if rollback:
+                continue
+            text = str(change.after[column])
+            for start in range(0, len(text), LOB_FRAGMENT):
+                piece = text[start : start + LOB_FRAGMENT]
+                write = (
+                    f" buf_c := '{piece.replace(chr(39), chr(39) * 2)}'; \n"
+                    f"  dbms_lob.write(loc_c, {len(piece)}, {start + 1}, buf_c);"
+                )
+                units.append(_pieces(_dml(xid, _LOB_WRITE, t, change.rowid, write)))
+            if change.op == "u":
+                trim = f"dbms_lob.trim(loc_c, {len(text)});"
+                units.append([_dml(xid, _LOB_TRIM, t, change.rowid, trim)])
+        return units
 
     def _moved(self, change: Change) -> Unit:
         assert change.before is not None and change.after is not None and change.new_rowid
         sql, xid = self.statements[change.table], self.script.xid
         redo, undo = (
             sql.delete(change.table, change.before),
-            sql.insert(change.table, change.before),
+            sql.insert(change.table, change.before, "undo"),
         )
         delete = _dml(xid, _DELETE, change.table, change.rowid, redo, undo)
         insert = _dml(
-            xid, _INSERT, change.table, change.new_rowid, sql.insert(change.table, change.after)
+            xid,
+            _INSERT,
+            change.table,
+            change.new_rowid,
+            sql.insert(change.table, change.after, "inline"),
         )
         return [*_pieces(delete), *_pieces(insert)]
 
@@ -225,19 +296,34 @@ class TxnRows:
         """``ROLLBACK = 1`` rows: the redo of undoing ``change`` (an insert undone is a delete
         of its ROWID, and so on); a movement is undone in two rows, insert half first."""
         sql, xid, t = self.statements[change.table], self.script.xid, change.table
+        lobs = self._lob_rows(change, rollback=1)  # undone before the row's statement
         if change.op == "c":
             assert change.after is not None
-            return [[_dml(xid, _DELETE, t, change.rowid, sql.delete(t, change.after), rollback=1)]]
+            delete = _dml(xid, _DELETE, t, change.rowid, sql.delete(t, change.after), rollback=1)
+            return [*lobs, [delete]]
         if change.op == "d":
             assert change.before is not None
-            return [[_dml(xid, _INSERT, t, change.rowid, sql.insert(t, change.before), rollback=1)]]
-        back = Change("u", t, change.rowid, change.after, change.before, changed=change.changed)
+            insert = sql.insert(t, change.before, "inline")
+            return [[_dml(xid, _INSERT, t, change.rowid, insert, rollback=1)]]
         if change.op == "u":
-            return [[_dml(xid, _UPDATE, t, change.rowid, sql.update(t, back), rollback=1)]]
+            text = sql.update(t, change, undo=True)
+            update = (
+                [] if text is None else [[_dml(xid, _UPDATE, t, change.rowid, text, rollback=1)]]
+            )
+            return [*lobs, *update]
         assert change.new_rowid is not None and change.after and change.before
         return [
             [_dml(xid, _DELETE, t, change.new_rowid, sql.delete(t, change.after), rollback=1)],
-            [_dml(xid, _INSERT, t, change.rowid, sql.insert(t, change.before), rollback=1)],
+            [
+                _dml(
+                    xid,
+                    _INSERT,
+                    t,
+                    change.rowid,
+                    sql.insert(t, change.before, "inline"),
+                    rollback=1,
+                )
+            ],
         ]
 
     def _end(self) -> list[Unit]:

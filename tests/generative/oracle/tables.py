@@ -2,7 +2,8 @@
 values their columns take.
 
 ``GEN.ACCOUNTS`` has a one-column primary key that is supplementally logged, dates, zoned
-timestamps and text long enough to need CSF continuations; ``GEN.ITEMS`` a composite key,
+timestamps, text long enough to need CSF continuations and a ``CLOB`` (``DOC``) whose long
+values LogMiner writes in LOB fragments; ``GEN.ITEMS`` a composite key,
 and is partitioned by ``QTY`` with ROW MOVEMENT, so an update across the boundary moves a
 row to a new ROWID; ``GEN.EVENTS`` has no key and is located by ROWID only. ``GEN.ACCOUNTS``
 and ``GEN.EVENTS`` also have a ``LONG`` column (``MEMO``), whose values LogMiner may show
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 LONG_TEXT = 4500  # longer than one 4000-byte SQL_REDO piece
+LOB_TEXT = 9000  # a CLOB value this long comes in several LOB_WRITE fragments
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ TABLES = (
         Column("ID", "NUMBER", 10, 0, False), Column("NAME", "VARCHAR2"),
         Column("BALANCE", "NUMBER", 12, 2), Column("OPENED", "DATE"), Column("NOTE", "VARCHAR2"),
         Column("SEEN", "TIMESTAMP(6) WITH TIME ZONE", None, 6), Column("MEMO", "LONG"),
+        Column("DOC", "CLOB"),
     ), key_logged=True),
     TableSpec("GEN.ITEMS", ("ORD", "LINE"), (
         Column("ORD", "NUMBER", 10, 0, False), Column("LINE", "NUMBER", 5, 0, False),
@@ -86,6 +89,10 @@ def value(column: Column, pick: int, long_text: bool) -> object:
         return (Decimal(pick % 10**6) / (10**column.scale)).quantize(
             Decimal(1).scaleb(-column.scale)
         )
+    if kind == "CLOB":
+        if pick % 3 == 1:  # long: written in fragments (each over a SQL_REDO piece)
+            return (f"doc{pick}-O'Brien " * 700)[: LOB_TEXT - pick % 3000]
+        return f"{_WORDS[pick % len(_WORDS)]} doc{pick % 89}"
     if kind in ("VARCHAR2", "LONG"):
         if long_text and pick % 11 == 5:
             return ("n" * LONG_TEXT) + "O'Brien" + str(pick)

@@ -33,6 +33,7 @@ class Features:
     ddl_refresh: bool = True  # ADD ... DEFAULT, DROP / RENAME COLUMN: need the table refresh
     unsupported: bool = True  # LONG values shown as Unsupported Type: read as of the commit
     restarts: bool = True  # the pipeline stopped or crashed, then run again on its state
+    lobs: bool = True  # long CLOB values written as LOB fragments (else inline)
 
     def names(self) -> list[str]:
         """The flags that are on."""
