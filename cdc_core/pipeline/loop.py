@@ -473,10 +473,11 @@ class Pipeline:
         """Write the pending part of a big transaction (nothing else is pending then: its
         commits record only this transaction's position, so a restart would write another
         transaction's events in it again; seed 5161 of the Oracle generative tester)."""
-        if self._pending_transactions:
+        others = self._pending_events - len(events)
+        if others:
             raise ContractError(
-                f"a part of transaction {transaction.txid} would carry"
-                f" {len(self._pending_transactions)} other pending transaction(s)"
+                f"a part of transaction {transaction.txid} would carry {others} event(s) of"
+                " other transactions"
             )
         self._write_batch_with(
             lambda: self._sink.write_part(self._pending.values(), transaction.commit_pos)
