@@ -178,6 +178,7 @@ class ChangeAssembler:
         self._pieces: list[ContentsRow] = []
         self._held: tuple[ContentsRow, RowChange] | None = None
         self._lobs = LobRuns()
+        self._lobs_of: dict[str, bool] = {}  # whether a table has LOB columns, per table
 
     def feed(self, row: ContentsRow) -> list[RawChange | TableChanged]:
         """The raw changes ``row`` completes (none while a CSF statement continues), and the
@@ -241,17 +242,24 @@ class ChangeAssembler:
             return None
         if code in _DML:
             change = self._dml(row, schema)
-            if isinstance(change, RowChange) and change.op in ("c", "u") and _has_lobs(schema):
+            if isinstance(change, RowChange) and change.op in ("c", "u") and self._lob_table(row):
                 self._lobs.emitted(change)  # its LOB fragments may follow (``lob_runs``)
             return change
         if code == DDL:
             return self._ddl(row, schema)
-        if code in LOB_OPERATIONS and _has_lobs(schema):
+        if code in LOB_OPERATIONS and self._lob_table(row):
             self._lobs.feed(row, schema)
             return None  # joined to the change it completes (``lob_runs``)
         if code in LOB_OPERATIONS or code == UNSUPPORTED:
             raise _unsupported(row, f"operation {row.operation or code}")
         return None  # INTERNAL, SELECT_FOR_UPDATE ...: no row change
+
+    def _lob_table(self, row: ContentsRow) -> bool:
+        """Whether ``row``'s table has LOB columns (asked per row: kept until its DDL)."""
+        found = self._lobs_of.get(row.table)
+        if found is None:
+            found = self._lobs_of[row.table] = _has_lobs(self.tables[row.table])
+        return found
 
     def _commit_ts(self, row: ContentsRow) -> dt.datetime:
         return row.timestamp.replace(tzinfo=self.server_zone).astimezone(dt.UTC)
@@ -279,6 +287,7 @@ class ChangeAssembler:
         if outcome.truncate:
             return RowChange(row.xid, position, "t", row.table, None)
         self.tables[row.table] = outcome.schema
+        self._lobs_of.pop(row.table, None)
         if outcome.action is None:
             logger.debug("DDL on table %s at SCN %s changes no stored value", row.table, row.scn)
             return None

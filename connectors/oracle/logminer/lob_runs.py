@@ -96,6 +96,8 @@ class LobRuns:
         """What ``row``'s arrival completes in its transaction, at ``row``'s position: a
         run it does not continue ends; LOB undo rows it does not continue undo a LOB-only
         update, unless ``row`` undoes their row's DML (which undoes the joined change)."""
+        if not (self._last or self._runs or self._undo):
+            return []  # no table with LOB columns written: the common case, per row
         xid, out = row.xid, list[RawChange]()
         undo = self._undo.get(xid)
         if undo is not None and not _same_row(row, undo.table, undo.row_id, LOB_OPERATIONS, 1):
