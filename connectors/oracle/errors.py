@@ -104,6 +104,10 @@ class MiningModeError(OracleLogError):
     """The database's role does not match the source's ``mining`` setting."""
 
 
+class RacError(OracleLogError):
+    """A RAC database the source is not set up to mine without loss (``rac``)."""
+
+
 class DictionaryUnavailableError(OracleLogError):
     """The LogMiner dictionary the source names cannot be read."""
 

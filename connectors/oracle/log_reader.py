@@ -60,6 +60,7 @@ from connectors.oracle.errors import (
     MiningModeError,
     MissingLogError,
     NotArchiveLogError,
+    RacError,
     SupplementalLoggingError,
     UnsupportedTableError,
     from_driver_error,
@@ -178,6 +179,7 @@ class OracleLogReader:
         self._sleep = sleep
         self._connection: Any = None
         self._mining: Any = None
+        self._threads: tuple[int, ...] = ()  # RAC mined from archived logs only: its threads
         self._added: tuple[str, ...] = ()
         self._flush_ready = False
 
@@ -257,6 +259,34 @@ class OracleLogReader:
         self._check_role(str(role), str(open_mode))
         if self.config.archive_dest:
             self._check_destinations()
+        self._check_threads()
+
+    def _check_threads(self) -> None:
+        """One redo thread, or RAC mined from archived logs only with every instance's log
+        switched within ``ARCHIVE_LAG_TARGET`` (what else the reader cannot make lossless:
+        a flush reaches only the instance this session is on, so another instance's redo
+        could land below a window already mined)."""
+        threads = [int(thread) for (thread,) in self._fetch(lm.OPEN_THREADS, {}, "read V$THREAD")]
+        if len(threads) < 2:
+            return
+        context = {"threads": ",".join(map(str, threads))}
+        if self.config.rac != "archived_logs":
+            raise RacError(
+                f"the database is RAC with redo threads {threads}: mining online logs could miss"
+                " another instance's redo not yet written; set rac=archived_logs in the source"
+                " URL to mine archived logs only (changes arrive once each thread's log is"
+                " archived), or connect to a single-instance database",
+                context,
+            )
+        lag = self._fetch(lm.ARCHIVE_LAG_TARGET, {}, "read ARCHIVE_LAG_TARGET")
+        if not lag or not int(lag[0][0] or 0):
+            raise RacError(
+                f"rac=archived_logs on redo threads {threads}, but ARCHIVE_LAG_TARGET is 0: an"
+                " idle instance's log would never be archived and would hold every change"
+                " back; run ALTER SYSTEM SET ARCHIVE_LAG_TARGET = 300 SCOPE = BOTH SID = '*';",
+                context,
+            )
+        self._threads = tuple(threads)
 
     def _check_role(self, role: str, open_mode: str) -> None:
         context = {"database_role": role, "open_mode": open_mode}
@@ -303,10 +333,19 @@ class OracleLogReader:
         return dt.timezone(sign * dt.timedelta(hours=hours, minutes=minutes))
 
     def _flushed_scn(self) -> int:
+        if self._threads:
+            return self._archived_scn()
         if self.config.flushes:
             assert self.config.flush_table is not None  # ``flushes`` says so
             self._flush_log_buffer(self.config.flush_table)
         return int(self._scalar(lm.CURRENT_SCN, "read the current SCN"))
+
+    def _archived_scn(self) -> int:
+        """RAC, archived logs only: the last SCN every thread's archived logs hold (an idle
+        thread holds the others back until ARCHIVE_LAG_TARGET switches its log)."""
+        rows = self._fetch(lm.ARCHIVED_UPTO, {}, "list archived logs per thread")
+        reached = {int(thread): int(upto) for thread, upto in rows}
+        return min(reached.get(thread, 1) for thread in self._threads) - 1
 
     def _flush_log_buffer(self, table: str) -> None:
         create, seed, update = lm.flush_statements(table)
@@ -384,7 +423,7 @@ class OracleLogReader:
         archived = lm.archived_logs_query(len(destinations))
         return plan_logs(
             self._fetch(archived, binds | destinations, "list archived logs"),
-            self._fetch(online, binds, "list online logs"),
+            [] if self._threads else self._fetch(online, binds, "list online logs"),
             first,
         )
 

@@ -26,6 +26,7 @@ from cdc_core.errors import ConfigError
 from connectors.urls import parse_url
 
 MiningMode = Literal["primary", "standby"]
+RacMode = Literal["refuse", "archived_logs"]
 DictionaryKind = Literal["online_catalog", "redo_logs", "flat_file"]
 MAX_ARCHIVE_DEST = 31  # LOG_ARCHIVE_DEST_1 .. LOG_ARCHIVE_DEST_31 (Oracle Database Reference)
 BUILD_IN_REDO = (
@@ -89,6 +90,12 @@ def _instance(text: str) -> str | None:
     return text or None
 
 
+def _rac(text: str) -> str:
+    if text not in ("refuse", "archived_logs"):
+        raise ValueError(text)
+    return text
+
+
 def _destinations(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(",") if part.strip())
 
@@ -132,6 +139,10 @@ class LogMinerConfig:
     server_time_zone: str | None = field(
         default=None, metadata=_setting(_table, "the IANA zone of the server's clock")
     )
+    rac: RacMode = field(
+        default="refuse",
+        metadata=_setting(_rac, "refuse | archived_logs (RAC: mine archived logs only)"),
+    )
     mining_instance: str | None = field(
         default=None,
         metadata=_setting(
@@ -167,8 +178,9 @@ class LogMinerConfig:
 
     @property
     def flushes(self) -> bool:
-        """Whether the reader writes the flush table (never on a standby: it is read-only)."""
-        return self.mining == "primary" and self.flush_table is not None
+        """Whether the reader writes the flush table (never on a standby: it is read-only;
+        nor when it mines archived logs only, which are whole)."""
+        return self.mining == "primary" and self.flush_table is not None and self.rac == "refuse"
 
 
 LOG_PARAMETERS = tuple(setting.name for setting in dataclasses.fields(LogMinerConfig))

@@ -61,6 +61,21 @@ _READABLE_ARCHIVES = (
 )
 
 
+OPEN_THREADS = "SELECT THREAD# FROM V$THREAD WHERE ENABLED <> 'DISABLED' ORDER BY THREAD#"
+"""The redo threads in use: more than one is a RAC database (one thread per instance)."""
+
+ARCHIVE_LAG_TARGET = "SELECT VALUE FROM V$PARAMETER WHERE NAME = 'archive_lag_target'"
+"""Seconds after which every instance switches (and archives) its log, idle or not (0: never
+forced): what bounds how long an idle RAC thread holds the archived-only window back."""
+
+ARCHIVED_UPTO = (
+    "SELECT THREAD#, MAX(NEXT_CHANGE#) FROM V$ARCHIVED_LOG"
+    f"{_READABLE_ARCHIVES} AND DEST_ID IN ({_LOCAL_DESTINATIONS}) GROUP BY THREAD#"
+)
+"""Per thread, the SCN its archived logs reach (``rac=archived_logs``): every change of the
+thread below it is in an archived log."""
+
+
 def archived_logs_query(destinations: int = 0) -> str:
     """Archived logs overlapping the window [low_scn, high_scn] of the current incarnation,
     from the local valid destinations (a standby destination lists the same sequences again)

@@ -26,6 +26,7 @@ from connectors.oracle.errors import (
     DictionaryUnavailableError,
     MiningModeError,
     MissingLogError,
+    RacError,
     UnsupportedTableError,
 )
 from connectors.oracle.log_reader import OracleLogReader
@@ -40,7 +41,7 @@ from tests.connectors.oracle.logminer_recording import (
 from tests.connectors.oracle.replay import load_tables
 
 TABLES = {"SHOP.ORDERS": load_tables(DATA / "shop_tables.json")["SHOP.ORDERS"]}
-X1, X2 = "0A001F00E7030000", "0B000300A1040000"
+X1, X2, X3 = "0A001F00E7030000", "0B000300A1040000", "0C000500B2050000"
 R1, R2, R3 = "AAAR3sAAEAAAACXAAA", "AAAR3sAAEAAAACXAAB", "AAAR3sAAEAAAACXAAC"
 NO_FLUSH = LogMinerConfig(flush_table=None)
 
@@ -168,9 +169,15 @@ def test_the_recording_fails_on_a_statement_it_does_not_hold() -> None:
         next(reader_of(recording, LogMinerConfig()).iter_changes(Position(1000, "1000")))
 
 
-def state(role: str, open_mode: str, *more: dict[str, Any]) -> Recording:
-    """A hand-written recording of the start: V$DATABASE, then ``more``."""
+def state(
+    role: str, open_mode: str, *more: dict[str, Any], threads: tuple[int, ...] = (1,)
+) -> Recording:
+    """A hand-written recording of the start: V$DATABASE (and the archive destinations when
+    ``more`` starts with them), the redo ``threads``, then ``more``."""
     exchanges = [{"sql": "DATABASE_STATE", "rows": [["ARCHIVELOG", "YES", role, open_mode]]}]
+    if more and more[0].get("sql") == "VALID_DESTINATIONS":
+        exchanges, more = [*exchanges, more[0]], more[1:]
+    exchanges.append({"sql": "OPEN_THREADS", "rows": [[thread] for thread in threads]})
     document = {"origin": "hand-written", "exchanges": [*exchanges, *more]}
     return Recording(Path("start.json"), document)
 
@@ -283,3 +290,29 @@ def test_the_recorder_writes_what_the_replay_reads(
     captured = Recording(tmp_path / name)
     assert captured.origin == "captured"
     assert read(reader_of(captured, config), captured, idles) == first
+
+
+def test_rac_is_refused_unless_mined_from_archived_logs_with_a_lag_target() -> None:
+    """A flush reaches only this session's instance: mining another instance's online log
+    could miss redo it has not written yet, below a window already mined."""
+    reader = reader_of(state("PRIMARY", "READ WRITE", threads=(1, 2)), LogMinerConfig())
+    with pytest.raises(RacError, match=r"RAC with redo threads \[1, 2\].*rac=archived_logs"):
+        next(reader.iter_changes(Position(1000, "1000")))
+    no_lag = {"sql": "ARCHIVE_LAG_TARGET", "rows": [["0"]]}
+    config = LogMinerConfig(rac="archived_logs")
+    reader = reader_of(state("PRIMARY", "READ WRITE", no_lag, threads=(1, 2)), config)
+    with pytest.raises(RacError, match="SET ARCHIVE_LAG_TARGET = 300"):
+        next(reader.iter_changes(Position(1000, "1000")))
+
+
+def test_rac_windows_end_where_every_thread_is_archived_and_an_idle_thread_holds_back() -> None:
+    """Hand-written recording: two threads, thread 2 idle; the reader mines archived logs
+    only, never past the SCN the least archived thread reaches (it waits at 1005 while
+    thread 1 is archived to 1020), and goes on once thread 2 is switched and archived."""
+    changes = run("session_rac_archived.json", LogMinerConfig(rac="archived_logs"), idles=3)
+    assert changes == [
+        ("begin", X1, 1001), ("row", X1, 1002, R1, 1), ("begin", X2, 1003),
+        ("row", X2, 1004, R2, 2), ("commit", X1, 1005), ("idle", 1005), ("idle", 1005),
+        ("commit", X2, 1007), ("begin", X3, 1012), ("row", X3, 1013, R3, 3),
+        ("commit", X3, 1014), ("idle", 1019),
+    ]  # fmt: skip
