@@ -27,6 +27,7 @@ class History:
     script: Script
     records: list[Record]
     positions: list[int | None]
+    lagged: int = 0  # rows rendered with a newer dictionary (``Features.ddl_lag``)
 
     def at(self, scn: int) -> Snapshot:
         """The committed state of every table as of ``scn``."""
@@ -56,4 +57,4 @@ def render(script: Script, features: Features) -> History:
     """Render ``script`` as LogMiner would show it, keeping the SCN of each item."""
     renderer = Renderer(script, features)
     records = renderer.render()
-    return History(script, records, renderer.positions)
+    return History(script, records, renderer.positions, renderer.lagged)

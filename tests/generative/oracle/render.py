@@ -351,6 +351,7 @@ class Renderer:
         self.records: list[dict[str, object]] = []
         self.window: list[TxnRows] = []
         self.positions: list[int | None] = [None] * len(script.items)
+        self.lagged = 0  # rows rendered with a newer dictionary (``Features.ddl_lag``)
 
     def render(self) -> list[dict[str, object]]:
         for index, item in enumerate(self.script.items):
@@ -360,6 +361,8 @@ class Renderer:
             else:
                 self._join(item, index)
         self._flush()
+        if self.features.ddl_lag:
+            self.lagged = _as_of_newer_dictionary(self.records, self.script)
         return self.records
 
     def _join(self, script: TxnScript, index: int) -> None:
@@ -408,3 +411,25 @@ class Renderer:
         self._emit([_row(xid, _COMMIT)])
         self.positions[index] = self.scn
         self.columns[ddl.table] = [(c.name, c.data_type) for c in ddl.columns]
+
+
+def _as_of_newer_dictionary(records: list[dict[str, object]], script: Script) -> int:
+    """Mark the rows a reader mining with the online catalog after a DROP or RENAME COLUMN
+    cannot render: the table's DML rows before the DDL, which LogMiner shows with STATUS 2
+    (Oracle Database Utilities, "LogMiner", DDL_DICT_TRACKING and "Dictionary Version
+    Mismatch"). How many were marked."""
+    changed: dict[str, int] = {}
+    for record in records:
+        text = str(record.get("SQL_REDO") or "")
+        if record["OPERATION_CODE"] == _DDL and (
+            " drop column " in text or " rename column " in text
+        ):
+            table = str(record["TABLE_NAME"])
+            changed[table] = max(changed.get(table, 0), int(str(record["SCN"])))
+    marked = 0
+    for record in records:
+        table, code = str(record.get("TABLE_NAME")), record["OPERATION_CODE"]
+        if code in (_INSERT, _DELETE, _UPDATE) and int(str(record["SCN"])) < changed.get(table, 0):
+            record |= {"STATUS": 2, "INFO": "Dictionary Version Mismatch"}
+            marked += 1
+    return marked

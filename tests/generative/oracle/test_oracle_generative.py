@@ -167,3 +167,20 @@ def test_a_big_transaction_after_a_small_one_does_not_rewrite_it_after_a_crash(
     records only the big transaction's position; after a crash the restart wrote the
     earlier event again (a keyless table's changelog held it twice)."""
     assert check(SEED_5161, dataclasses.replace(FEATURES, lobs=False), tmp_path) == []
+
+
+def test_a_reader_lagging_across_a_drop_or_rename_column_stops_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    """``Features.ddl_lag``: mining with the online catalog after a DROP or RENAME COLUMN,
+    LogMiner renders the table's older rows with the newer dictionary (STATUS 2); the
+    pipeline must stop with the error naming dictionary=redo_logs, never carry them
+    (``check`` passes only so)."""
+    lagging = dataclasses.replace(FEATURES, ddl_lag=True)
+    lagged = 0
+    for seed in SEEDS[:10]:
+        workload = generate(seed, lagging)
+        lagged += render(interpret(workload, lagging), lagging).lagged > 0
+        (tmp_path / str(seed)).mkdir()
+        assert check(workload, lagging, tmp_path / str(seed)) == [], seed
+    assert lagged >= 3

@@ -34,6 +34,10 @@ class Features:
     unsupported: bool = True  # LONG values shown as Unsupported Type: read as of the commit
     restarts: bool = True  # the pipeline stopped or crashed, then run again on its state
     lobs: bool = True  # long CLOB values written as LOB fragments (else inline)
+    # A reader mining with the online catalog after a DROP or RENAME COLUMN: LogMiner renders
+    # the table's older redo with the newer dictionary (STATUS 2); the pipeline must stop,
+    # naming the fix. Off by default: it ends such a workload there.
+    ddl_lag: bool = False
 
     def names(self) -> list[str]:
         """The flags that are on."""
