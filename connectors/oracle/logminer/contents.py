@@ -41,14 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc_core.capture.events import (
-    Begin,
-    Commit,
-    PartialRollback,
-    RawChange,
-    Rollback,
-    RowChange,
-)
+from cdc_core.capture.events import Begin, Commit, PartialRollback, RawChange, Rollback, RowChange
 from cdc_core.capture.source import TableChanged, TableDescription
 from cdc_core.names import format_table
 from connectors.base import arrow_type_of
