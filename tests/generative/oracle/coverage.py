@@ -31,6 +31,7 @@ def coverage(workload: Workload, features: Features) -> Counter[str]:
         "Unsupported Type" in str(record.get("SQL_REDO") or "") for record in records
     )
     found["interleaved"] = _interleavings(records)
+    found[f"log_{workload.log}"] += 1  # read by the replay, or the real reader over the model
     for record in records:
         code, undone = record["OPERATION_CODE"], record.get("ROLLBACK") == 1
         found["lob_write"] += code == 10 and record.get("CSF") == 0

@@ -36,9 +36,10 @@ from cdc_core.capture.filters import TableFilter
 from cdc_core.capture.position import Position
 from cdc_core.pipeline.loop import EmittedTransaction, Pipeline, PipelineConfig
 from connectors.oracle.errors import DictionaryMismatchError
-from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader
+from tests.connectors.oracle.replay import ReplayConfig, ReplayLogReader, load_tables
 from tests.generative.oracle.history import render
 from tests.generative.oracle.judge import judge
+from tests.generative.oracle.logminer_model import LogMiner, ModelOracleReader
 from tests.generative.oracle.model import DdlScript, interpret
 from tests.generative.oracle.source import (
     ClockedReader,
@@ -104,8 +105,12 @@ def check(
     contents.write_text("".join(json.dumps(r) + "\n" for r in history.records), encoding="utf-8")
     tables.write_text(json.dumps(tables_document()), encoding="utf-8")
     clock = SourceClock(history, workload.source_seed)
+    reader: ReplayLogReader | ModelOracleReader = ReplayLogReader(ReplayConfig(contents, tables))
+    if workload.log != "replay":  # the real reader loop, over the model served as LogMiner
+        miner = LogMiner(history.records, workload.log, workload.source_seed)
+        reader = ModelOracleReader(miner, load_tables(tables))
     source = Source(
-        ClockedReader(ReplayLogReader(ReplayConfig(contents, tables)), clock),
+        ClockedReader(reader, clock),
         ModelSnapshotReader(history, clock),
         ModelUnavailable(history),
     )

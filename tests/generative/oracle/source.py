@@ -19,6 +19,7 @@ import contextlib
 import random
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -35,7 +36,6 @@ from cdc_core.capture.source import (
 from cdc_core.errors import ContractError
 from connectors.oracle.logminer.contents import description_of, schema_from_dictionary
 from connectors.oracle.position import position_of
-from tests.connectors.oracle.replay import ReplayLogReader
 from tests.generative.oracle.history import History
 from tests.generative.oracle.model import Snapshot, Values
 from tests.generative.oracle.tables import TABLES, TableSpec
@@ -101,7 +101,7 @@ class SourceClock:
 class ClockedReader:
     """The replay's ``LogReader``, telling the clock the position of each item it yields."""
 
-    def __init__(self, reader: ReplayLogReader, clock: SourceClock) -> None:
+    def __init__(self, reader: Any, clock: SourceClock) -> None:  # a replay or model reader
         self.reader, self.clock = reader, clock
 
     def describe(self, table: str) -> TableDescription:

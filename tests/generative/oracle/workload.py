@@ -38,6 +38,7 @@ class Features:
     # the table's older redo with the newer dictionary (STATUS 2); the pipeline must stop,
     # naming the fix. Off by default: it ends such a workload there.
     ddl_lag: bool = False
+    logminer: bool = True  # the real reader loop over the model's log, in some workloads
 
     def names(self) -> list[str]:
         """The flags that are on."""
@@ -79,6 +80,12 @@ class Workload:
     refresh_chunk_rows: int = 10_000  # rows per chunk of a table refresh
     source_seed: int = 0  # when the source's "now" runs ahead of the reader (``source``)
     interruptions: tuple[Interruption, ...] = ()  # in order, before the run to the end
+    # How the log is read: the replay reader, or the real OracleLogReader over the model
+    # served as a LogMiner database (``logminer_model``): primary, standby or RAC.
+    log: str = "replay"
+
+
+LOG_READS = ("replay", "primary", "standby", "rac")
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,8 @@ def generate(seed: int, features: Features, size: int = SIZE) -> Workload:
         Interruption(rng.randint(1, size), rng.choice(("stop", "crash")))
         for _ in range(rng.randint(0, 2) if features.restarts else 0)
     )
-    return Workload(tuple(items), batch, budget, chunk, source, stops)
+    log = rng.choice(LOG_READS) if features.logminer else "replay"
+    return Workload(tuple(items), batch, budget, chunk, source, stops, log)
 
 
 def _txn(rng: random.Random, features: Features) -> Txn:
