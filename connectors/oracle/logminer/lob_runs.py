@@ -15,7 +15,9 @@ DML row, which undoes the joined change as a whole. LOB undo rows not followed b
 of their row's DML undo a LOB-only update: one ``PartialRollback`` of it.
 
 A run's value is ``UNAVAILABLE`` (read as of the commit) where the value it starts from is
-not in the redo (``lob_redo.LobValue``).
+not in the redo (``lob_redo.LobValue``), and so are all the row's LOB columns for fragments
+whose locator was not read: a restarted pipeline re-reads the log from its last change,
+which may fall inside a run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from connectors.model import TableSchema
 from connectors.oracle.errors import UnsupportedRedoError
 from connectors.oracle.logminer.lob_redo import LobValue, has_locator, parse_locator
 from connectors.oracle.position import position_of
+from connectors.oracle.types import LOB_TYPES
 
 SEL_LOB_LOCATOR = 9
 FRAGMENT_NAMES = {10: "LOB_WRITE", 11: "LOB_TRIM", 29: "LOB_ERASE"}
@@ -62,14 +65,16 @@ class Row(Protocol):
 
 @dataclass
 class _Run:
-    """One LOB column of one row being written by fragments; ``joins``: the change of
-    the row it completes (None: a LOB-only update)."""
+    """LOB ``columns`` of one row being written by fragments (one, or for a run whose
+    locator was not read, every LOB column of the table: ``value`` is then not known);
+    ``joins``: the change of the row it completes (None: a LOB-only update)."""
 
     table: str
     row_id: str
-    column: str
+    columns: tuple[str, ...]
     value: LobValue
     joins: RowChange | None
+    located: bool = True  # False: its locator was not read, its fragments are not applied
 
 
 @dataclass
@@ -120,8 +125,7 @@ class LobRuns:
         """A LOB operation of captured table ``schema``.
 
         Raises:
-            UnsupportedRedoError: A fragment without its locator, or a locator of a column
-                the table does not have.
+            UnsupportedRedoError: A locator of a column the table does not have.
         """
         if row.rollback:
             self._undo.setdefault(row.xid, _Undo(row.table, row.row_id or ""))
@@ -134,9 +138,15 @@ class LobRuns:
             return
         run = self._runs.get(row.xid)
         if run is None:
-            what = FRAGMENT_NAMES[row.operation_code]
-            raise unsupported(row, f"a {what} fragment without its locator")
-        run.value.apply(FRAGMENT_NAMES[row.operation_code], row.sql_redo or "")
+            # Its locator was not read: the pipeline re-reads from its last change after a
+            # restart, which may fall inside a run. Which column it writes is not known, so
+            # every LOB column of the row is read as of the commit.
+            lobs = tuple(c.name for c in schema.columns if c.native_type in LOB_TYPES)
+            value = LobValue(False, None)
+            self._runs[row.xid] = _Run(row.table, row.row_id or "", lobs, value, None, False)
+            return
+        if run.located:
+            run.value.apply(FRAGMENT_NAMES[row.operation_code], row.sql_redo or "")
 
     def forget(self, xid: str) -> None:
         """Drop what an ended transaction left (its commit or rollback came)."""
@@ -170,24 +180,24 @@ class LobRuns:
         known = (joins.after or {}).get(locator.column) if joins is not None else None
         base = known if isinstance(known, str | bytes) else None
         value = LobValue(locator.binary, base)
-        self._runs[row.xid] = _Run(row.table, row_id, locator.column, value, joins)
+        self._runs[row.xid] = _Run(row.table, row_id, (locator.column,), value, joins)
 
     def _end(self, xid: str, scn: int) -> list[RawChange]:
         """The run's change at SCN ``scn``: its statement's change undone and emitted again
         with the value, or an update of its own."""
         run = self._runs.pop(xid)
         value = UNAVAILABLE if run.value.value is None else run.value.value
+        values = dict.fromkeys(run.columns, value)
         at = position_of(scn)
         if run.joins is None:
-            change = RowChange(xid, at, "u", run.table, run.row_id, {run.column: value})
+            change = RowChange(xid, at, "u", run.table, run.row_id, values)
             out: list[RawChange] = []
         else:
-            after = dict(run.joins.after or {}) | {run.column: value}
-            change = replace(run.joins, position=at, after=after)
+            change = replace(run.joins, position=at, after=dict(run.joins.after or {}) | values)
             out = [PartialRollback(xid, at, run.table, run.row_id)]
             key = (xid, run.table, run.row_id)
             statement, columns = self._joined.get(key, (run.joins, set()))
-            self._joined[key] = (statement, columns | {run.column})
+            self._joined[key] = (statement, columns | set(run.columns))
         self._last[xid] = change  # a run of another LOB column of the row joins it too
         return [*out, change]
 
