@@ -76,6 +76,8 @@ class Checkpoint:
             the source may have another key by the time the log reaches its DDL).
         last_commit: When the source committed the newest transaction the target holds
             (None: none written yet, or written before this was recorded); ``cdc status``.
+        source: The server whose log the positions are of (``LogReader.source_identity``;
+            None: not told, or recorded before this was): a restart on another is refused.
     """
 
     pipeline: str
@@ -90,6 +92,7 @@ class Checkpoint:
     shapes: dict[str, str] = field(default_factory=dict)
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     last_commit: datetime | None = None
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint as its state document's body."""
@@ -106,6 +109,7 @@ class Checkpoint:
             "shapes": dict(self.shapes),
             "keys": {table: list(key) for table, key in self.keys.items()},
             "last_commit": None if self.last_commit is None else self.last_commit.isoformat(),
+            "source": self.source,
         }
 
     @classmethod
@@ -127,6 +131,7 @@ class Checkpoint:
             # Checkpoints written before keys were recorded have none.
             {str(table): tuple(map(str, key)) for table, key in data.get("keys", {}).items()},
             _time_or_none(data.get("last_commit")),  # checkpoints before it have none
+            data.get("source"),  # checkpoints before it have none
         )
 
     def to_bytes(self) -> bytes:

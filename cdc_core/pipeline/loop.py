@@ -46,7 +46,7 @@ from cdc_core.capture.source import (
 )
 from cdc_core.ddl.descriptions import TableDescriptions, as_held
 from cdc_core.ddl.table_refresh import TableRefresher
-from cdc_core.errors import ConfigError, ContractError
+from cdc_core.errors import ConfigError, ContractError, TerminalError
 from cdc_core.lake.key_moves import KeyMoves
 from cdc_core.lake.layout import RefreshMarks
 from cdc_core.lake.sink import LakeSink
@@ -71,6 +71,12 @@ from cdc_core.state.lock import StateLock
 
 logger = logging.getLogger(__name__)
 RETAIN_EVERY_CHECKPOINTS = 50  # row image retention scans the store: not at every batch
+
+
+class SourceChangedError(TerminalError):
+    """The pipeline's source is another server than the one its positions are of."""
+
+
 EVENTS_PER_CHANGE = 2  # the most lake events one change makes: a key change is a d and a c
 
 
@@ -249,7 +255,7 @@ class Pipeline:
             self._ddl.record_shape(table)  # loaded from the source as it is now
         if unseen and isinstance(self.reader, OmitsDdl):
             write_checkpoint(self.config.state_dir, self._shared.checkpoint)
-        checkpoint = self._shared.checkpoint
+        checkpoint = self._checked_source(self._shared.checkpoint)
         buffer = self._open_buffer(checkpoint)
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
@@ -409,6 +415,29 @@ class Pipeline:
         if checkpoint.buffer is None:
             return TransactionBuffer(buffer_config)
         return TransactionBuffer.restore(buffer_config, checkpoint.buffer)
+
+    def _checked_source(self, checkpoint: Checkpoint) -> Checkpoint:
+        """``checkpoint`` with the log's server recorded (a reader that can tell it:
+        ``source_identity``); a restart on another server is refused: the positions it
+        holds are of one server's log, meaningless on another's (a failover to a replica).
+
+        Raises:
+            SourceChangedError: The source is another server than the one recorded.
+        """
+        identify = getattr(self.reader, "source_identity", None)
+        found = identify() if callable(identify) else None
+        if found is None or checkpoint.source == found:
+            return checkpoint
+        if checkpoint.source is None:
+            return replace(checkpoint, source=found)
+        raise SourceChangedError(
+            f"pipeline {self.config.name}: its positions are of the log of {checkpoint.source},"
+            f" but the source now is {found} (a failover to a replica, or another URL):"
+            " positions of one server's log mean nothing on another's; replicate from a new"
+            " snapshot (a new pipeline name, or an empty state_dir and lake), as resuming"
+            " by GTID set is not built yet",
+            {"recorded": checkpoint.source, "found": found},
+        )
 
     def rebuild_config(self) -> RebuildConfig:
         keys = self._descriptions.keys()
