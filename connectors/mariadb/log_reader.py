@@ -392,8 +392,19 @@ class _Session:
         elif upper.startswith(("XA COMMIT", "XA ROLLBACK")):
             commit = upper.startswith("XA COMMIT")
             yield from self._complete_xa(commit, query, after, event.timestamp)
+        elif upper.startswith("XA START"):
+            self._name_xa(query)
         elif not upper.startswith(_IGNORED_QUERIES):
             yield from self._ddl(event, query, at, after)
+
+    def _name_xa(self, query: str) -> None:
+        """MySQL's ``XA START``: the transaction is named by its XID (``xa-...``, as
+        MariaDB's are), which its outcome's statement names too, so an outcome read after a
+        restart (the prepared rows before the start) still ends the transaction the
+        pipeline's buffer holds."""
+        xid = _xid_of(query)
+        if self.txn is not None and self.txn.mysql and not self.txn.begun and xid is not None:
+            self.txn.txid = _xa_name(*xid)
 
     def _complete_xa(
         self, commit: bool, query: str, at: Position, timestamp: int
@@ -407,7 +418,9 @@ class _Session:
         txn, self.txn = self.txn, None
         if txn is not None and txn.mysql:
             xid = _xid_of(query)
-            txn = self.prepared.pop(xid, None) if xid is not None else None
+            if xid is None:
+                return
+            txn = self.prepared.pop(xid, None) or _Transaction(_xa_name(*xid), at, standalone=False)
         if txn is None:
             return
         end: RawChange = Commit(txn.txid, at, _utc(timestamp)) if commit else Rollback(txn.txid, at)
@@ -526,8 +539,13 @@ def _gtid_transaction(event: Any, after: Position) -> _Transaction:
 
 
 def _xa_txid(rest: bytes, at: int) -> str:
-    """``xa-<formatID>-<gtrid hex>-<bqual hex>``: the same for XA PREPARE and its outcome."""
+    """The txid of the XID in a MariaDB GTID event's XA fields."""
     format_id = struct.unpack_from("<I", rest, at)[0]
     gtrid_length, bqual_length = rest[at + 4], rest[at + 5]
     data = rest[at + 6 : at + 6 + gtrid_length + bqual_length]
-    return f"xa-{format_id}-{data[:gtrid_length].hex()}-{data[gtrid_length:].hex()}"
+    return _xa_name(format_id, data[:gtrid_length], data[gtrid_length:])
+
+
+def _xa_name(format_id: int, gtrid: bytes, bqual: bytes) -> str:
+    """``xa-<formatID>-<gtrid hex>-<bqual hex>``: the same for XA PREPARE and its outcome."""
+    return f"xa-{format_id}-{gtrid.hex()}-{bqual.hex()}"
