@@ -78,6 +78,9 @@ class Checkpoint:
             (None: none written yet, or written before this was recorded); ``cdc status``.
         source: The server whose log the positions are of (``LogReader.source_identity``;
             None: not told, or recorded before this was): a restart on another is refused.
+        resume_token: What the log reader needs beside a position to resume there on
+            another server (``resume_token``: MySQL's GTID set), and the position it is of
+            (valid only while that is still where the pipeline resumes).
     """
 
     pipeline: str
@@ -93,6 +96,7 @@ class Checkpoint:
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     last_commit: datetime | None = None
     source: str | None = None
+    resume_token: tuple[Position, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The checkpoint as its state document's body."""
@@ -110,6 +114,7 @@ class Checkpoint:
             "keys": {table: list(key) for table, key in self.keys.items()},
             "last_commit": None if self.last_commit is None else self.last_commit.isoformat(),
             "source": self.source,
+            "resume_token": _token_to_dict(self.resume_token),
         }
 
     @classmethod
@@ -132,6 +137,7 @@ class Checkpoint:
             {str(table): tuple(map(str, key)) for table, key in data.get("keys", {}).items()},
             _time_or_none(data.get("last_commit")),  # checkpoints before it have none
             data.get("source"),  # checkpoints before it have none
+            _token_from_dict(data.get("resume_token")),  # nor this
         )
 
     def to_bytes(self) -> bytes:
@@ -238,3 +244,14 @@ def write_checkpoint(state_dir: Path, checkpoint: Checkpoint) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
         fsync_directory(state_dir)
+
+
+def _token_to_dict(token: tuple[Position, str] | None) -> dict[str, Any] | None:
+    return None if token is None else {"at": position_to_dict(token[0]), "token": token[1]}
+
+
+def _token_from_dict(data: Mapping[str, Any] | None) -> tuple[Position, str] | None:
+    if data is None:
+        return None
+    at = position_from_dict(data["at"])
+    return None if at is None else (at, str(data["token"]))

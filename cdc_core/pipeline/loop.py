@@ -77,6 +77,20 @@ class SourceChangedError(TerminalError):
     """The pipeline's source is another server than the one its positions are of."""
 
 
+def _unfollowable(checkpoint: Checkpoint, token: str | None, follows: bool) -> str | None:
+    """Why a pipeline cannot follow its source to another server (None: it can)."""
+    if not follows:
+        return "its log reader cannot follow a failover"
+    if token is None:
+        return (
+            "its checkpoint keeps no GTID set for the position it resumes from (the source"
+            " runs with gtid_mode=OFF, or nothing was streamed since its snapshot)"
+        )
+    if checkpoint.loading or checkpoint.refreshes:
+        return "a table's snapshot is under way, of the old server"
+    return None
+
+
 EVENTS_PER_CHANGE = 2  # the most lake events one change makes: a key change is a d and a c
 
 
@@ -181,7 +195,16 @@ class Pipeline:
 
     def run_until_caught_up(self) -> Position | None:
         """Replicate everything committed at the source when called, then return."""
-        return self._run(self.reader.end_position())
+        return self._run(self.end_position())
+
+    def end_position(self) -> Position:
+        """The log's end now, as this pipeline's positions spell it: its reader is told
+        where the pipeline resumes first (after a failover, the new server's positions
+        are ordered after the old one's: ``_checked_source``)."""
+        checkpoint = read_checkpoint(self.config.state_dir)
+        if checkpoint is not None and checkpoint.pipeline == self.config.name:
+            self._checked_source(checkpoint)
+        return self.reader.end_position()
 
     def iter_transactions(self, until: Position | None = None) -> Iterator[EmittedTransaction]:
         """Run on this thread, yielding each transaction once it is durable in the lake."""
@@ -208,6 +231,7 @@ class Pipeline:
                 self.config.name, None, None, None
             )
             self._check_owner(checkpoint)
+            checkpoint = self._checked_source(checkpoint)
             with self._open_store() as store:
                 self._store = store
                 checkpoint = load_tables(self._load_context(), self._shapes_before_load(checkpoint))
@@ -255,7 +279,7 @@ class Pipeline:
             self._ddl.record_shape(table)  # loaded from the source as it is now
         if unseen and isinstance(self.reader, OmitsDdl):
             write_checkpoint(self.config.state_dir, self._shared.checkpoint)
-        checkpoint = self._checked_source(self._shared.checkpoint)
+        checkpoint = self._shared.checkpoint
         buffer = self._open_buffer(checkpoint)
         if isinstance(self.reader, ResumesTransactions):
             self.reader.resume_transactions([info.txid for info in buffer.open_transactions()])
@@ -418,26 +442,46 @@ class Pipeline:
 
     def _checked_source(self, checkpoint: Checkpoint) -> Checkpoint:
         """``checkpoint`` with the log's server recorded (a reader that can tell it:
-        ``source_identity``); a restart on another server is refused: the positions it
-        holds are of one server's log, meaningless on another's (a failover to a replica).
+        ``source_identity``). The reader is told where the pipeline resumes and the token
+        kept for it (``resume``). On another server (a failover to a replica) the
+        positions held are meaningless: a reader that can follow it there
+        (``follow_failover``: MySQL by GTID set) does, else it is refused.
 
         Raises:
-            SourceChangedError: The source is another server than the one recorded.
+            SourceChangedError: The source is another server than the one recorded, and
+                the pipeline cannot go on there.
         """
+        start = checkpoint.buffer.high_water if checkpoint.buffer is not None else None
+        start = start or checkpoint.resume_at or checkpoint.lake_position
+        kept = checkpoint.resume_token
+        token = kept[1] if kept is not None and start is not None and kept[0] == start else None
+        resume = getattr(self.reader, "resume", None)
+        if callable(resume):
+            resume(start, token)
         identify = getattr(self.reader, "source_identity", None)
         found = identify() if callable(identify) else None
         if found is None or checkpoint.source == found:
             return checkpoint
         if checkpoint.source is None:
             return replace(checkpoint, source=found)
+        follow = getattr(self.reader, "follow_failover", None)
+        why = _unfollowable(checkpoint, token, callable(follow))
+        if why is None and start is not None and token is not None and callable(follow):
+            follow(start, token, checkpoint.source)
+            return replace(checkpoint, source=found)
         raise SourceChangedError(
             f"pipeline {self.config.name}: its positions are of the log of {checkpoint.source},"
             f" but the source now is {found} (a failover to a replica, or another URL):"
-            " positions of one server's log mean nothing on another's; replicate from a new"
-            " snapshot (a new pipeline name, or an empty state_dir and lake), as resuming"
-            " by GTID set is not built yet",
+            f" positions of one server's log mean nothing on another's, and {why}; replicate"
+            " from a new snapshot (a new pipeline name, or an empty state_dir and lake)",
             {"recorded": checkpoint.source, "found": found},
         )
+
+    def _resume_token(self, position: Position) -> tuple[Position, str] | None:
+        """The reader's token for resuming at ``position`` elsewhere (``resume_token``)."""
+        tell = getattr(self.reader, "resume_token", None)
+        token = tell(position) if callable(tell) else None
+        return None if token is None else (position, token)
 
     def rebuild_config(self) -> RebuildConfig:
         keys = self._descriptions.keys()
@@ -667,10 +711,12 @@ class Pipeline:
 
     def record_checkpoint(self, position: Position) -> None:
         state = self._buffer.checkpoint_state()
+        resume_at = self._buffer.safe_restart_position() or position
         checkpoint = replace(
             self._shared.checkpoint,
             lake_position=position,
-            resume_at=self._buffer.safe_restart_position() or position,
+            resume_at=resume_at,
+            resume_token=self._resume_token(resume_at),
             buffer=state,
             refreshes=tuple(self._refresher.states),
             stale=dict(self._refresher.stale),

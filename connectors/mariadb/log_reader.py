@@ -50,7 +50,7 @@ import datetime as dt
 import logging
 import re
 import struct
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -63,8 +63,16 @@ from connectors.mariadb.binlog.schema_tracker import SchemaTracker, TableCatalog
 from connectors.mariadb.binlog.stream import BinlogStream, StreamSettings, server_facts
 from connectors.mariadb.ddl import classify_alter
 from connectors.mariadb.errors import UnreadableEventError, UntrackedChangeError, lost_connections
+from connectors.mariadb.failover import check_failover, refuse_unfollowed
 from connectors.mariadb.generated import logs_full_images, virtual_columns
-from connectors.mariadb.position import position_of, split_position
+from connectors.mariadb.gtid import ExecutedGtids, Gtid, GtidSet, executed_of, parse_gtid
+from connectors.mariadb.position import (
+    Epoch,
+    epoch_of,
+    epoch_start,
+    position_of,
+    split_position,
+)
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import system_period
 from connectors.mariadb.table_kinds import check_capturable
@@ -103,7 +111,7 @@ class MariaDBLogReader:
         config: The source.
     """
 
-    def __init__(self, config: MariaDBSourceConfig) -> None:
+    def __init__(self, config: MariaDBSourceConfig, epoch: Epoch | None = None) -> None:
         from connectors.mariadb.connector import MariaDBConnector
 
         self.config = config
@@ -119,6 +127,14 @@ class MariaDBLogReader:
         self._catalogs: dict[tuple[str, tuple[str, ...]], TableCatalog] = {}
         # Per table, every column this reader has seen as a UUID (``_uuids_of``).
         self._uuids: dict[str, set[str]] = {}
+        self.epoch = epoch or Epoch()  # shared with the source's snapshot reader
+        # MySQL GTIDs (``gtid.py``): the set executed at each position read, the token a
+        # checkpoint gave for the position resumed at, a failover to follow, and the
+        # transactions the pipeline's buffer holds open (read again whole after one).
+        self._gtids: ExecutedGtids | None = None
+        self._resume: tuple[int, str] | None = None
+        self._failover: tuple[Position, str] | None = None
+        self._held: tuple[str, ...] = ()
 
     def describe(self, table: str) -> TableDescription:
         """The table's current columns (as the lake stores them) and key.
@@ -142,7 +158,53 @@ class MariaDBLogReader:
         """The binlog's end now (``SHOW MASTER STATUS``)."""
         with lost_connections(self.settings.display):
             facts = server_facts(self.settings)
-        return position_of(facts.log_file, facts.offset)
+        return position_of(facts.log_file, facts.offset, self.epoch.value)
+
+    def resume(self, position: Position | None, token: str | None) -> None:
+        """The position a pipeline resumes from (before any snapshot: its epoch orders
+        them) and the token its checkpoint kept for it (``resume_token``)."""
+        if position is not None and self._failover is None:
+            self.epoch.value = epoch_of(position.value)
+            self._resume = (position.value, token) if token is not None else None
+
+    def resume_token(self, position: Position) -> str | None:
+        """What resuming at ``position`` on another server needs: the GTID set executed
+        there and the XA transactions open there (None: not known, or no GTIDs)."""
+        return self._gtids.token(position.value) if self._gtids is not None else None
+
+    def resume_transactions(self, txids: Iterable[str]) -> None:
+        """The transactions the pipeline's buffer holds open (``ResumesTransactions``):
+        after a failover they are rolled back first, as the new server sends them whole."""
+        self._held = tuple(txids)
+
+    def follow_failover(self, position: Position, token: str, recorded: str) -> None:
+        """Resume on the server the URL reaches now, another than ``recorded``, from the
+        GTID set ``token`` holds at ``position`` (``failover.py``); its positions start a
+        new epoch.
+
+        Raises:
+            FailoverError: The server cannot send the log after that set.
+        """
+        if self._failover == (position, token):
+            return  # told again (``cdc run --until-caught-up`` asks the log's end first)
+        found = self.source_identity()
+        with (
+            lost_connections(self.settings.display),
+            self._connector.connect() as connection,
+            connection.cursor() as cursor,
+        ):
+            flavour = self._connector.server_flavour(connection)
+            check_failover(cursor, flavour, self.settings.display, found, executed_of(token))
+        logger.warning(
+            "source %s: following a failover from %s to %s at %s (GTID set %s)",
+            self.settings.display,
+            recorded,
+            found,
+            position,
+            executed_of(token),
+        )
+        self._failover = (position, token)
+        self.epoch.value = epoch_of(position.value) + 1
 
     def iter_changes(
         self, start: Position | None
@@ -158,17 +220,54 @@ class MariaDBLogReader:
             facts = server_facts(self.settings)
         facts.check(self.settings.display)
         if start is None:
-            start = position_of(facts.log_file, facts.offset)
+            start = position_of(facts.log_file, facts.offset, self.epoch.value)
         log_file, offset = split_position(start.value, facts.basename)
         tracker = SchemaTracker(self._captured, self.keys, self._catalog_of)
         session = _Session(self, start, tracker)
         stream = BinlogStream(self.settings, self._schemas())
         self._streams.append(stream)
+        held, self._held = self._held, ()
         try:
-            yield from session.run(stream, log_file, max(offset, 4))
+            if self._failover is not None and self._failover[0] == start:
+                yield from self._after_failover(session, stream, held)
+            else:
+                self._failover = None
+                if facts.tracks_gtids:
+                    session.gtids = self._gtids = self._executed_at(start)
+                    session.tracks = True
+                    if session.gtids is None:  # learnt from the file's PREVIOUS_GTIDS on
+                        offset = 4
+                yield from session.run(stream, log_file, max(offset, 4))
         finally:
             stream.close()
             self._streams.remove(stream)
+
+    def _executed_at(self, start: Position) -> ExecutedGtids | None:
+        """The GTID set executed at ``start``: the checkpoint's token, or what this reader
+        read before (a reconnect); None: read it from the start file's top."""
+        token = None
+        if self._resume is not None and self._resume[0] == start.value:
+            token = self._resume[1]
+        elif self._gtids is not None:
+            token = self._gtids.token(start.value)
+        return ExecutedGtids.from_token(token, start.value) if token is not None else None
+
+    def _after_failover(
+        self, session: _Session, stream: BinlogStream, held: tuple[str, ...]
+    ) -> Iterator[RawChange | TableChanged | Idle]:
+        """The first read from a new server: the transactions the pipeline holds open are
+        rolled back (the server sends them whole), then every transaction the token's set
+        lacks, in the new epoch."""
+        assert self._failover is not None
+        token = self._failover[1]
+        gtids = ExecutedGtids.from_token(token, epoch_start(self.epoch.value).value)
+        refuse_unfollowed(self.settings.display, "the new server", held, list(gtids.prepared))
+        session.gtids = self._gtids = gtids
+        session.tracks = True
+        for txid in held:
+            yield Rollback(txid, epoch_start(self.epoch.value))
+        self._failover = None
+        yield from session.run(stream, "", 4, gtid_set=executed_of(token))
 
     def source_identity(self) -> str:
         """The server whose binlog positions the pipeline holds (the pipeline refuses to
@@ -249,11 +348,17 @@ class _Session:
         self.txn: _Transaction | None = None
         # MySQL: transactions XA PREPARE ended, by XID, until their XA COMMIT / ROLLBACK group
         self.prepared: dict[tuple[int, bytes, bytes], _Transaction] = {}
+        # MySQL with gtid_mode=ON: the GTID set executed at each position (None until the
+        # file's PREVIOUS_GTIDS when no token was given), and the event group being read.
+        self.tracks = False
+        self.gtids: ExecutedGtids | None = None
+        self.group: Gtid | None = None
+        self.group_xa: str | None = None  # its XA transaction (``XA START``)
 
     def run(
-        self, stream: BinlogStream, log_file: str, offset: int
+        self, stream: BinlogStream, log_file: str, offset: int, gtid_set: str | None = None
     ) -> Iterator[RawChange | TableChanged | Idle]:
-        events = stream.events(log_file, offset, self._reached)
+        events = stream.events(log_file, offset, self._reached, gtid_set)
         boundary = offset <= 4
         for event in events:
             kind = _kind_of(event)
@@ -263,6 +368,7 @@ class _Session:
                 self._rotate(event)
                 continue
             if kind == "HeartbeatLogEvent":
+                self._end_group(self.read_to)  # the server is idle: the group is whole
                 yield Idle(self.read_to)
                 continue
             if not event.packet.log_pos:
@@ -291,6 +397,7 @@ class _Session:
             if kind == "RotateEvent":
                 self._rotate(event)
             elif kind == "HeartbeatLogEvent":
+                self._end_group(self.read_to)
                 yield Idle(max(self.read_to, self.start))
             elif event.packet.log_pos:
                 yield from self._event(kind, event)
@@ -311,14 +418,19 @@ class _Session:
         if kind == "MariadbGtidEvent":
             self.txn = _gtid_transaction(event, after)
         elif kind == "GtidEvent":
+            self._open_group(at, parse_gtid(event.gtid))
             self.txn = _Transaction(event.gtid, after, standalone=False, mysql=True)
         elif kind == "AnonymousGtidEvent":
+            self._open_group(at, None)
             self.txn = _Transaction(f"anonymous@{at.text}", after, standalone=False, mysql=True)
+        elif kind == "PreviousGtidsEvent":
+            self._previous_gtids(event, after)
         elif kind == "TableMapEvent":
             self.tracker.on_table_map(event)
         elif kind in _ROWS_KINDS:
             yield from self._rows(event, at)
         elif kind == "XidEvent":
+            self._end_group(after)
             yield from self._finish(after, event.timestamp, commit=True)
         elif kind == "QueryEvent":
             yield from self._query(event, at, after)
@@ -330,7 +442,25 @@ class _Session:
             self.read_to = max(self.read_to, after)
 
     def _at(self, offset: int) -> Position:
-        return position_of(self.log_file, offset)
+        return position_of(self.log_file, offset, self.reader.epoch.value)
+
+    # -- GTIDs: the set executed at each position (before any change at it is yielded, as
+    # the pipeline may checkpoint there while this generator waits) ----------------------
+
+    def _open_group(self, at: Position, gtid: Gtid | None) -> None:
+        self._end_group(at)  # a group whose end the reader did not recognise ends here
+        self.group, self.group_xa = gtid, None
+
+    def _end_group(self, at: Position) -> None:
+        if self.group is not None and self.gtids is not None:
+            self.gtids.ended(at.value, self.group)
+        self.group = None
+
+    def _previous_gtids(self, event: Any, after: Position) -> None:
+        """A file's first event: the set executed before it, when no token gave one."""
+        if self.tracks and self.gtids is None:
+            body = event.packet.packet.get_all_data()[20:]  # OK byte, 19-byte header
+            self.gtids = self.reader._gtids = ExecutedGtids(GtidSet.decode(body), after.value)
 
     def _emit(self, change: _Item) -> Iterator[_Item]:
         if change.position >= self.start:
@@ -354,6 +484,11 @@ class _Session:
 
     def _xa_prepare(self, event: Any, at: Position, after: Position) -> Iterator[RawChange]:
         txn = self.txn
+        if self.group is not None and self.group_xa is not None and not event.one_phase:
+            if self.gtids is not None:  # executed once its outcome is read
+                self.gtids.prepare(after.value, self.group_xa, self.group)
+            self.group = None
+        self._end_group(after)
         if txn is None or not txn.mysql:
             self.txn = None  # prepared: stays open until its XA COMMIT / XA ROLLBACK group
         elif event.one_phase:  # MySQL's XA COMMIT ... ONE PHASE ends its own group
@@ -386,16 +521,29 @@ class _Session:
         query = event.query.strip()
         upper = query[:16].upper()
         if upper == "COMMIT":
+            self._end_group(after)
             yield from self._finish(after, event.timestamp, commit=True)
         elif upper == "ROLLBACK":
+            self._end_group(after)
             yield from self._finish(after, event.timestamp, commit=False)
         elif upper.startswith(("XA COMMIT", "XA ROLLBACK")):
+            self._xa_outcome(query, after)
             commit = upper.startswith("XA COMMIT")
             yield from self._complete_xa(commit, query, after, event.timestamp)
         elif upper.startswith("XA START"):
             self._name_xa(query)
         elif not upper.startswith(_IGNORED_QUERIES):
+            # DDL: its group ends with the next group or heartbeat (a CREATE ... SELECT's
+            # rows may follow under the same GTID, ended by their XID).
             yield from self._ddl(event, query, at, after)
+
+    def _xa_outcome(self, query: str, after: Position) -> None:
+        """MySQL's ``XA COMMIT``/``XA ROLLBACK`` group: its own GTID is executed, and so
+        is the prepare group's of the transaction it names."""
+        self._end_group(after)
+        xid = _xid_of(query)
+        if self.gtids is not None and xid is not None:
+            self.gtids.outcome(after.value, _xa_name(*xid))
 
     def _name_xa(self, query: str) -> None:
         """MySQL's ``XA START``: the transaction is named by its XID (``xa-...``, as
@@ -403,6 +551,8 @@ class _Session:
         restart (the prepared rows before the start) still ends the transaction the
         pipeline's buffer holds."""
         xid = _xid_of(query)
+        if xid is not None:
+            self.group_xa = _xa_name(*xid)
         if self.txn is not None and self.txn.mysql and not self.txn.begun and xid is not None:
             self.txn.txid = _xa_name(*xid)
 

@@ -39,6 +39,7 @@ from cdc_core.errors import ConfigError
 from cdc_core.names import format_table, is_glob, qualify
 from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.missing_columns import MissingColumns
+from connectors.mariadb.position import Epoch
 from connectors.mariadb.snapshot import MariaDBSnapshotReader
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from connectors.mariadb.system_versioning import SYSTEM_VERSIONED
@@ -164,7 +165,8 @@ def open_log_source(url: str, password: str | None, tables: Sequence[str]) -> Lo
             {"source": mask_url(probe.url)},
         )
     config = replace(probe, tables=tuple(captured))  # the URL read once, for the probe
-    reader = MariaDBLogReader(config)
-    snapshots = MariaDBSnapshotReader(config)
+    epoch = Epoch()  # the log reader's positions and the snapshots' are of one server
+    reader = MariaDBLogReader(config, epoch)
+    snapshots = MariaDBSnapshotReader(config, epoch)
     missing = MissingColumns(snapshots)  # for every table: those created while running too
     return LogSource(reader, snapshots, existing, tuple(captured), fetch_missing=missing.fetch)

@@ -26,6 +26,7 @@ from connectors.mariadb.binlog.schema_tracker import choose_key, key_warning
 from connectors.mariadb.connector import BATCH_ROWS, MariaDBConnector, quote
 from connectors.mariadb.errors import BinlogSetupError, lost_connections
 from connectors.mariadb.generated import virtual_refusals
+from connectors.mariadb.position import Epoch
 from connectors.mariadb.table_kinds import check_capturable
 from connectors.mariadb.types import refusal
 from connectors.model import POSITION_COLUMN, Partition, TableSchema, carried_columns
@@ -90,9 +91,12 @@ class MariaDBSnapshotReader:
 
     Args:
         config: The source (its tables are the default set; any table can be asked).
+        epoch: The epoch of the server read now (shared with the log reader, which sets
+            it: ``position.Epoch``), so snapshots order among the log's positions.
     """
 
-    def __init__(self, config: MariaDBSourceConfig) -> None:
+    def __init__(self, config: MariaDBSourceConfig, epoch: Epoch | None = None) -> None:
+        self.epoch = epoch or Epoch()
         password = config.password.reveal() if config.password is not None else None
         self.connector = MariaDBConnector(config.url, password, config.endpoint)
         self.database = config.endpoint.database or ""
@@ -144,9 +148,10 @@ class MariaDBSnapshotReader:
         found = self.connector.snapshot_at(connection, for_capture=True)
         if found is None:
             raise BinlogSetupError.binlog_off(self.connector.url)
+        position = found.to_position(self.epoch.value)
         if found.gtid_set:
-            logger.info("snapshot at %s, GTID set %s", found.to_position().text, found.gtid_set)
-        return found.to_position()
+            logger.info("snapshot at %s, GTID set %s", position.text, found.gtid_set)
+        return position
 
     def _iter_tables(
         self,

@@ -85,9 +85,10 @@ class SnapshotPosition:
         """The ordered BIGINT form (``position.to_position``)."""
         return to_position(self.log_file, self.offset)
 
-    def to_position(self) -> Position:
-        """The pipeline's ``Position`` (``file:offset``; the GTID set is not part of it yet)."""
-        return position_of(self.log_file, self.offset)
+    def to_position(self, epoch: int = 0) -> Position:
+        """The pipeline's ``Position`` (``file:offset`` of the ``epoch``-th server a pipeline
+        followed; the GTID set is the reader's, ``gtid.py``)."""
+        return position_of(self.log_file, self.offset, epoch)
 
 
 def begin_snapshot(

@@ -136,7 +136,7 @@ class _Run:
         if not self.until_caught_up:
             return pipeline.run()
         if self._until is None:  # later attempts stop where the first one would have
-            self._until = pipeline.reader.end_position()
+            self._until = pipeline.end_position()
         return pipeline.run_until(self._until)
 
     def wait(self, seconds: float) -> bool:

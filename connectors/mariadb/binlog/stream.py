@@ -101,6 +101,7 @@ class ServerFacts:
         log_file: The binlog file written now ("" when the binlog is off).
         offset: Its end.
         row_value_options: MySQL's ``binlog_row_value_options`` ("" on MariaDB).
+        gtid_mode: MySQL's ``gtid_mode`` ("" on MariaDB).
     """
 
     flavour: ServerFlavour
@@ -110,6 +111,13 @@ class ServerFacts:
     log_file: str
     offset: int
     row_value_options: str = ""
+    gtid_mode: str = ""
+
+    @property
+    def tracks_gtids(self) -> bool:
+        """Whether every transaction has a GTID the reader keeps for a failover (MySQL
+        with ``gtid_mode=ON``, ``connectors/mariadb/failover.py``)."""
+        return self.flavour.is_mysql and self.gtid_mode.upper() == "ON"
 
     @property
     def basename(self) -> str:
@@ -167,13 +175,16 @@ def server_facts(settings: StreamSettings) -> ServerFacts:
         log_file,
         offset,
         row_value_options=mysql.get("binlog_row_value_options", ""),
+        gtid_mode=mysql.get("gtid_mode", ""),
     )
 
 
 def _mysql_settings(cursor: Any) -> dict[str, str]:
     """MySQL's settings that hide rows from the reader (``SHOW``, which leaves out what a
     version does not have, not ``@@``)."""
-    cursor.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_row_value_options')")
+    cursor.execute(
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('binlog_row_value_options', 'gtid_mode')"
+    )
     return {str(name).lower(): str(value) for name, value in cursor.fetchall()}
 
 
@@ -222,20 +233,25 @@ def _event_classes() -> list[type]:
 
 
 class BinlogStream:
-    """mysql-replication's ``BinLogStreamReader``, opened at a file and offset."""
+    """mysql-replication's ``BinLogStreamReader``, opened at a file and offset (or, after a
+    failover, at the first transaction a GTID set lacks)."""
 
     def __init__(self, settings: StreamSettings, schemas: Sequence[str]) -> None:
         self.settings = settings
         self.schemas = list(schemas)
         self._reader: Any = None
 
-    def events(self, log_file: str, offset: int, reached: Callable[[], str]) -> Iterator[Any]:
+    def events(
+        self, log_file: str, offset: int, reached: Callable[[], str], gtid_set: str | None = None
+    ) -> Iterator[Any]:
         """Events from ``log_file:offset`` on, forever (blocking, with heartbeats).
 
         Args:
             log_file: The binlog file to start in.
             offset: The offset in it.
             reached: The position the reader has read up to, for messages.
+            gtid_set: MySQL: instead of the file and offset, every transaction this set
+                lacks (``COM_BINLOG_DUMP_GTID``), from the file the server picks.
 
         Raises:
             BinlogPurgedError: The server no longer has the binlog at the start.
@@ -252,8 +268,9 @@ class BinlogStream:
             server_id=self.settings.server_id,
             # Not is_mariadb=True: with it, log_file/log_pos are ignored (GTID auto-position).
             is_mariadb=False,
-            log_file=log_file,
-            log_pos=offset,
+            log_file=None if gtid_set is not None else log_file,
+            log_pos=None if gtid_set is not None else offset,
+            auto_position=gtid_set,
             resume_stream=True,
             blocking=True,
             slave_heartbeat=self.settings.heartbeat_s,

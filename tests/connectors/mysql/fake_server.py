@@ -14,7 +14,10 @@ It speaks (https://dev.mysql.com/doc/dev/mysql-server/latest/page_protocol_basic
 - ``COM_REGISTER_SLAVE`` and ``COM_PING`` (OK), ``COM_QUIT``;
 - ``COM_BINLOG_DUMP``: an artificial ROTATE, the file's FORMAT_DESCRIPTION (artificial
   when the dump starts past it), the events from the asked offset on, the files after it,
-  then a HEARTBEAT every ``heartbeat_s`` until the client goes away.
+  then a HEARTBEAT every ``heartbeat_s`` until the client goes away;
+- ``COM_BINLOG_DUMP_GTID`` (a GTID set instead of a file and offset), as MySQL's
+  ``mysql_binlog_send`` does: from the last file whose PREVIOUS_GTIDS the set holds, every
+  event group whose GTID the set lacks.
 
 Result sets use the classic EOF packets (``CLIENT_DEPRECATE_EOF`` is not offered).
 """
@@ -26,10 +29,12 @@ import re
 import socket
 import struct
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from connectors.mariadb.gtid import GtidSet
 from tests.connectors.mysql.binlog_encoder import (
     BinlogFile,
     artificial_rotate,
@@ -40,6 +45,8 @@ from tests.connectors.mysql.binlog_encoder import (
 from tests.connectors.mysql.fake_auth import ER_ACCESS_DENIED, PLUGIN, Sha2Auth
 
 COM_QUIT, COM_QUERY, COM_PING, COM_BINLOG_DUMP, COM_REGISTER_SLAVE = 1, 3, 14, 0x12, 0x15
+COM_BINLOG_DUMP_GTID = 0x1E
+GTID_LOG_EVENT, PREVIOUS_GTIDS_LOG_EVENT = 33, 35
 # Capability flags offered: LONG_PASSWORD, FOUND_ROWS, LONG_FLAG, CONNECT_WITH_DB,
 # PROTOCOL_41, TRANSACTIONS, SECURE_CONNECTION, MULTI_RESULTS, PLUGIN_AUTH.
 CAPABILITIES = 0x1 | 0x2 | 0x4 | 0x8 | 0x200 | 0x2000 | 0x8000 | 0x20000 | 0x80000
@@ -108,6 +115,7 @@ def mysql_answers(
         "binlog_transaction_compression": "OFF",
         "binlog_row_value_options": "",
         "binlog_checksum": "CRC32",
+        "gtid_mode": "ON",
         **(settings or {}),
     }
     status = "SHOW BINARY LOG STATUS" if version.startswith("8.4") else "SHOW MASTER STATUS"
@@ -125,7 +133,9 @@ def mysql_answers(
         ),
         Answer(
             r"SHOW GLOBAL VARIABLES WHERE Variable_name IN .*",
-            _variables(values, "binlog_transaction_compression", "binlog_row_value_options"),
+            _variables(
+                values, "binlog_transaction_compression", "binlog_row_value_options", "gtid_mode"
+            ),
         ),
         Answer(
             status,
@@ -184,6 +194,7 @@ class FakeMySQLServer:
     statements: list[str] = field(default_factory=list)
     unanswered: list[str] = field(default_factory=list)
     dumps: list[tuple[str, int]] = field(default_factory=list)
+    gtid_dumps: list[str] = field(default_factory=list)
     _listener: socket.socket | None = None
     _stopped: threading.Event = field(default_factory=threading.Event)
     _clients: list[socket.socket] = field(default_factory=list)
@@ -259,6 +270,40 @@ class FakeMySQLServer:
         while not self._stopped.wait(self.heartbeat_s):
             yield heartbeat(last.name, last.position)
 
+    def iter_gtid_dump(self, executed: GtidSet) -> Iterator[bytes]:
+        """The events a dump after the GTID set ``executed`` sends, then heartbeats."""
+        self.gtid_dumps.append(str(executed))
+        held = [i for i, f in enumerate(self.files) if _previous_gtids(f).issubset(executed)]
+        index = max(held, default=0)
+        yield artificial_rotate(self.files[index].name, 4)
+        for binlog in self.files[index:]:
+            skipping = False
+            for _, event in binlog.events:
+                if event[4] == GTID_LOG_EVENT:
+                    sid, (gno,) = uuid.UUID(bytes=event[20:36]), struct.unpack_from("<q", event, 36)
+                    skipping = (str(sid), gno) in executed
+                if not skipping:
+                    yield event
+        last = self.files[-1]
+        while not self._stopped.wait(self.heartbeat_s):
+            yield heartbeat(last.name, last.position)
+
+
+def _previous_gtids(binlog: BinlogFile) -> GtidSet:
+    """The PREVIOUS_GTIDS of a file (empty when it has none)."""
+    for _, event in binlog.events:
+        if event[4] == PREVIOUS_GTIDS_LOG_EVENT:
+            return GtidSet.decode(event[19:])
+    return GtidSet()
+
+
+def _dump_gtid_set(body: bytes) -> GtidSet:
+    """The GTID set of a ``COM_BINLOG_DUMP_GTID`` (after its command byte): flags (2),
+    server id (4), file name length (4) and name, position (8), data size (4), data."""
+    (name_size,) = struct.unpack_from("<I", body, 6)
+    at = 10 + name_size + 8 + 4
+    return GtidSet.decode(body[at:])
+
 
 class _Session:
     """One client connection."""
@@ -283,6 +328,10 @@ class _Session:
             elif command == COM_BINLOG_DUMP:
                 offset, _, _ = struct.unpack_from("<IHI", body)
                 for event in self.server.iter_dump(body[10:].decode(), offset):
+                    self._write(b"\x00" + event)
+                return
+            elif command == COM_BINLOG_DUMP_GTID:
+                for event in self.server.iter_gtid_dump(_dump_gtid_set(body)):
                     self._write(b"\x00" + event)
                 return
             else:
