@@ -34,14 +34,16 @@ lint: $(STAMP)
 	$(BIN)/mypy cdc_core connectors merkle validator reports
 
 # Two workers (pytest-xdist), each with its own private servers and Spark session, a file to a
-# worker (module fixtures such as the type matrix's tables are built once): the tests mostly
+# worker (module fixtures such as the type matrix's tables are built once), slowest files
+# first (tests/conftest.py, SLOW_FIRST; --no-loadscope-reorder keeps that order): the tests mostly
 # wait on servers and JVMs, so the 2 cores overlap them. The lint runs beside the tests'
 # first minute (its output follows theirs); either failing fails the target. A worker that
 # dies is not replaced: with --dist loadfile, pytest-xdist 3.8 can wait forever after
 # replacing one (pytest-xdist#1378), so the run stops at once and names the test instead.
 test: setup tools
 	@log=$$(mktemp); $(MAKE) --no-print-directory lint > $$log 2>&1 & lint=$$!; \
-	$(BIN)/python -m pytest -n 2 --dist loadfile --max-worker-restart 0; tests=$$?; \
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 0; \
+	tests=$$?; \
 	wait $$lint; linted=$$?; cat $$log; rm -f $$log; \
 	[ $$linted -eq 0 ] || echo "make test: the lint failed (above)"; \
 	[ $$tests -eq 0 ] && [ $$linted -eq 0 ]

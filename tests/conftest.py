@@ -16,25 +16,36 @@ _LIVE_SERVER_URLS = {
 }
 
 
-# The slowest files (about 35 s or more each in a clean `make test`), run first: `-n 2 --dist
-# loadfile` hands files to the two workers in collection order, so a slow file last keeps
-# one worker busy while the other idles (a 40 s tail was measured). Order only, never
-# which tests run.
+# The slowest files (about 25 s or more each in a clean `make test`, measured in session 48),
+# run first: `-n 2 --dist loadfile --no-loadscope-reorder` hands files to the two workers in
+# collection order, so a slow file last keeps one worker busy while the other idles. (Without
+# --no-loadscope-reorder, pytest-xdist orders files by their number of tests instead.) Order
+# only, never which tests run.
 SLOW_FIRST = (
     "tests/validator/type_matrix/test_type_matrix.py",
     "tests/generative/sql/test_sql_generative.py",
     "tests/test_cli.py",
-    "tests/connectors/mariadb/test_ddl_refresh.py",
-    "tests/connectors/postgres/test_ddl_refresh.py",
-    "tests/validator/test_expectations.py",
     "tests/generative/sql/test_vocabulary_coverage.py",
+    "tests/validator/test_expectations.py",
     "tests/merkle/test_spark_contract.py",
-    "tests/validator/test_identifiers_postgres.py",
+    "tests/validator/engines/test_engine_progress.py",
     "tests/validator/test_identifiers_databases.py",
     "tests/validator/commands/test_spark_submit.py",
+    "tests/connectors/trigger_capture/test_sqlite.py",
+    "tests/validator/engines/spark/test_spark_connect.py",
+    "tests/object_store/test_spark_submit_s3.py",
     "tests/cdc_core/pipeline/test_pipeline_sigkill.py",
-    "tests/validator/engines/test_engine_progress.py",
+    "tests/validator/test_identifiers_postgres.py",
+    "tests/object_store/test_spark_engines.py",
+    "tests/object_store/test_azure_cdc_and_validate.py",
+    "tests/connectors/postgres/test_pipeline_e2e.py",
+    "tests/connectors/postgres/test_generated_columns.py",
+    "tests/object_store/test_lost_commit.py",
+    "tests/connectors/database_target/test_key_change_kills.py",
     "tests/cdc_core/pipeline/test_pipeline_crashes.py",
+    "tests/generative/oracle/test_oracle_generative.py",
+    "tests/connectors/mariadb/test_ddl_refresh.py",
+    "tests/connectors/postgres/test_ddl_refresh.py",
 )
 
 

@@ -1,9 +1,10 @@
 """A failover under a running pipeline: the source URL then reaches another server (a
 replica of the one whose binlog positions the pipeline holds). Those positions mean nothing
 in the other server's binlog, so ``cdc run`` refuses to resume there, naming both servers
-(exit 2), instead of reading the other log at the same file and offset. Resuming by GTID
-set (issue 40) is not built yet. The other server is played by a checkpoint recorded as
-of another server id (no second private server is started for it)."""
+(exit 2), instead of reading the other log at the same file and offset: MariaDB's GTIDs are
+not followed (MySQL's are: tests/connectors/mysql/test_failover.py). The other server is
+played by a checkpoint recorded as of another server id (no second private server is
+started for it)."""
 
 from __future__ import annotations
 
