@@ -129,6 +129,16 @@ class Connector(ABC):
         committed so far is at or before it. None: the product has no log to wait on."""
         return None
 
+    def follow_lake(self, sources: Sequence[tuple[str | None, int]]) -> None:
+        """Number this source's log positions as the pipelines writing a lake table do.
+
+        Args:
+            sources: Per pipeline writing the table, the server whose log it reads (None:
+                not recorded) and the position it has reached. Only a product whose
+                pipelines follow a failover to another server (MySQL) needs them.
+        """
+        return None
+
     def describe_position(self, value: int) -> str:
         """How every command spells ``value``, a position of this product's log: each
         product's ``position.py`` has the one function that does (its decimal value for a

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from cdc_core.config import ConnectionConfig
 from cdc_core.errors import ConfigError
-from cdc_core.lake.layout import LakeTable
+from cdc_core.lake.layout import LakeTable, sources_of
 from connectors.base import Connector
 from connectors.model import TableSchema
 from connectors.registry import connector_for
@@ -114,6 +114,9 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
     else:
         lake_table = LakeTable(target_connection.lake, comparison.target.table)
         own_mark = read_at_own_mark(source_connection.url or "")
+        if not own_mark:  # the source's positions numbered as the table's pipeline does
+            sources = sources_of(target_connection.lake, comparison.target.table)
+            connector.follow_lake([(source, at.value) for source, at in sources])
         position = None if own_mark else connector.log_position()
         timeout_s = config.validation.lake_wait_timeout_s
         quiet = quiet_log_of(source_connection.url, connector.password, comparison.source.table)

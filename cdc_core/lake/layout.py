@@ -306,15 +306,18 @@ def write_progress(
     position: Position,
     tables: Sequence[str],
     marks: RefreshMarks | None = None,
+    source: str | None = None,
 ) -> None:
     """Record atomically that ``pipeline`` wrote everything up to ``position`` of ``tables``
-    (except where ``marks`` say otherwise)."""
+    (except where ``marks`` say otherwise), reading the log of ``source`` (the server its
+    reader names, ``LogReader.source_identity``; None: not told)."""
     document = {
         "pipeline": pipeline,
         "position": position.value,
         "position_text": position.text,
         "tables": sorted(tables),
         **(marks or RefreshMarks()).to_document(),
+        **({"source": source} if source is not None else {}),
     }
     lake = as_location(lake).place()
     if isinstance(lake, LakeLocation):  # one PUT: readers see the old file or the new one
@@ -338,6 +341,12 @@ def read_progress(lake: Path | LakeLocation) -> dict[str, tuple[Position, frozen
     return found
 
 
+def sources_of(lake: Path | LakeLocation, table: str) -> list[tuple[str | None, Position]]:
+    """Per pipeline writing ``table``, the server whose log it reads (None: not recorded)
+    and the position it has reached."""
+    return [(p.source, p.position) for p in _progress_files(lake) if table in p.tables]
+
+
 # The pipeline writes its progress file with every batch, the first batch of a run included
 # (even an empty one: ``Pipeline._flush``), from its checkpoint's state.
 _PROGRESS_FIX = "delete it: the pipeline's next `cdc run` writes it again with its first batch"
@@ -351,6 +360,7 @@ class _Progress:
     position: Position
     tables: frozenset[str]
     marks: RefreshMarks
+    source: str | None = None
 
 
 def _read_progress_file(path: Path) -> _Progress:
@@ -368,7 +378,9 @@ def _from_document(document: dict[str, Any], path: Path | str) -> _Progress:
         position = Position(int(document["position"]), str(document["position_text"]))
         tables = frozenset(map(str, document["tables"]))
         marks = RefreshMarks.from_document(document)
-        return _Progress(str(document["pipeline"]), position, tables, marks)
+        source = document.get("source")  # files written before it have none
+        pipeline = str(document["pipeline"])
+        return _Progress(pipeline, position, tables, marks, None if source is None else str(source))
     except (KeyError, TypeError, ValueError, TerminalError) as exc:
         raise corrupt_file(path, f"a field is missing or wrong ({exc!r})", _PROGRESS_FIX) from exc
 

@@ -106,9 +106,16 @@ class LakeSink(Sink):
         self.lake = lake
         self.pipeline = pipeline
         self.app_id = app_id_of(pipeline)
+        self.source: str | None = None  # the server whose log it writes (``record_source``)
         # Keyed by each Delta table's location (cdc_core.lake_location): local or not.
         self._tables: dict[LakeLocation, DeltaTable] = {}
         self._marks: dict[LakeLocation, Written] = {}
+
+    def record_source(self, source: str | None) -> None:
+        """Name the server whose log the pipeline reads in the progress file: a validator
+        reading that server's positions numbers them as the pipeline does (after a
+        failover the pipeline followed, a later epoch: ``connectors/mariadb/failover.py``)."""
+        self.source = source
 
     def table(self, name: str) -> LakeTable:
         """Where source table ``name`` lives in this lake."""
@@ -243,7 +250,7 @@ class LakeSink(Sink):
         written = 0
         for batch in batches:
             written += self._write_table(batch, position)
-        write_progress(self.lake, self.pipeline, position, tables, marks)
+        write_progress(self.lake, self.pipeline, position, tables, marks, self.source)
         return written
 
     def _announce_refreshes(self, tables: Sequence[str], marks: RefreshMarks | None) -> None:
@@ -256,7 +263,7 @@ class LakeSink(Sink):
             return
         if set(marks.refreshing) <= set(read_marks_of(self.lake, self.pipeline).refreshing):
             return
-        write_progress(self.lake, self.pipeline, previous[0], tables, marks)
+        write_progress(self.lake, self.pipeline, previous[0], tables, marks, self.source)
 
     def write_snapshot(
         self, description: TableDescription, events: list[LakeEvent], position: Position

@@ -232,6 +232,9 @@ class Pipeline:
             )
             self._check_owner(checkpoint)
             checkpoint = self._checked_source(checkpoint)
+            record = getattr(self._sink, "record_source", None)
+            if callable(record):  # a lake's progress file names the server
+                record(checkpoint.source)
             with self._open_store() as store:
                 self._store = store
                 checkpoint = load_tables(self._load_context(), self._shapes_before_load(checkpoint))

@@ -24,8 +24,9 @@ from cdc_core.drivers import driver_import
 from cdc_core.errors import ConfigError, TerminalError, TransientError
 from cdc_core.names import split_table
 from connectors.base import Connector, key_text, missing_table
+from connectors.mariadb.failover import FailoverError
 from connectors.mariadb.flavour import ServerFlavour, detect_flavour
-from connectors.mariadb.position import describe_position
+from connectors.mariadb.position import describe_position, epoch_of
 from connectors.mariadb.product import MARIADB
 from connectors.mariadb.snapshot_position import (
     SnapshotPosition,
@@ -83,6 +84,7 @@ class MariaDBConnector(Connector):
     schemes = MARIADB.schemes
     _basename: str | None = None  # the binlog's base name, once describe_position read it
     _flavour: ServerFlavour | None = None  # the server's product, once a snapshot asked it
+    _epoch = 0  # the epoch the lake's pipelines number this server's positions in
     # The default sql_mode truncates; ``timestamp_rounding`` reads the server's own.
     capabilities = Capabilities(timestamp_rounding=TimeRounding.TRUNCATE)
     repair = MARIADB.repair
@@ -282,7 +284,33 @@ class MariaDBConnector(Connector):
                 end = binlog_end(cursor, self.server_flavour(connection), mask_url(self.url))
         finally:
             connection.close()
-        return None if end is None else end.value
+        return None if end is None else end.to_position(self._epoch).value
+
+    def server_identity(self) -> str:
+        """The server whose binlog positions these are: MySQL's ``server_uuid``; MariaDB's
+        ``server_id``, distinct within a replication topology."""
+        with self.connect() as connection, connection.cursor() as cursor:
+            flavour = self.server_flavour(connection)
+            name = "server_uuid" if flavour.is_mysql else "server_id"
+            cursor.execute(f"SELECT @@{name}")
+            (value,) = cursor.fetchone()
+        return f"{flavour.product} {name} {value}"
+
+    def follow_lake(self, sources: Sequence[tuple[str | None, int]]) -> None:
+        """Number positions as the lake's pipelines do: after a failover they followed, this
+        server's positions are of a later epoch (``failover.py``). A lake table fed from
+        another server's log is refused: its positions mean nothing here.
+
+        Raises:
+            FailoverError: The table's pipeline reads another server's log.
+        """
+        recorded = {source for source, _ in sources if source is not None}
+        if not recorded:
+            return  # written before sources were recorded, or by no pipeline
+        found = self.server_identity()
+        if found not in recorded:
+            raise FailoverError.lake_of_another(mask_url(self.url), found, sorted(recorded))
+        self._epoch = max(epoch_of(value) for source, value in sources if source == found)
 
     def describe_position(self, value: int) -> str:
         """``mariadb-bin.000003:4567``: the binlog's base name is read once per connector."""
@@ -321,7 +349,7 @@ class MariaDBConnector(Connector):
     def begin_snapshot(self, connection: Any) -> int | None:
         """Open a consistent snapshot on ``connection``; the binlog position it sees."""
         found = self.snapshot_at(connection)
-        return None if found is None else found.value
+        return None if found is None else found.to_position(self._epoch).value
 
     def snapshot_at(self, connection: Any, for_capture: bool = False) -> SnapshotPosition | None:
         """Open a consistent snapshot on ``connection``; where it stands in the binlog (None:

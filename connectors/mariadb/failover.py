@@ -26,13 +26,25 @@ _NEW_SNAPSHOT = (
 
 
 class FailoverError(TerminalError):
-    """The pipeline cannot go on reading from the server it now reaches."""
+    """The source URL reaches another server than the one whose log a pipeline (or the
+    lake it writes) holds positions of, and cannot go on there."""
 
     @classmethod
     def refused(cls, source: str, found: str, why: str) -> FailoverError:
         return cls(
             f"the source {source} is now {found}, another server than the pipeline read"
             f" (a failover); it cannot go on there: {why}",
+            {"source": source, "found": found},
+        )
+
+    @classmethod
+    def lake_of_another(cls, source: str, found: str, recorded: Sequence[str]) -> FailoverError:
+        """The validator reads a server other than the one the lake's pipeline reads."""
+        return cls(
+            f"the source {source} is {found}, but the lake table is written from the log of"
+            f" {', '.join(recorded)}: positions of one server's log mean nothing on"
+            " another's; run `replcheck cdc run` first (after a failover, it follows the"
+            " source there), or point the source at the server the pipeline reads",
             {"source": source, "found": found},
         )
 

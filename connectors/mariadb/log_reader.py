@@ -271,18 +271,9 @@ class MariaDBLogReader:
 
     def source_identity(self) -> str:
         """The server whose binlog positions the pipeline holds (the pipeline refuses to
-        resume on another): MySQL's ``server_uuid``; MariaDB's ``server_id``, distinct
-        within a replication topology."""
-        with (
-            lost_connections(self.settings.display),
-            self._connector.connect() as connection,
-            connection.cursor() as cursor,
-        ):
-            flavour = self._connector.server_flavour(connection)
-            name = "server_uuid" if flavour.is_mysql else "server_id"
-            cursor.execute(f"SELECT @@{name}")
-            (value,) = cursor.fetchone()
-        return f"{flavour.product} {name} {value}"
+        resume on another unless it can follow a failover there: ``follow_failover``)."""
+        with lost_connections(self.settings.display):
+            return self._connector.server_identity()
 
     def capture(self, tables: Sequence[str]) -> None:
         """Also decode the rows of ``tables`` from the next event on (``CapturesTables``)."""

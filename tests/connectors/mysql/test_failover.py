@@ -25,8 +25,10 @@ from cdc_core.capture.events import Begin, Rollback
 from cdc_core.capture.filters import TableFilter
 from cdc_core.capture.position import Position
 from cdc_core.capture.source import Idle, TableDescription
+from cdc_core.lake.layout import sources_of
 from cdc_core.pipeline.checkpoint import read_checkpoint, write_checkpoint
 from cdc_core.pipeline.loop import Pipeline, PipelineConfig, SourceChangedError
+from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.failover import FailoverError
 from connectors.mariadb.gtid import executed_of
 from connectors.mariadb.log_reader import MariaDBLogReader
@@ -169,6 +171,31 @@ def test_a_pipeline_follows_a_failover_by_gtid_set(tmp_path: Path) -> None:
     rows, events = _lake(tmp_path)
     assert [row_id for row_id, _ in events] == [1, 2, 3, 4, 5]
     assert epoch_of(events[-1][1]) == 1
+
+
+def test_the_validator_numbers_the_new_servers_positions_as_the_lake_does(
+    tmp_path: Path,
+) -> None:
+    """The lake's progress names the server its pipeline reads; a validator reading that
+    server places its positions in the pipeline's epoch, and one reading another server
+    (here the old primary) is refused instead of comparing positions of two logs."""
+    primary, replica = _replicated(tmp_path)
+    with _server(replica, B) as new:
+        _catch_up(tmp_path, new)
+        sources = sources_of(tmp_path / "lake", "shop.t")
+        assert [source for source, _ in sources] == [f"MySQL server_uuid {B}"]
+        connector = MariaDBConnector(new.url("shop"), None)
+        before = connector.log_position()
+        connector.follow_lake([(source, at.value) for source, at in sources])
+        end = connector.log_position()
+        assert before is not None and end is not None and epoch_of(before) == 0
+        assert end == position_of(replica.name, replica.position, epoch=1).value
+        assert end >= max(at for _, at in _lake(tmp_path)[1])  # the lake is not ahead of it
+    with _server(primary, A) as old:
+        connector = MariaDBConnector(old.url("shop"), None)
+        with pytest.raises(FailoverError) as refused:
+            connector.follow_lake([(source, at.value) for source, at in sources])
+    assert f"written from the log of MySQL server_uuid {B}" in refused.value.message
 
 
 @pytest.mark.parametrize(
