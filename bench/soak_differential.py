@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.generative.sql.runner import Run, check_seed, tally
 from tests.generative.sql.vocabulary import VOCABULARIES
 from tests.generative.sql.workload import SIZE, SOURCES, generate
+from tests.live_servers import MYSQL_PASSWORD, MYSQL_URL, live_mysql
 from tests.object_store.s3_server import lake_in
 from tests.private_servers import running_mariadb, running_postgres
 
@@ -40,7 +41,12 @@ from tests.private_servers import running_mariadb, running_postgres
 @contextlib.contextmanager
 def _server(source: str) -> Iterator[Any]:
     kind = SOURCES[source]
-    if kind.product == "postgres":
+    if kind.live:
+        server = live_mysql()
+        if server is None:
+            raise SystemExit(f"--source {source} needs {MYSQL_URL} (and {MYSQL_PASSWORD})")
+        yield server
+    elif kind.product == "postgres":
         with running_postgres() as server:
             yield server
     else:

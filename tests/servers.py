@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.live_servers import MYSQL_URL, live_mysql
 from tests.private_servers import (
     MariaDBServer,
     PostgresServer,
@@ -38,6 +39,16 @@ def mariadb_full() -> Iterator[MariaDBServer]:
     """A private MariaDB server with ``binlog_row_image=FULL``."""
     with running_mariadb("FULL") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def mysql_live() -> MariaDBServer:
+    """A MySQL 8 server from outside (``tests/live_servers.py``); the tests that ask for it
+    are skipped, naming the variable, unless ``REPLCHECK_MYSQL_URL`` is set."""
+    server = live_mysql()
+    if server is None:
+        pytest.skip(f"set {MYSQL_URL} to run the MariaDB suites against a live MySQL")
+    return server
 
 
 @pytest.fixture(scope="session")

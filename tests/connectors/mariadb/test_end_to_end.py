@@ -197,18 +197,20 @@ def _running(pipeline: Pipeline) -> Iterator[None]:
         raise failure[0]
 
 
-@pytest.fixture
+# A live MySQL too, when REPLCHECK_MYSQL_URL names one (tests/live_servers.py, issue 40).
+@pytest.fixture(params=["mariadb_minimal", "mysql_live"])
 def shop(
-    mariadb_minimal: MariaDBServer, mariadb_database: Callable[[MariaDBServer], str]
+    request: pytest.FixtureRequest, mariadb_database: Callable[[MariaDBServer], str]
 ) -> tuple[MariaDBServer, str]:
-    database = mariadb_database(mariadb_minimal)
+    server: MariaDBServer = request.getfixturevalue(request.param)
+    database = mariadb_database(server)
     rows = ", ".join(
         f"({i}, 'owner {i}', {i}.50, {i % 3}, '2019-05-05', '2024-01-01 00:00:00.{i:06d}',"
         " '2024-06-01 10:00:00')"
         for i in range(1, INITIAL_ACCOUNTS + 1)
     )
-    execute(mariadb_minimal, database, *SCHEMA, f"INSERT INTO accounts VALUES {rows}")
-    return mariadb_minimal, database
+    execute(server, database, *SCHEMA, f"INSERT INTO accounts VALUES {rows}")
+    return server, database
 
 
 def test_validation_while_writing_finds_nothing_then_finds_exactly_the_corruption(

@@ -25,9 +25,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 # that SIGKILLs the pipeline and copies equal rows of a table without a key; the soak runs
 # many more.
 SEEDS = {"mariadb-full": (9,), "mariadb-minimal": (9,), "postgres-default": (3,),
-         "postgres-full": (3,)}  # fmt: skip
+         "postgres-full": (3,), "mysql-live": (9,)}  # fmt: skip
 SERVER_FIXTURE = {"mariadb-full": "mariadb_full", "mariadb-minimal": "mariadb_minimal",
-                  "postgres-default": "postgres", "postgres-full": "postgres"}  # fmt: skip
+                  "postgres-default": "postgres", "postgres-full": "postgres",
+                  "mysql-live": "mysql_live"}  # fmt: skip
 
 
 def _run(request: pytest.FixtureRequest, source: str, spark: Any, tmp_path: Path) -> Run:

@@ -41,6 +41,7 @@ class SourceKind:
     product: str
     row_image: str = "FULL"  # MariaDB binlog_row_image
     identity_full: bool = False  # PostgreSQL REPLICA IDENTITY FULL
+    live: bool = False  # a server from outside (tests/live_servers.py), not started here
 
 
 SOURCES = {
@@ -48,6 +49,8 @@ SOURCES = {
     for kind in (
         SourceKind("mariadb-full", "mariadb", "FULL"),
         SourceKind("mariadb-minimal", "mariadb", "MINIMAL"),
+        # MySQL 8 through the MariaDB suites, when REPLCHECK_MYSQL_URL names one (issue 40)
+        SourceKind("mysql-live", "mariadb", "FULL", live=True),
         SourceKind("postgres-default", "postgres"),
         SourceKind("postgres-full", "postgres", identity_full=True),
     )
