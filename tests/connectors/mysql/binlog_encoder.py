@@ -21,21 +21,32 @@ Compressed transactions (``binlog_transaction_compression=ON``): events written 
 TRANSACTION_PAYLOAD_EVENT (``mysql::binlog::event::Transaction_payload_event``; its header
 fields as ``codecs::binary::Transaction_payload::encode`` writes them).
 
-What is *not* here yet: partial JSON, and column types beyond TINYINT, INT, BIGINT, DOUBLE
-and VARCHAR (issue 40 lists them).
+Column types: TINYINT, INT, BIGINT (signed and unsigned), DOUBLE, VARCHAR, DECIMAL, DATE,
+DATETIME, TIMESTAMP, JSON, ENUM, SET and BLOB (their value formats: ``binlog_values``).
+Not here: TIME, BIT, YEAR, GEOMETRY, and partial JSON's diffs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import decimal
 import struct
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import zstandard
+
+from tests.connectors.mysql.binlog_values import (
+    date_bytes,
+    datetime2_bytes,
+    decimal_bytes,
+    json_bytes,
+    timestamp2_bytes,
+)
 
 BINLOG_MAGIC = b"\xfebin"
 
@@ -66,12 +77,27 @@ UTF8MB4_0900_AI_CI = 255  # MySQL 8's default collation id
 # Table_map optional metadata field types (Table_map_event::Optional_metadata_field_type).
 SIGNEDNESS, DEFAULT_CHARSET, COLUMN_NAME, SIMPLE_PRIMARY_KEY, COLUMN_VISIBILITY = 1, 2, 4, 8, 12
 
-ColumnKind = Literal["tinyint", "int", "bigint", "double", "varchar"]
+SET_STR_VALUE, ENUM_STR_VALUE, ENUM_AND_SET_DEFAULT_CHARSET = 5, 6, 10
+BINARY_COLLATION = 63  # a BLOB's (binary) "collation" in DEFAULT_CHARSET
+
+ColumnKind = Literal[
+    "tinyint", "int", "bigint", "double", "varchar", "decimal", "date", "datetime",
+    "timestamp", "json", "enum", "set", "blob",
+]  # fmt: skip
 # enum_field_types (field_types.h) of each kind, and whether the kind is numeric (its
 # signedness is in the SIGNEDNESS bitmap) or a character kind (its collation in the charset).
-_TYPE_CODES: dict[str, int] = {"tinyint": 1, "int": 3, "bigint": 8, "double": 5, "varchar": 15}
-_NUMERIC = ("tinyint", "int", "bigint", "double")
+# ENUM and SET are logged as STRING (254), their real type in the metadata.
+_TYPE_CODES: dict[str, int] = {
+    "tinyint": 1, "int": 3, "bigint": 8, "double": 5, "varchar": 15, "decimal": 246,
+    "date": 10, "datetime": 18, "timestamp": 17, "json": 245, "enum": 254, "set": 254,
+    "blob": 252,
+}  # fmt: skip
+_REAL_TYPES = {"enum": 247, "set": 248}
+_NUMERIC = ("tinyint", "int", "bigint", "double", "decimal")
+_CHARACTER = ("varchar", "blob")
 _INTEGER_FORMATS = {"tinyint": "b", "int": "i", "bigint": "q"}
+_BLOB_LENGTH_BYTES = 2  # BLOB (TINYBLOB 1, MEDIUMBLOB 3, LONGBLOB 4)
+_JSON_LENGTH_BYTES = 4
 
 
 def packed(value: int) -> bytes:
@@ -104,6 +130,10 @@ class Column:
         max_length: For ``varchar``, its maximum length in bytes (characters x 4 in utf8mb4).
         unsigned: For the integer kinds, ``UNSIGNED``.
         nullable: Whether it may hold NULL.
+        precision: For ``decimal``, its precision and ``scale``.
+        scale: For ``decimal``, its digits after the point.
+        fsp: For ``datetime`` and ``timestamp``, the fractional digits.
+        values: For ``enum`` and ``set``, the values in definition order.
     """
 
     name: str
@@ -111,6 +141,10 @@ class Column:
     max_length: int = 0
     unsigned: bool = False
     nullable: bool = True
+    precision: int = 0
+    scale: int = 0
+    fsp: int = 0
+    values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.kind == "varchar") != (self.max_length > 0):
@@ -122,7 +156,25 @@ class Column:
             return bytes([8])  # the pack length
         if self.kind == "varchar":
             return struct.pack("<H", self.max_length)
+        if self.kind == "decimal":
+            return bytes([self.precision, self.scale])
+        if self.kind in ("datetime", "timestamp"):
+            return bytes([self.fsp])
+        if self.kind in _REAL_TYPES:
+            return bytes([_REAL_TYPES[self.kind], self._pack_length])
+        if self.kind == "blob":
+            return bytes([_BLOB_LENGTH_BYTES])
+        if self.kind == "json":
+            return bytes([_JSON_LENGTH_BYTES])
         return b""
+
+    @property
+    def _pack_length(self) -> int:
+        """ENUM: 1 or 2 bytes; SET: a bit per value, in 1, 2, 3, 4 or 8 bytes."""
+        if self.kind == "enum":
+            return 1 if len(self.values) < 256 else 2
+        size = (len(self.values) + 7) // 8
+        return 8 if size > 4 else size
 
     def encode(self, value: object) -> bytes:
         """A non-NULL value as a row image holds it."""
@@ -133,13 +185,38 @@ class Column:
         if self.kind == "double":
             assert isinstance(value, float)
             return struct.pack("<d", value)
+        if self.kind not in ("varchar", "blob", "json", "enum", "set"):
+            return self._encode_dated_or_decimal(value)
+        if self.kind == "blob":
+            assert isinstance(value, bytes)
+            return len(value).to_bytes(_BLOB_LENGTH_BYTES, "little") + value
         assert isinstance(value, str)
+        if self.kind == "json":
+            data = json_bytes(value)
+            return len(data).to_bytes(_JSON_LENGTH_BYTES, "little") + data
+        if self.kind == "enum":
+            return (self.values.index(value) + 1).to_bytes(self._pack_length, "little")
+        if self.kind == "set":
+            mask = sum(1 << self.values.index(v) for v in value.split(",") if v)
+            return mask.to_bytes(self._pack_length, "little")
         data = value.encode()
         if len(data) > self.max_length:
             raise ValueError(f"{value!r} is longer than {self.name}'s {self.max_length} bytes")
         return (
             bytes([len(data)]) if self.max_length < 256 else struct.pack("<H", len(data))
         ) + data
+
+    def _encode_dated_or_decimal(self, value: object) -> bytes:
+        if self.kind == "decimal":
+            assert isinstance(value, decimal.Decimal)
+            return decimal_bytes(value, self.precision, self.scale)
+        if self.kind == "date":
+            assert isinstance(value, dt.date)
+            return date_bytes(value)
+        assert isinstance(value, dt.datetime)
+        if self.kind == "timestamp":
+            return timestamp2_bytes(value, self.fsp)
+        return datetime2_bytes(value, self.fsp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,14 +485,34 @@ def _gtid_body(sid: uuid.UUID, gno: int, sequence_number: int) -> bytes:
 
 def _optional_metadata(table: Table) -> bytes:
     """The TLV fields MySQL 8 writes with ``binlog_row_metadata=FULL``, in its order."""
-    numeric = [column.unsigned for column in table.columns if column.kind in _NUMERIC]
-    names = b"".join(packed(len(c.name.encode())) + c.name.encode() for c in table.columns)
-    indexes = [c.name for c in table.columns]
+    columns = table.columns
+    numeric = [column.unsigned for column in columns if column.kind in _NUMERIC]
+    names = b"".join(packed(len(c.name.encode())) + c.name.encode() for c in columns)
+    indexes = [c.name for c in columns]
+    characters = [c for c in columns if c.kind in _CHARACTER]
+    binary = b"".join(  # (index among character columns, collation) where not the default
+        packed(i) + packed(BINARY_COLLATION) for i, c in enumerate(characters) if c.kind == "blob"
+    )
     fields = [
         (SIGNEDNESS, _bits(numeric, msb_first=True)),
-        (DEFAULT_CHARSET, packed(UTF8MB4_0900_AI_CI)),
+        (DEFAULT_CHARSET, packed(UTF8MB4_0900_AI_CI) + binary if characters else b""),
         (COLUMN_NAME, names),
+        (SET_STR_VALUE, _str_values(c for c in columns if c.kind == "set")),
+        (ENUM_STR_VALUE, _str_values(c for c in columns if c.kind == "enum")),
         (SIMPLE_PRIMARY_KEY, b"".join(packed(indexes.index(k)) for k in table.primary_key)),
-        (COLUMN_VISIBILITY, _bits([True] * len(table.columns), msb_first=True)),
+        (
+            ENUM_AND_SET_DEFAULT_CHARSET,
+            packed(UTF8MB4_0900_AI_CI) if any(c.kind in _REAL_TYPES for c in columns) else b"",
+        ),
+        (COLUMN_VISIBILITY, _bits([True] * len(columns), msb_first=True)),
     ]
     return b"".join(bytes([kind]) + packed(len(value)) + value for kind, value in fields if value)
+
+
+def _str_values(columns: Iterable[Column]) -> bytes:
+    """SET_STR_VALUE / ENUM_STR_VALUE: per column, its value count, then each value."""
+    out = b""
+    for column in columns:
+        out += packed(len(column.values))
+        out += b"".join(packed(len(v.encode())) + v.encode() for v in column.values)
+    return out

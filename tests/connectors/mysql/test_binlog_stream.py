@@ -32,6 +32,7 @@ from connectors.mariadb.position import position_of
 from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mysql.binlog_encoder import NO_COMPRESSION, ZSTD, BinlogFile, Column, Table
 from tests.connectors.mysql.fake_server import FakeMySQLServer, mysql_answers
+from tests.connectors.mysql.typed_table import TYPED, TYPED_ROW
 
 FILE = "binlog.000001"
 SID = uuid.UUID("3e11fa47-71ca-11e1-9e33-c80aa9429562")
@@ -245,6 +246,28 @@ def test_a_compressed_transaction_is_read_from_its_payload(compression: int) -> 
         RowChange(two, _at(delete), "d", "shop.t", (2,), None, {"id": 2, "name": "b", "qty": 3}),
         Commit(two, _at(binlog.position), COMMIT_TS),
     ]
+
+
+def test_every_encoded_column_type_reads_as_a_snapshot_reads_it() -> None:
+    """DECIMAL, DATE, DATETIME, TIMESTAMP, JSON, ENUM, SET and BLOB through the reader's own
+    decoders (``binlog/values.py``): the values a snapshot of the row gives."""
+    binlog = _binlog()
+    binlog.gtid(SID, 5)
+    binlog.query("BEGIN", "shop")
+    binlog.table_map(TYPED)
+    write = binlog.position
+    binlog.write_rows(TYPED, [TYPED_ROW])
+    binlog.xid(5)
+    with _served(binlog) as server:
+        changes = _read(server, "typed")
+    rows = [c.after for c in changes if isinstance(c, RowChange)]
+    assert rows == [
+        {
+            **TYPED_ROW,
+            "doc": '{"a": [1, true, null], "n": 70000, "name": "é"}',  # MySQL's key order
+        }
+    ]
+    assert [c.position for c in changes if isinstance(c, RowChange)] == [_at(write)]
 
 
 @pytest.mark.parametrize("commit", [True, False], ids=["xa-commit", "xa-rollback"])
