@@ -12,6 +12,8 @@ replcheck makes of the documented answers. What it does not: that a server answe
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +21,8 @@ import pytest
 from cdc_core.errors import ConfigError, TransientError
 from connectors.mariadb.connector import MariaDBConnector
 from connectors.mariadb.errors import PreparedXaError, SnapshotLockError, SnapshotPrivilegeError
+from connectors.mariadb.failover import FailoverError
+from connectors.mariadb.log_reader import MariaDBLogReader
 from connectors.mariadb.position import position_of
 from connectors.mariadb.replica import (
     GTID_WAITS,
@@ -32,6 +36,7 @@ from connectors.mariadb.source_config import MariaDBSourceConfig
 from tests.connectors.mysql.fake_server import FakeMySQLServer
 from tests.connectors.mysql.recorded_session import Recording
 
+SOURCE_UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"  # the old primary
 NEEDED = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-57,8d1a3b5c-0f2e-11ef-8a3c-0242ac120002:1-4"
 
 
@@ -206,3 +211,27 @@ def test_mysql_computes_no_leaf_digests_so_its_rows_are_read() -> None:
     validator compares MySQL by reading its rows (engines.md)."""
     with _replayed("digest_dialect_mysql.json") as (server, _):
         assert MariaDBConnector(server.url("shop")).digest_dialect() is None
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [("failover_check_mysql.json", None), ("failover_behind_mysql.json", "lacks transactions")],
+)
+def test_a_failover_is_checked_against_the_new_servers_gtid_sets(
+    name: str, refused: str | None
+) -> None:
+    """``cdc run`` on another server (``failover.py``): its id, ``gtid_mode``, and the lake's
+    GTID set against the server's executed and purged sets, before any log is read."""
+    token = json.dumps({"executed": f"{SOURCE_UUID}:1-57", "prepared": {}})
+    with _replayed(name) as (server, recording):
+        reader = MariaDBLogReader(MariaDBSourceConfig(url=server.url("shop"), tables=("t",)))
+        follow = functools.partial(reader.follow_failover, position_of("binlog.000003", 5120))
+        if refused is None:
+            follow(token, f"MySQL server_uuid {SOURCE_UUID}")
+        else:
+            with pytest.raises(FailoverError) as error:
+                follow(token, f"MySQL server_uuid {SOURCE_UUID}")
+            (sql,) = [sql for sql in recording.sqls() if sql.startswith("SELECT GTID_SUBTRACT")]
+            missing = recording.first(sql)["rows"][0][0]
+            assert refused in error.value.message and missing in error.value.message
+    assert reader.epoch.value == (1 if refused is None else 0)
