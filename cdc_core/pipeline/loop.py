@@ -83,8 +83,9 @@ def _unfollowable(checkpoint: Checkpoint, token: str | None, follows: bool) -> s
         return "its log reader cannot follow a failover"
     if token is None:
         return (
-            "its checkpoint keeps no GTID set for the position it resumes from (the source"
-            " runs with gtid_mode=OFF, or nothing was streamed since its snapshot)"
+            "its checkpoint keeps no GTID set for the position it resumes from (only a MySQL"
+            " source with gtid_mode=ON has one, once something was streamed after its"
+            " snapshot)"
         )
     if checkpoint.loading or checkpoint.refreshes:
         return "a table's snapshot is under way, of the old server"
