@@ -129,13 +129,13 @@ class Connector(ABC):
         committed so far is at or before it. None: the product has no log to wait on."""
         return None
 
-    def follow_lake(self, sources: Sequence[tuple[str | None, int]]) -> None:
+    def follow_lake(self, sources: Callable[[], Sequence[tuple[str | None, int]]]) -> None:
         """Number this source's log positions as the pipelines writing a lake table do.
 
         Args:
-            sources: Per pipeline writing the table, the server whose log it reads (None:
-                not recorded) and the position it has reached. Only a product whose
-                pipelines follow a failover to another server (MySQL) needs them.
+            sources: Reads, per pipeline writing the table, the server whose log it reads
+                (None: not recorded) and the position it has reached. Only a product whose
+                pipelines follow a failover to another server (MySQL) reads them.
         """
         return None
 

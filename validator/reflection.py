@@ -115,8 +115,8 @@ def reflect_comparison(config: ValidatorConfig, comparison: ComparisonConfig) ->
         lake_table = LakeTable(target_connection.lake, comparison.target.table)
         own_mark = read_at_own_mark(source_connection.url or "")
         if not own_mark:  # the source's positions numbered as the table's pipeline does
-            sources = sources_of(target_connection.lake, comparison.target.table)
-            connector.follow_lake([(source, at.value) for source, at in sources])
+            lake, table = target_connection.lake, comparison.target.table
+            connector.follow_lake(lambda: [(s, at.value) for s, at in sources_of(lake, table)])
         position = None if own_mark else connector.log_position()
         timeout_s = config.validation.lake_wait_timeout_s
         quiet = quiet_log_of(source_connection.url, connector.password, comparison.source.table)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -296,21 +296,24 @@ class MariaDBConnector(Connector):
             (value,) = cursor.fetchone()
         return f"{flavour.product} {name} {value}"
 
-    def follow_lake(self, sources: Sequence[tuple[str | None, int]]) -> None:
-        """Number positions as the lake's pipelines do: after a failover they followed, this
-        server's positions are of a later epoch (``failover.py``). A lake table fed from
+    def follow_lake(self, sources: Callable[[], Sequence[tuple[str | None, int]]]) -> None:
+        """Number positions as the lake's pipelines do: after a failover they followed, a
+        MySQL server's positions are of a later epoch (``failover.py``). A lake table fed from
         another server's log is refused: its positions mean nothing here.
 
         Raises:
             FailoverError: The table's pipeline reads another server's log.
         """
-        recorded = {source for source, _ in sources if source is not None}
+        if not self.flavour().is_mysql:
+            return  # MariaDB's pipelines follow no failover: their positions are epoch 0's
+        written = sources()
+        recorded = {source for source, _ in written if source is not None}
         if not recorded:
             return  # written before sources were recorded, or by no pipeline
         found = self.server_identity()
         if found not in recorded:
             raise FailoverError.lake_of_another(mask_url(self.url), found, sorted(recorded))
-        self._epoch = max(epoch_of(value) for source, value in sources if source == found)
+        self._epoch = max(epoch_of(value) for source, value in written if source == found)
 
     def describe_position(self, value: int) -> str:
         """``mariadb-bin.000003:4567``: the binlog's base name is read once per connector."""

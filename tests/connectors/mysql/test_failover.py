@@ -186,7 +186,7 @@ def test_the_validator_numbers_the_new_servers_positions_as_the_lake_does(
         assert [source for source, _ in sources] == [f"MySQL server_uuid {B}"]
         connector = MariaDBConnector(new.url("shop"), None)
         before = connector.log_position()
-        connector.follow_lake([(source, at.value) for source, at in sources])
+        connector.follow_lake(lambda: [(source, at.value) for source, at in sources])
         end = connector.log_position()
         assert before is not None and end is not None and epoch_of(before) == 0
         assert end == position_of(replica.name, replica.position, epoch=1).value
@@ -194,7 +194,7 @@ def test_the_validator_numbers_the_new_servers_positions_as_the_lake_does(
     with _server(primary, A) as old:
         connector = MariaDBConnector(old.url("shop"), None)
         with pytest.raises(FailoverError) as refused:
-            connector.follow_lake([(source, at.value) for source, at in sources])
+            connector.follow_lake(lambda: [(source, at.value) for source, at in sources])
     assert f"written from the log of MySQL server_uuid {B}" in refused.value.message
 
 
