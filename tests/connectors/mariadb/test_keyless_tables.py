@@ -273,9 +273,16 @@ def test_a_table_whose_changes_a_ddl_made_unwritable_is_never_shown_exact_before
     written: list[tuple[int, RefreshMarks]] = []
     write = sink.write_progress
 
-    def recorded(lake: Path, name: str, position: Position, tables: Any, marks: Any = None) -> None:
+    def recorded(
+        lake: Path,
+        name: str,
+        position: Position,
+        tables: Any,
+        marks: Any = None,
+        source: Any = None,
+    ) -> None:
         written.append((position.value, marks or RefreshMarks()))
-        write(lake, name, position, tables, marks)
+        write(lake, name, position, tables, marks, source)
 
     monkeypatch.setattr(sink, "write_progress", recorded)
     with mariadb_pipeline(mariadb_full, database, ["k"], tmp_path) as (pipeline, _):
